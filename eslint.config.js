@@ -11,6 +11,8 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'off',
       eqeqeq: ['error', 'always'],
+      // with noUncheckedIndexedAccess, a checked index is asserted rather than re-tested
+      '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
 );

@@ -1,0 +1,32 @@
+import { planSteps } from '../../engine/engine.js';
+import { selectSteps } from '../../engine/select.js';
+import { errorMessage } from '../../engine/errors.js';
+import { STEPS } from '../../steps/index.js';
+import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
+import { renderPlan, type ShownPlan } from '../render-plan.js';
+import { createRuntime, createStepContext, loadSite } from '../runtime.js';
+import type { CommandResult } from './result.js';
+
+export async function planCommand(inv: Invocation): Promise<CommandResult> {
+  const format = oneOf('-o', inv.flags.output, ['text', 'json', 'yaml'] as const, 'text');
+  const selected = selectSteps(inv.flags.only, inv.flags.skip);
+  const rt = createRuntime(inv.flags);
+  const loaded = await loadSite(rt, atMostOnePath('plan', inv.positionals));
+  if (!loaded) return { exitCode: 0, stdout: 'no site-config found: nothing to plan\n' };
+  const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) });
+  const steps: ShownPlan[] = [];
+  try {
+    for (const step of STEPS.filter((s) => selected.has(s.name))) {
+      try {
+        steps.push(...(await planSteps({ steps: [step], selected, ctx })));
+      } catch (err) {
+        // before kubelet runs there is no API to plan the cluster steps against
+        if (step.group !== 'cluster') throw err;
+        steps.push({ step: step.name, action: 'deferred', reason: errorMessage(err) });
+      }
+    }
+  } finally {
+    close();
+  }
+  return { exitCode: 0, stdout: renderPlan({ site: loaded.site.name, siteConfig: loaded.file, steps }, format) };
+}

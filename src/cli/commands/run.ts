@@ -1,0 +1,32 @@
+import { runSteps } from '../../engine/engine.js';
+import { selectSteps } from '../../engine/select.js';
+import { StateStore } from '../../engine/state.js';
+import { hashOf } from '../../engine/state.js';
+import { STEPS } from '../../steps/index.js';
+import { atMostOnePath, type Invocation, seconds } from '../args.js';
+import { createRuntime, createStepContext, loadSite } from '../runtime.js';
+import type { CommandResult } from './result.js';
+
+export async function runCommand(inv: Invocation): Promise<CommandResult> {
+  const selected = selectSteps(inv.flags.only, inv.flags.skip);
+  const rt = createRuntime(inv.flags);
+  const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
+  if (!loaded) {
+    rt.log.warn('no site-config appeared: nothing to do');
+    return { exitCode: 0, stdout: '' };
+  }
+  const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) });
+  try {
+    const state = await runSteps({
+      steps: STEPS,
+      selected,
+      ctx,
+      store: new StateStore(rt.fs, rt.stateDir),
+      banner: rt.banner,
+      configHash: hashOf(loaded.files),
+    });
+    return { exitCode: 0, stdout: `site ${state.site}: ${state.result}\n` };
+  } finally {
+    close();
+  }
+}

@@ -1,0 +1,34 @@
+import { StateStore, type RunState } from '../../engine/state.js';
+import { STEP_NAMES } from '../../engine/step.js';
+import { type Invocation, oneOf } from '../args.js';
+import { createRuntime } from '../runtime.js';
+import type { CommandResult } from './result.js';
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+}
+
+export function renderRunState(state: RunState | undefined): string {
+  if (!state) return 'No run recorded yet.\n';
+  const lines = [
+    `Site:     ${state.site}`,
+    `Result:   ${state.result}${state.message ? `: ${state.message}` : ''}`,
+    `Started:  ${state.startedAt}${state.finishedAt ? `   Finished: ${state.finishedAt}` : ''}`,
+    '',
+  ];
+  const rows = [['STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'DETAIL']];
+  for (const name of STEP_NAMES) {
+    const r = state.steps[name];
+    rows.push([name, r?.status ?? 'pending', r ? String(r.attempts) : '', r?.durationMs !== undefined ? `${r.durationMs}ms` : '', r?.message ?? '']);
+  }
+  return `${[...lines, ...table(rows)].join('\n')}\n`;
+}
+
+export async function statusCommand(inv: Invocation): Promise<CommandResult> {
+  const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
+  const rt = createRuntime(inv.flags);
+  const state = await new StateStore(rt.fs, rt.stateDir).load();
+  const stdout = format === 'json' ? `${JSON.stringify({ run: state ?? null }, null, 2)}\n` : renderRunState(state);
+  return { exitCode: 0, stdout };
+}

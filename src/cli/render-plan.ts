@@ -1,0 +1,36 @@
+/** `plan` output: the step plans as data (json, yaml) or as a diff-like text. */
+import yaml from 'js-yaml';
+import type { StepPlan } from '../engine/step.js';
+import { redactSecrets } from '../log/redact.js';
+
+export type ShownPlan = StepPlan | { step: StepPlan['step']; action: 'deferred'; reason: string };
+
+export interface PlanDocument {
+  site: string;
+  siteConfig: string;
+  steps: ShownPlan[];
+}
+
+const MARK = { noop: '=', change: '~', conflict: '!', deferred: '?' } as const;
+
+export function renderPlan(doc: PlanDocument, format: 'text' | 'json' | 'yaml'): string {
+  const safe = redactSecrets(doc);
+  if (format === 'json') return `${JSON.stringify(safe, null, 2)}\n`;
+  if (format === 'yaml') return yaml.dump(safe, { noRefs: true, lineWidth: 120 });
+  const lines = [`Plan for site ${safe.site} (${safe.siteConfig})`, ''];
+  for (const p of safe.steps) {
+    const head = `${MARK[p.action]} ${p.step.padEnd(20)}`;
+    if (p.action === 'change') {
+      lines.push(`${head} ${p.summary}`);
+      for (const c of p.changes) {
+        lines.push(`      ${c.action} ${c.target}${c.summary ? `: ${c.summary}` : ''}`);
+        for (const d of c.diff ?? []) lines.push(`        ${d}`);
+      }
+    } else {
+      lines.push(`${head} ${p.action === 'noop' ? 'unchanged' : p.action}: ${p.reason}`);
+    }
+  }
+  const count = (a: ShownPlan['action']) => safe.steps.filter((p) => p.action === a).length;
+  lines.push('', `${safe.steps.length} steps: ${count('change')} to change, ${count('noop')} unchanged, ${count('conflict')} in conflict, ${count('deferred')} deferred until the cluster is up`);
+  return `${lines.join('\n')}\n`;
+}

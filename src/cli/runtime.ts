@@ -1,0 +1,116 @@
+/** Wires the real ports together for one command, from its flags. */
+import path from 'node:path';
+import { discoverSiteConfig } from '../config/discover.js';
+import { loadSiteConfig } from '../config/load.js';
+import type { LoadedSite } from '../config/site.js';
+import { type Banner, createBanner } from '../engine/banner.js';
+import { ConfigError } from '../engine/errors.js';
+import type { RunOptions, StepContext } from '../engine/step.js';
+import { createLogger, logEvent, type Logger } from '../log/logger.js';
+import { connectKube, connectSystemd, createNmstate } from '../ports/adapters.js';
+import { type Clock, systemClock } from '../ports/clock.js';
+import { createExec, type Exec } from '../ports/exec.js';
+import { createRootFs, type RootFs } from '../ports/fs.js';
+import type { Kube } from '../ports/kube.js';
+import type { Systemd } from '../ports/systemd.js';
+import { type Flags, oneOf, seconds } from './args.js';
+
+/** The kubeconfig every OpenShift node carries for its own API server on localhost. */
+export const NODE_KUBECONFIG = '/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig';
+
+export interface Runtime {
+  log: Logger;
+  fs: RootFs;
+  exec: Exec;
+  clock: Clock;
+  banner: Banner;
+  stateDir: string;
+  flags: Flags;
+}
+
+export function createRuntime(flags: Flags): Runtime {
+  const log = createLogger({
+      level: oneOf('--log-level', flags['log-level'], ['trace', 'debug', 'info', 'warn', 'error'] as const, 'info'),
+    format: oneOf('--log-format', flags['log-format'], ['text', 'json'] as const, 'text'),
+  });
+  const fs = createRootFs(flags.root ?? '/');
+  const underSystemd = process.env.INVOCATION_ID !== undefined;
+  return {
+    log,
+    fs,
+    exec: createExec(log),
+    clock: systemClock,
+    banner: createBanner(flags.console ?? (underSystemd ? '/dev/console' : undefined)),
+    stateDir: flags['state-dir'] ?? '/var/lib/sno-relocate',
+    flags,
+  };
+}
+
+/** Loads the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
+export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
+  if (target !== undefined) return report(rt, () => loadSiteConfig(target));
+  const found = await discoverSiteConfig({ ...rt, waitSeconds: seconds('--wait', rt.flags.wait) });
+  if (!found) return undefined;
+  logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
+  try {
+    return await report(rt, () => loadSiteConfig(found.path));
+  } finally {
+    await found.release();
+  }
+}
+
+async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<LoadedSite> {
+  try {
+    const loaded = await load();
+    for (const f of loaded.findings) rt.log.warn({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
+    return loaded;
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const f of err.findings) rt.log[f.severity === 'error' ? 'error' : 'warn']({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
+      logEvent(rt.log, 'error', 'configInvalid', { errors: err.findings.filter((f) => f.severity === 'error').length }, 'site-config is invalid; nothing on the host was changed');
+    }
+    throw err;
+  }
+}
+
+function lazy<T>(make: () => Promise<T>): () => Promise<T> {
+  let value: Promise<T> | undefined;
+  return () => (value ??= make());
+}
+
+export interface StepContextHandle {
+  ctx: StepContext;
+  close(): void;
+}
+
+export function createStepContext(rt: Runtime, loaded: LoadedSite, options: RunOptions): StepContextHandle {
+  const kubeconfig = async (): Promise<string> => {
+    if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
+    if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
+    if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
+    throw new Error(`no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`);
+  };
+  const systemd = lazy<Systemd>(() => connectSystemd(rt.log));
+  const kube = lazy<Kube>(async () => connectKube(await kubeconfig(), rt.log));
+  let systemdUsed = false;
+  return {
+    ctx: {
+      site: loaded.site,
+      fs: rt.fs,
+      exec: rt.exec,
+      systemd: () => {
+        systemdUsed = true;
+        return systemd();
+      },
+      nmstate: createNmstate(rt.exec, rt.log),
+      kube,
+      clock: rt.clock,
+      log: rt.log,
+      stateDir: rt.stateDir,
+      options,
+    },
+    close: () => {
+      if (systemdUsed) void systemd().then((s) => s.close(), () => undefined);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/** The site-config as the steps see it: validated, with every named file read in. */
+import type { DockerConfig, Mirror, NmstateState, SiteConfigV1 } from './v1/schema.js';
+import type { Finding } from './findings.js';
+
+export interface CertificatePair {
+  certPem: string;
+  keyPem: string;
+}
+
+export interface SiteFile {
+  /** name relative to the site-config folder */
+  name: string;
+  sha256: string;
+}
+
+export interface Site {
+  name: string;
+  baseDomain: string;
+  clusterName?: string;
+  hostname?: string;
+  network: {
+    nmstate: NmstateState;
+    internalIP?: string;
+    verify: { pingGateway: boolean; resolve: string[]; timeoutSeconds: number };
+  };
+  pullSecret?: DockerConfig;
+  pullSecretPolicy: 'replace' | 'merge';
+  imageDigestMirrors: Mirror[];
+  imageTagMirrors: Mirror[];
+  certificates: { ingress?: CertificatePair; api?: CertificatePair };
+  sshAuthorizedKeys: string[];
+}
+
+export interface LoadedSite {
+  /** path of the site-config file that was read */
+  file: string;
+  dir: string;
+  document: SiteConfigV1;
+  site: Site;
+  /** the site-config and every file it names, with their digests (what a signature covers) */
+  files: SiteFile[];
+  /** warnings (errors are thrown) */
+  findings: Finding[];
+}

@@ -1,0 +1,198 @@
+/**
+ * Cross-field checks, one small named function each, run after the schema and
+ * before anything on the host changes.
+ */
+import { BlockList, isIPv4 } from 'node:net';
+import type { Finding } from '../findings.js';
+import { isDnsName, type Mirror, type NmstateState, type SiteConfigV1 } from './schema.js';
+
+export interface RuleInput {
+  config: SiteConfigV1;
+  /** the nmstate state, inline or read from nmstateFile (absent before files are read) */
+  nmstate?: NmstateState;
+  /** how findings inside the nmstate state are located: `$.spec.network.nmstate` or `network.yaml: $` */
+  nmstatePath: string;
+}
+
+export interface Rule {
+  name: string;
+  check(input: RuleInput): Finding[];
+}
+
+const error = (path: string, message: string): Finding => ({ severity: 'error', path, message });
+const warning = (path: string, message: string): Finding => ({ severity: 'warning', path, message });
+
+export const networkSourceExactlyOne: Rule = {
+  name: 'network-source-exactly-one',
+  check: ({ config }) => {
+    const { nmstate, nmstateFile } = config.spec.network;
+    if (nmstate !== undefined && nmstateFile !== undefined)
+      return [error('$.spec.network', 'give nmstate or nmstateFile, not both')];
+    if (nmstate === undefined && nmstateFile === undefined)
+      return [error('$.spec.network', 'one of nmstate or nmstateFile is required')];
+    return [];
+  },
+};
+
+export const pullSecretSourceAtMostOne: Rule = {
+  name: 'pull-secret-source-at-most-one',
+  check: ({ config }) =>
+    config.spec.pullSecret !== undefined && config.spec.pullSecretFile !== undefined
+      ? [error('$.spec', 'give pullSecret or pullSecretFile, not both')]
+      : [],
+};
+
+/** Lexical half of "files stay in the folder"; the loader checks symlinks when it opens them. */
+export function fileNameProblem(name: string): string | undefined {
+  if (name.includes('\0')) return 'contains a NUL byte';
+  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'must be relative to the site-config folder';
+  if (name.includes('\\')) return 'must use "/" as separator';
+  if (name.split('/').some((part) => part === '..')) return 'may not leave the site-config folder';
+  return undefined;
+}
+
+export function namedFiles(config: SiteConfigV1): { path: string; name: string }[] {
+  const { spec } = config;
+  const out: { path: string; name: string }[] = [];
+  if (spec.network.nmstateFile !== undefined) out.push({ path: '$.spec.network.nmstateFile', name: spec.network.nmstateFile });
+  if (spec.pullSecretFile !== undefined) out.push({ path: '$.spec.pullSecretFile', name: spec.pullSecretFile });
+  for (const which of ['ingress', 'api'] as const) {
+    const pair = spec.certificates?.[which];
+    if (!pair) continue;
+    out.push({ path: `$.spec.certificates.${which}.certFile`, name: pair.certFile });
+    out.push({ path: `$.spec.certificates.${which}.keyFile`, name: pair.keyFile });
+  }
+  return out;
+}
+
+export const filesStayInFolder: Rule = {
+  name: 'files-stay-in-folder',
+  check: ({ config }) =>
+    namedFiles(config).flatMap(({ path, name }) => {
+      const problem = fileNameProblem(name);
+      return problem ? [error(path, problem)] : [];
+    }),
+};
+
+export const dnsNames: Rule = {
+  name: 'dns-names',
+  check: ({ config }) => {
+    const out: Finding[] = [];
+    const { baseDomain, hostname, network } = config.spec;
+    if (!baseDomain.includes('.')) out.push(error('$.spec.baseDomain', 'needs at least two labels, e.g. store42.example.com'));
+    if (hostname !== undefined && (hostname === 'localhost' || hostname.startsWith('localhost.')))
+      out.push(error('$.spec.hostname', 'localhost is not a usable node name'));
+    if (hostname !== undefined && hostname.split('.')[0]!.length > 63)
+      out.push(error('$.spec.hostname', 'first label longer than 63 characters'));
+    (network.verify?.resolve ?? []).forEach((name, i) => {
+      if (!isDnsName(name)) out.push(error(`$.spec.network.verify.resolve[${i}]`, 'not a valid DNS name'));
+    });
+    return out;
+  },
+};
+
+function prefixBlock(cidr: string): BlockList {
+  const [ip, bits] = cidr.split('/') as [string, string];
+  const block = new BlockList();
+  block.addSubnet(ip, Number(bits), isIPv4(ip) ? 'ipv4' : 'ipv6');
+  return block;
+}
+
+export const internalIpOutsideSiteSubnets: Rule = {
+  name: 'internal-ip-outside-site-subnets',
+  check: ({ config, nmstate, nmstatePath }) => {
+    const internal = config.spec.network.internalIP;
+    if (internal === undefined || !nmstate) return [];
+    const [internalAddr] = internal.split('/') as [string];
+    const family = isIPv4(internalAddr) ? 'ipv4' : 'ipv6';
+    const internalBlock = prefixBlock(internal);
+    const out: Finding[] = [];
+    (nmstate.interfaces ?? []).forEach((iface, i) => {
+      (iface[family]?.address ?? []).forEach((addr, j) => {
+        const site = `${addr.ip}/${addr['prefix-length']}`;
+        if (prefixBlock(site).check(internalAddr, family) || internalBlock.check(addr.ip, family)) {
+          out.push(
+            error(
+              `${nmstatePath}.interfaces[${i}].${family}.address[${j}]`,
+              `site subnet ${site} overlaps the internal IP ${internal} ($.spec.network.internalIP)`,
+            ),
+          );
+        }
+      });
+    });
+    return out;
+  },
+};
+
+function duplicateSources(list: Mirror[] | undefined, path: string): Finding[] {
+  const seen = new Map<string, number>();
+  return (list ?? []).flatMap((m, i) => {
+    const first = seen.get(m.source);
+    seen.set(m.source, first ?? i);
+    return first === undefined ? [] : [error(`${path}[${i}].source`, `duplicate of ${path}[${first}].source (${m.source})`)];
+  });
+}
+
+export const mirrorSourcesUnique: Rule = {
+  name: 'mirror-sources-unique',
+  check: ({ config }) => [
+    ...duplicateSources(config.spec.imageDigestMirrors, '$.spec.imageDigestMirrors'),
+    ...duplicateSources(config.spec.imageTagMirrors, '$.spec.imageTagMirrors'),
+  ],
+};
+
+const SSH_KEY = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n\r]*)?$/;
+
+export const sshKeysWellFormed: Rule = {
+  name: 'ssh-keys-well-formed',
+  check: ({ config }) =>
+    (config.spec.sshAuthorizedKeys ?? []).flatMap((key, i) =>
+      SSH_KEY.test(key) ? [] : [error(`$.spec.sshAuthorizedKeys[${i}]`, 'not an OpenSSH public key line')],
+    ),
+};
+
+export const interfaceReferencesKnown: Rule = {
+  name: 'interface-references-known',
+  check: ({ nmstate, nmstatePath }) => {
+    if (!nmstate) return [];
+    const names = new Set((nmstate.interfaces ?? []).map((i) => i.name));
+    const out: Finding[] = [];
+    (nmstate.interfaces ?? []).forEach((iface, i) => {
+      const base = iface.vlan?.['base-iface'];
+      if (base !== undefined && !names.has(base))
+        out.push(warning(`${nmstatePath}.interfaces[${i}].vlan.base-iface`, `${base} is not declared here; it must already exist on the node`));
+    });
+    (nmstate.routes?.config ?? []).forEach((route, i) => {
+      const dev = route['next-hop-interface'];
+      if (dev !== undefined && !names.has(dev))
+        out.push(warning(`${nmstatePath}.routes.config[${i}].next-hop-interface`, `${dev} is not declared here; it must already exist on the node`));
+    });
+    return out;
+  },
+};
+
+export const pullSecretHasRegistries: Rule = {
+  name: 'pull-secret-has-registries',
+  check: ({ config }) =>
+    config.spec.pullSecret !== undefined && Object.keys(config.spec.pullSecret.auths).length === 0
+      ? [warning('$.spec.pullSecret.auths', 'no registries: images that need a login will not pull')]
+      : [],
+};
+
+/** Rules that read only the site-config itself. */
+export const documentRules: readonly Rule[] = [
+  networkSourceExactlyOne,
+  pullSecretSourceAtMostOne,
+  filesStayInFolder,
+  dnsNames,
+  mirrorSourcesUnique,
+  sshKeysWellFormed,
+  pullSecretHasRegistries,
+];
+
+/** Rules that also need the nmstate state, which may come from a file. */
+export const networkRules: readonly Rule[] = [internalIpOutsideSiteSubnets, interfaceReferencesKnown];
+
+export function runRules(rules: readonly Rule[], input: RuleInput): Finding[] {
+  return rules.flatMap((rule) => rule.check(input));
+}

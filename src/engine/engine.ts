@@ -1,0 +1,123 @@
+/**
+ * The run loop: for each selected step in order, plan -> apply -> verify,
+ * recording each result with the hash of its inputs so a rerun resumes.
+ */
+import { logEvent } from '../log/logger.js';
+import { redactSecrets, scrubText } from '../log/redact.js';
+import type { Banner } from './banner.js';
+import { errorMessage, RefusedError, SnoRelocateError, StepError } from './errors.js';
+import { hashOf, type RunState, type StateStore } from './state.js';
+import type { PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
+
+export interface EngineInput {
+  steps: readonly Step[];
+  selected: ReadonlySet<StepName>;
+  ctx: StepContext;
+  store: StateStore;
+  banner: Banner;
+  /** hash of the whole site-config, to tell a new site from a resumed run */
+  configHash: string;
+}
+
+const stepContext = (ctx: StepContext, step: Step): StepContext => ({ ...ctx, log: ctx.log.child({ step: step.name }) });
+
+/** Plans the selected steps without changing anything (what `plan` prints). */
+export async function planSteps(input: Pick<EngineInput, 'steps' | 'selected' | 'ctx'>): Promise<StepPlan[]> {
+  const plans: StepPlan[] = [];
+  for (const step of input.steps.filter((s) => input.selected.has(s.name))) {
+    plans.push({ step: step.name, ...(await step.plan(stepContext(input.ctx, step))) });
+  }
+  return plans;
+}
+
+function refuseConflicts(plans: readonly StepPlan[]): void {
+  const conflicts = plans.filter((p) => p.action === 'conflict');
+  if (conflicts.length > 0)
+    throw new RefusedError(conflicts.map((c) => `${c.step}: ${c.action === 'conflict' ? c.reason : ''}`).join('; '));
+}
+
+export async function runSteps(input: EngineInput): Promise<RunState> {
+  const { ctx, store, banner } = input;
+  const previous = await store.load();
+  const resumed = previous !== undefined && previous.configHash === input.configHash;
+  const state: RunState = {
+    version: 1,
+    site: ctx.site.name,
+    configHash: input.configHash,
+    result: 'running',
+    startedAt: ctx.clock.now().toISOString(),
+    steps: resumed ? previous.steps : {},
+  };
+  const selected = input.steps.filter((s) => input.selected.has(s.name));
+  logEvent(ctx.log, 'info', 'runStarted', { site: state.site, steps: selected.map((s) => s.name), resumed }, `run started for site ${state.site}`);
+
+  // host preflight: every node step plans before the first one changes anything
+  refuseConflicts(await planSteps({ ...input, steps: selected.filter((s) => s.group === 'node') }));
+  await store.save(state);
+
+  const started = ctx.clock.monotonic();
+  try {
+    for (const [index, step] of selected.entries()) {
+      await banner.show(`[${index + 1}/${selected.length}] ${step.name} ...`);
+      await runOne(step, stepContext(ctx, step), state, store);
+    }
+  } catch (err) {
+    state.result = err instanceof RefusedError ? 'refused' : 'failed';
+    state.finishedAt = ctx.clock.now().toISOString();
+    state.message = scrubText(errorMessage(err));
+    await store.save(state);
+    logEvent(ctx.log, 'error', state.result === 'refused' ? 'runRefused' : 'runFailed', { site: state.site, err }, `run ${state.result}: ${state.message}`);
+    await banner.show(`FAILED: ${state.message}`);
+    throw err;
+  }
+  state.result = 'succeeded';
+  state.finishedAt = ctx.clock.now().toISOString();
+  await store.save(state);
+  const durationMs = Math.round(ctx.clock.monotonic() - started);
+  logEvent(ctx.log, 'info', 'runFinished', { site: state.site, durationMs }, `run finished for site ${state.site}`);
+  await banner.show(`done: site ${state.site} is configured`);
+  return state;
+}
+
+async function runOne(step: Step, ctx: StepContext, state: RunState, store: StateStore): Promise<void> {
+  const inputHash = hashOf(step.inputs(ctx.site));
+  const previous = state.steps[step.name];
+  const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
+  const began = ctx.clock.monotonic();
+  logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
+  const record = (status: 'running' | 'done' | 'failed', message?: string) => {
+    state.steps[step.name] = {
+      status,
+      inputHash,
+      attempts: (previous?.attempts ?? 0) + (status === 'running' ? 1 : 0),
+      startedAt: (status === 'running' ? undefined : state.steps[step.name]?.startedAt) ?? ctx.clock.now().toISOString(),
+      ...(status !== 'running' && { finishedAt: ctx.clock.now().toISOString(), durationMs: Math.round(ctx.clock.monotonic() - began) }),
+      ...(message !== undefined && { message: scrubText(message) }),
+    };
+    return store.save(state);
+  };
+  try {
+    // the plan is read from the real host every time: a recorded "done" alone is not trusted
+    const plan: PlanResult = await step.plan(ctx);
+    if (plan.action === 'conflict') throw new RefusedError(`${step.name}: ${plan.reason}`, { step: step.name });
+    if (plan.action === 'noop') {
+      if (!doneBefore) await step.verify(ctx);
+      await record('done', plan.reason);
+      logEvent(ctx.log, 'info', 'stepSkipped', { reason: plan.reason, durationMs: Math.round(ctx.clock.monotonic() - began) }, `nothing to do: ${plan.reason}`);
+      return;
+    }
+    if (doneBefore) ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
+    ctx.log.info({ changes: redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`)) }, plan.summary);
+    await record('running');
+    await step.apply(ctx, plan);
+    await step.verify(ctx);
+    await record('done', plan.summary);
+    logEvent(ctx.log, 'info', 'stepFinished', { durationMs: Math.round(ctx.clock.monotonic() - began) }, 'step finished');
+  } catch (err) {
+    const wrapped =
+      err instanceof SnoRelocateError ? err : new StepError(`${step.name}: ${errorMessage(err)}`, { step: step.name, cause: err, retryable: true });
+    await record('failed', wrapped.message);
+    logEvent(ctx.log, 'error', 'stepFailed', { durationMs: Math.round(ctx.clock.monotonic() - began), err: wrapped }, `step failed: ${wrapped.message}`);
+    throw wrapped;
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The one state file: per-step status and input hash, written atomically so a
+ * power cut leaves the previous or the next version, never half of one.
+ */
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { z } from 'zod';
+import type { RootFs } from '../ports/fs.js';
+import { RefusedError } from './errors.js';
+import { STEP_NAMES } from './step.js';
+
+export const STATE_FILE = 'state.json';
+
+const stepRecord = z.object({
+  status: z.enum(['running', 'done', 'failed']),
+  inputHash: z.string(),
+  attempts: z.number().int().nonnegative(),
+  startedAt: z.string(),
+  finishedAt: z.string().optional(),
+  durationMs: z.number().optional(),
+  message: z.string().optional(),
+});
+
+const runState = z.object({
+  version: z.literal(1),
+  site: z.string(),
+  configHash: z.string(),
+  result: z.enum(['running', 'succeeded', 'failed', 'refused']),
+  startedAt: z.string(),
+  finishedAt: z.string().optional(),
+  message: z.string().optional(),
+  steps: z.partialRecord(z.enum(STEP_NAMES), stepRecord),
+});
+
+export type StepRecord = z.infer<typeof stepRecord>;
+export type RunState = z.infer<typeof runState>;
+
+/** sha256 of a value's JSON with sorted keys, so equal inputs always hash alike */
+export function hashOf(value: unknown): string {
+  const stable = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(stable);
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, stable(x)]));
+    return v;
+  };
+  return createHash('sha256').update(JSON.stringify(stable(value) ?? null)).digest('hex');
+}
+
+export class StateStore {
+  readonly file: string;
+
+  constructor(
+    private readonly fs: RootFs,
+    stateDir: string,
+  ) {
+    this.file = path.posix.join(stateDir, STATE_FILE);
+  }
+
+  /** The last run's state; undefined when there was none. A damaged file is refused, never taken as done. */
+  async load(): Promise<RunState | undefined> {
+    const text = await this.fs.readText(this.file);
+    if (text === undefined) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw this.damaged('not valid JSON');
+    }
+    const result = runState.safeParse(parsed);
+    if (!result.success) throw this.damaged(result.error.issues[0]?.message ?? 'unexpected content');
+    return result.data;
+  }
+
+  async save(state: RunState): Promise<void> {
+    await this.fs.writeAtomic(this.file, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  }
+
+  private damaged(why: string): RefusedError {
+    return new RefusedError(
+      `state file ${this.fs.resolve(this.file)} is damaged (${why}); refusing to guess which steps are done. ` +
+        'Move it aside to start the run over from the first step.',
+    );
+  }
+}
+

@@ -1,0 +1,70 @@
+/**
+ * The contract every step follows: plan (no side effects, plain data),
+ * apply, verify. The order lives in src/steps/index.ts.
+ */
+import type { Site } from '../config/site.js';
+import type { Logger } from '../log/logger.js';
+import type { Clock } from '../ports/clock.js';
+import type { Exec } from '../ports/exec.js';
+import type { RootFs } from '../ports/fs.js';
+import type { Kube } from '../ports/kube.js';
+import type { Nmstate } from '../ports/nmstate.js';
+import type { Systemd } from '../ports/systemd.js';
+
+export const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'] as const;
+export const CLUSTER_STEPS = ['csr-approval', 'domain', 'routes', 'cluster-pull-secret', 'mirrors', 'health'] as const;
+export const STEP_NAMES = [...NODE_STEPS, ...CLUSTER_STEPS] as const;
+export type StepName = (typeof STEP_NAMES)[number];
+export type StepGroup = 'node' | 'cluster';
+
+/** One thing a step would change, shown by `plan`. Never holds a secret. */
+export interface Change {
+  action: 'create' | 'update' | 'delete' | 'apply' | 'start' | 'approve' | 'set';
+  /** what is changed: a host path, `kind namespace/name`, a unit, ... */
+  target: string;
+  /** one line on why or what */
+  summary?: string;
+  /** diff lines: `- old`, `+ new`, `  context` */
+  diff?: string[];
+}
+
+export type PlanResult =
+  | { action: 'noop'; reason: string }
+  | { action: 'change'; summary: string; changes: Change[] }
+  | { action: 'conflict'; reason: string };
+
+export type StepPlan = PlanResult & { step: StepName };
+
+export interface RunOptions {
+  /** seconds the health step waits for a healthy cluster */
+  healthTimeoutSeconds: number;
+}
+
+/** The ports a step may use; each has one real adapter and is replaceable in tests. */
+export interface StepContext {
+  site: Site;
+  fs: RootFs;
+  exec: Exec;
+  systemd(): Promise<Systemd>;
+  nmstate: Nmstate;
+  kube(): Promise<Kube>;
+  clock: Clock;
+  log: Logger;
+  /** host path of the state folder, for material a step must keep between runs */
+  stateDir: string;
+  options: RunOptions;
+}
+
+export interface Step {
+  name: StepName;
+  group: StepGroup;
+  /** the slice of the site-config the step reads: its hash tells a rerun whether a done step is still done */
+  inputs(site: Site): unknown;
+  plan(ctx: StepContext): Promise<PlanResult>;
+  apply(ctx: StepContext, plan: Extract<PlanResult, { action: 'change' }>): Promise<void>;
+  /** throws VerificationError when the result does not hold */
+  verify(ctx: StepContext): Promise<void>;
+}
+
+export const groupOf = (name: StepName): StepGroup =>
+  (NODE_STEPS as readonly string[]).includes(name) ? 'node' : 'cluster';

@@ -1,0 +1,36 @@
+/** Time, behind a port so that polls and backoffs can be driven in tests. */
+import { setTimeout as delay } from 'node:timers/promises';
+
+export interface Clock {
+  now(): Date;
+  /** monotonic milliseconds, for durations and deadlines */
+  monotonic(): number;
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = {
+  now: () => new Date(),
+  monotonic: () => performance.now(),
+  sleep: (ms, signal) => delay(ms, undefined, signal ? { signal } : undefined),
+};
+
+/**
+ * Polls `probe` until it returns a value or the deadline passes; each wait
+ * grows from `intervalMs` up to `maxIntervalMs`.
+ */
+export async function pollUntil<T>(
+  clock: Clock,
+  probe: () => Promise<T | undefined>,
+  { timeoutMs, intervalMs = 250, maxIntervalMs = 5000 }: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
+): Promise<T | undefined> {
+  const deadline = clock.monotonic() + timeoutMs;
+  let wait = intervalMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    const left = deadline - clock.monotonic();
+    if (left <= 0) return undefined;
+    await clock.sleep(Math.min(wait, left));
+    wait = Math.min(wait * 2, maxIntervalMs);
+  }
+}

@@ -1,0 +1,11 @@
+/** NetworkManager through nmstate's desired-state model (the adapter runs nmstatectl). */
+import type { NmstateState } from '../config/v1/schema.js';
+
+export interface Nmstate {
+  /** the current network state */
+  show(): Promise<NmstateState>;
+  /** applies without committing; NetworkManager rolls back by itself when the timeout passes */
+  apply(state: NmstateState, options: { timeoutSeconds: number }): Promise<{ checkpoint: string }>;
+  commit(checkpoint: string): Promise<void>;
+  rollback(checkpoint: string): Promise<void>;
+}

@@ -1,0 +1,3 @@
+import { pendingStep } from './pending.js';
+
+export const domainStep = pendingStep('domain');

@@ -1,0 +1,40 @@
+/**
+ * The order of the steps, in one place. Each line says why it stands where it does.
+ */
+import type { Step } from '../engine/step.js';
+import { clusterPullSecretStep } from './cluster-pull-secret.js';
+import { csrApprovalStep } from './csr-approval.js';
+import { domainStep } from './domain-certificates.js';
+import { healthStep } from './health.js';
+import { hostnameStep } from './hostname.js';
+import { internalIpStep } from './internal-ip.js';
+import { kubeletStep } from './kubelet-gate.js';
+import { mirrorsStep } from './mirrors.js';
+import { networkStep } from './nmstate-network.js';
+import { nodePullSecretStep } from './node-pull-secret.js';
+import { routesStep } from './routes.js';
+import { sshKeysStep } from './ssh-keys.js';
+
+export const STEPS: readonly Step[] = [
+  // ssh keys first: a network config that goes wrong must still be debuggable
+  sshKeysStep,
+  // before kubelet and before the network: crio pulls with it as soon as kubelet starts
+  nodePullSecretStep,
+  // the site network, with checkpoint, verification and rollback
+  networkStep,
+  // after the network: br-ex must exist before its internal address is pinned
+  internalIpStep,
+  // before kubelet: the node registers under this name
+  hostnameStep,
+  // the gate: kubelet starts only once every node step has succeeded
+  kubeletStep,
+  // needs kubelet: it is kubelet that files these requests
+  csrApprovalStep,
+  // certificates and component routes for the new domain, then the routes that use it
+  domainStep,
+  routesStep,
+  clusterPullSecretStep,
+  mirrorsStep,
+  // last: confirms the cluster is healthy with everything above in place
+  healthStep,
+];

@@ -1,0 +1,3 @@
+import { pendingStep } from './pending.js';
+
+export const mirrorsStep = pendingStep('mirrors');
