@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// Unit, fixture, black-box and real kube-apiserver tests. The VM suite has its own config
+// (vitest.e2e.config.ts): it boots virtual machines and runs one file at a time.
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    exclude: ['test/e2e/**', 'node_modules/**', 'dist/**'],
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+  },
+});
