@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need (npm packages, Debian
+# packages, the kube-apiserver build, the VM image), builds the agent, then runs every tier.
+# Ends with one line summing all suites: "N passed, N failed".
+# VM_E2E=0 skips the virtual-machine suite (and says so).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ART=.artifacts
+mkdir -p "$ART"
+rm -f "$ART"/vitest-*.json "$ART/summary.txt"
+phase() { printf '\n=== [%4ss] %s\n' "$SECONDS" "$*"; }
+failures=0
+
+phase "npm packages"
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund || exit 1
+fi
+
+phase "Debian packages for the tests (openssl, dbus, etcd, systemd-analyze)"
+need=()
+command -v openssl >/dev/null || need+=(openssl)
+command -v dbus-daemon >/dev/null || need+=(dbus)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v logger >/dev/null || need+=(bsdutils)
+if [ ${#need[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "need root to install: ${need[*]}"; exit 1; }
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" || exit 1
+fi
+
+phase "kube-apiserver v1.20.2 (built from Debian's source on first use, then cached)"
+if [ -x scripts/ensure-kube-apiserver.sh ]; then
+  bash scripts/ensure-kube-apiserver.sh || exit 1
+fi
+
+phase "build: bundle, single executable, schema, MachineConfigs"
+./build.sh || exit 1
+
+phase "typecheck and lint"
+npx tsc -p . || failures=$((failures + 1))
+npx eslint . || failures=$((failures + 1))
+
+phase "unit, fixture, black-box and kube-apiserver tests"
+npx vitest run --reporter=default --reporter=json --outputFile.json="$ART/vitest-main.json" || true
+
+if [ "${VM_E2E:-1}" = 0 ]; then
+  phase "VM end-to-end suite SKIPPED (VM_E2E=0)"
+else
+  phase "VM end-to-end suite (qemu, builds and caches the node image on first use)"
+  if [ -x test/e2e/build-base.sh ]; then
+    bash test/e2e/build-base.sh || exit 1
+  fi
+  npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json --outputFile.json="$ART/vitest-e2e.json" || true
+fi
+
+phase "summary"
+node scripts/summarize-tests.mjs "$ART" "$failures" | tee "$ART/summary.txt"
+tail -n 1 "$ART/summary.txt" | grep -q ' 0 failed'
