@@ -186,7 +186,8 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
     bytes = await readBounded(file, shown);
     document = parseYamlDocument(bytes, shown);
   } catch (err) {
-    if (err instanceof DocumentError) fail([{ severity: 'error', path: shown, message: err.message }], err.message);
+    if (err instanceof DocumentError)
+      fail([{ severity: 'error', path: shown, message: err.message.replace(`${shown}: `, '') }], err.message);
     throw err;
   }
   const parsed = parseSiteConfig(document);

@@ -1,0 +1,30 @@
+/**
+ * Runs the built single executable, as a user would: black-box, with its exit code, stdout and
+ * stderr. `./build.sh` (run by `npm test`) makes it.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BINARY = path.join(REPO, 'dist/sno-relocate');
+export const EXAMPLE = path.join(REPO, 'examples/store-0042');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): CliResult {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run ./build.sh first`);
+  const result = spawnSync(BINARY, args, {
+    encoding: 'utf8',
+    env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...options.env },
+    cwd: options.cwd ?? REPO,
+    timeout: options.timeoutMs ?? 30_000,
+  });
+  if (result.error) throw result.error;
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
