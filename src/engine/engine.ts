@@ -84,12 +84,14 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Stat
   const previous = state.steps[step.name];
   const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
   const began = ctx.clock.monotonic();
+  let attempts = previous?.attempts ?? 0;
   logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
   const record = (status: 'running' | 'done' | 'failed', message?: string) => {
+    if (status === 'running') attempts += 1;
     state.steps[step.name] = {
       status,
       inputHash,
-      attempts: (previous?.attempts ?? 0) + (status === 'running' ? 1 : 0),
+      attempts,
       startedAt: (status === 'running' ? undefined : state.steps[step.name]?.startedAt) ?? ctx.clock.now().toISOString(),
       ...(status !== 'running' && { finishedAt: ctx.clock.now().toISOString(), durationMs: Math.round(ctx.clock.monotonic() - began) }),
       ...(message !== undefined && { message: scrubText(message) }),

@@ -1,0 +1,133 @@
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Site } from '../config/site.js';
+import { createLogger } from '../log/logger.js';
+import { systemClock } from '../ports/clock.js';
+import { createRootFs } from '../ports/fs.js';
+import { createBanner } from './banner.js';
+import { runSteps } from './engine.js';
+import { RefusedError, StepError } from './errors.js';
+import { selectSteps } from './select.js';
+import { StateStore } from './state.js';
+import type { PlanResult, Step, StepContext, StepName } from './step.js';
+
+/** A step over one file under the root: plans from the file's content, like the real steps plan from the host. */
+function fileStep(name: StepName, file: string, want: string, hooks: { failApply?: () => boolean; conflict?: boolean } = {}) {
+  const applied: string[] = [];
+  const step: Step = {
+    name,
+    group: ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'].includes(name) ? 'node' : 'cluster',
+    inputs: () => want,
+    plan: async (ctx): Promise<PlanResult> => {
+      if (hooks.conflict) return { action: 'conflict', reason: 'host holds something else' };
+      return (await ctx.fs.readText(file)) === want
+        ? { action: 'noop', reason: 'already there' }
+        : { action: 'change', summary: `write ${file}`, changes: [{ action: 'create', target: file }] };
+    },
+    apply: async (ctx) => {
+      if (hooks.failApply?.()) throw new Error('disk on fire -----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----');
+      applied.push(name);
+      await ctx.fs.writeAtomic(file, want, { mode: 0o644 });
+    },
+    verify: async () => undefined,
+  };
+  return { step, applied };
+}
+
+function setup() {
+  const root = mkdtempSync(path.join(tmpdir(), 'engine-'));
+  const fs = createRootFs(root);
+  const lines: string[] = [];
+  const log = createLogger({ write: (l) => lines.push(l), journal: false, level: 'debug' });
+  const ctx = { site: { name: 'store-1' } as Site, fs, log, clock: systemClock, stateDir: '/var/lib/sno-relocate' } as unknown as StepContext;
+  const store = new StateStore(fs, '/var/lib/sno-relocate');
+  const run = (steps: Step[], selected: Iterable<StepName> = steps.map((s) => s.name)) =>
+    runSteps({ steps, selected: new Set(selected), ctx, store, banner: createBanner(undefined), configHash: 'h1' });
+  return { root, fs, store, run, lines };
+}
+
+describe('runSteps', () => {
+  it('applies steps in order and records each with its input hash in a 0600 state file', async () => {
+    const { root, store, run } = setup();
+    const a = fileStep('ssh-keys', '/a', 'A');
+    const b = fileStep('hostname', '/b', 'B');
+    const state = await run([a.step, b.step]);
+    expect(state.result).toBe('succeeded');
+    expect(readFileSync(path.join(root, 'a'), 'utf8')).toBe('A');
+    const saved = await store.load();
+    expect(saved?.steps['ssh-keys']?.status).toBe('done');
+    expect(saved?.steps['hostname']?.inputHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(statSync(path.join(root, 'var/lib/sno-relocate/state.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('resumes after a failure: done steps are not applied again, the failed one is', async () => {
+    const { store, run } = setup();
+    let fail = true;
+    const a = fileStep('ssh-keys', '/a', 'A');
+    const b = fileStep('hostname', '/b', 'B', { failApply: () => fail });
+    await expect(run([a.step, b.step])).rejects.toBeInstanceOf(StepError);
+    const failed = await store.load();
+    expect(failed?.result).toBe('failed');
+    expect(failed?.steps['hostname']?.status).toBe('failed');
+    expect(JSON.stringify(failed)).not.toContain('MIIB');
+
+    fail = false;
+    const state = await run([a.step, b.step]);
+    expect(state.result).toBe('succeeded');
+    expect(a.applied).toEqual(['ssh-keys']);
+    expect(b.applied).toEqual(['hostname']);
+    expect(state.steps['hostname']?.attempts).toBe(2);
+  });
+
+  it('applies again when the host drifted from a step recorded as done', async () => {
+    const { root, run } = setup();
+    const a = fileStep('ssh-keys', '/a', 'A');
+    await run([a.step]);
+    writeFileSync(path.join(root, 'a'), ''); // e.g. a power cut left an empty file behind
+    await run([a.step]);
+    expect(a.applied).toEqual(['ssh-keys', 'ssh-keys']);
+    expect(readFileSync(path.join(root, 'a'), 'utf8')).toBe('A');
+  });
+
+  it('refuses a conflict in any node step before the first change', async () => {
+    const { root, run } = setup();
+    const a = fileStep('ssh-keys', '/a', 'A');
+    const c = fileStep('hostname', '/c', 'C', { conflict: true });
+    await expect(run([a.step, c.step])).rejects.toBeInstanceOf(RefusedError);
+    expect(a.applied).toEqual([]);
+    expect(() => statSync(path.join(root, 'a'))).toThrow();
+  });
+
+  it('never takes a damaged state file as done', async () => {
+    const { root, run } = setup();
+    const a = fileStep('ssh-keys', '/a', 'A');
+    await run([a.step]);
+    writeFileSync(path.join(root, 'var/lib/sno-relocate/state.json'), '{"version":1,"site":');
+    await expect(run([a.step])).rejects.toThrow(/state file .* is damaged/);
+  });
+
+  it('logs started and finished with a duration and message id for each step', async () => {
+    const { lines, run } = setup();
+    await run([fileStep('ssh-keys', '/a', 'A').step]);
+    const text = lines.join('');
+    expect(text).toMatch(/\[ssh-keys\] step started msgId=6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a21/);
+    expect(text).toMatch(/\[ssh-keys\] step finished msgId=6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a22 durationMs=\d+/);
+  });
+});
+
+describe('selectSteps', () => {
+  it('expands groups and removes skipped steps', () => {
+    expect([...selectSteps('node', 'network,kubelet')]).toEqual(['ssh-keys', 'node-pull-secret', 'internal-ip', 'hostname']);
+    expect([...selectSteps(undefined, 'node')]).toEqual(['csr-approval', 'domain', 'routes', 'cluster-pull-secret', 'mirrors', 'health']);
+  });
+
+  it('names an unknown step', () => {
+    expect(() => selectSteps('netwrok', undefined)).toThrow(/--only: unknown step or group "netwrok"/);
+  });
+
+  it('refuses a selection that leaves nothing', () => {
+    expect(() => selectSteps('hostname', 'node')).toThrow(/leave no step/);
+  });
+});
