@@ -1,0 +1,104 @@
+/** Black-box: the built single executable, as the people who use it would call it. */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
+import { layFactoryNode } from '../fixtures/factory-node.js';
+import { EXAMPLE, runCli } from '../helpers/cli.js';
+import { snapshotTree } from '../helpers/tree.js';
+
+const factoryRoot = () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'cli-'));
+  layFactoryNode(root);
+  return root;
+};
+
+describe('sno-relocate (single executable)', () => {
+  it('prints its version', () => {
+    const r = runCli(['--version']);
+    expect(r).toMatchObject({ code: 0, stdout: `sno-relocate ${pkg.version}\n` });
+  });
+
+  it('prints help listing every command and step', () => {
+    const r = runCli(['--help']);
+    expect(r.code).toBe(0);
+    for (const word of ['validate', 'plan', 'run', 'status', 'watch', 'keygen', 'sign', 'csr-approval', 'cluster-pull-secret', '--state-dir'])
+      expect(r.stdout).toContain(word);
+  });
+
+  it.each([
+    [['frobnicate'], 'unknown command "frobnicate"'],
+    [['plan', '--frob'], "Unknown option '--frob'"],
+    [['plan', EXAMPLE, '-o', 'xml'], '-o: "xml" is not one of text, json, yaml'],
+    [['run', EXAMPLE, '--only', 'dns'], '--only: unknown step or group "dns"'],
+    [['validate', 'a', 'b'], 'validate takes at most one PATH'],
+    [['run', '--wait', 'soon'], '--wait: expected a whole number of seconds'],
+    [[], 'Usage:'],
+  ])('usage error %j exits 2 and says why', (args, message) => {
+    const r = runCli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr + r.stdout).toContain(message);
+  });
+
+  it('validates the bundled example', () => {
+    const r = runCli(['validate', EXAMPLE]);
+    expect(r).toMatchObject({ code: 0, stdout: 'site-config valid: site store-0042, 3 file(s) read\n' });
+  });
+
+  it('accepts JSON, warns about unknown keys and names them', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cli-json-'));
+    const doc = yaml.load(yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'j' }, spec: { baseDomain: 'j.example.com', network: { nmstate: { interfaces: [] } }, color: 'blue' } }));
+    writeFileSync(path.join(dir, 'site-config.json'), JSON.stringify(doc));
+    const r = runCli(['validate', dir, '-o', 'json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).findings).toEqual([{ severity: 'warning', path: '$.spec.color', message: 'unknown key, ignored' }]);
+    expect(r.stderr).toContain('$.spec.color');
+  });
+
+  it('plans as JSON and YAML with the same content, changing nothing under the root', () => {
+    const root = factoryRoot();
+    const before = snapshotTree(root);
+    const json = runCli(['plan', EXAMPLE, '--root', root, '-o', 'json', '--only', 'ssh-keys,hostname']);
+    const yml = runCli(['plan', EXAMPLE, '--root', root, '-o', 'yaml', '--only', 'ssh-keys,hostname']);
+    expect(json.code, json.stderr).toBe(0);
+    expect(yml.code).toBe(0);
+    const parsed = JSON.parse(json.stdout);
+    expect(parsed.steps.map((s: { step: string }) => s.step)).toEqual(['ssh-keys', 'hostname']);
+    expect(yaml.load(yml.stdout)).toEqual(parsed);
+    expect(snapshotTree(root)).toEqual(before);
+  });
+
+  it('reports no run before the first one, and JSON status as null', () => {
+    const root = factoryRoot();
+    expect(runCli(['status', '--root', root]).stdout).toBe('No run recorded yet.\n');
+    expect(JSON.parse(runCli(['status', '--root', root, '-o', 'json']).stdout).run).toBeNull();
+  });
+
+  it('refuses a damaged state file with exit 3 and says how to recover', () => {
+    const root = factoryRoot();
+    const state = path.join(root, 'var/lib/sno-relocate');
+    mkdirSync(state, { recursive: true });
+    writeFileSync(path.join(state, 'state.json'), 'garbage');
+    const r = runCli(['status', '--root', root]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain('Move it aside');
+  });
+
+  it('with no PATH and nothing to find, waits no longer than asked and exits 0', () => {
+    const root = factoryRoot();
+    const r = runCli(['run', '--root', root, '--wait', '0']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('no site-config appeared');
+  });
+
+  it('finds /etc/sno-relocate/site-config.yaml under the root without a PATH', () => {
+    const root = factoryRoot();
+    const etc = path.join(root, 'etc/sno-relocate');
+    mkdirSync(etc, { recursive: true });
+    writeFileSync(path.join(etc, 'site-config.yaml'), yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'etc-site' }, spec: { baseDomain: 'e.example.com', network: { nmstate: { interfaces: [] } } } }));
+    const r = runCli(['validate', '--root', root]);
+    expect(r).toMatchObject({ code: 0, stdout: 'site-config valid: site etc-site, 1 file(s) read\n' });
+  });
+});
