@@ -69,9 +69,23 @@ if [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$RECIPE" ]; then
   exit 0
 fi
 
+# One build at a time; a second caller waits and then finds the binary cached.
+mkdir -p "$CACHE_DIR"
+exec 9>"$CACHE_DIR/.lock"
+if ! flock -n 9; then
+  phase "another build is running; waiting for it"
+  flock 9
+  if [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$RECIPE" ]; then
+    phase "kube-apiserver v$VERSION cached"
+    echo "$BIN"
+    exit 0
+  fi
+fi
+# Left over by a build that was killed outright.
+rm -rf "$CACHE_DIR"/build.??????
+
 [ -x "$BIN" ] && phase "cached kube-apiserver was built by an older recipe: rebuilding"
 phase "kube-apiserver v$VERSION not cached: building from Debian's kubernetes source package"
-mkdir -p "$CACHE_DIR"
 apt_install golang-go rsync make golang-github-modern-go-reflect2-dev
 
 WORK=$(mktemp -d "$CACHE_DIR/build.XXXXXX")

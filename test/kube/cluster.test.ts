@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiException, CertificatesV1Api, CoreV1Api, CustomObjectsApi, VersionApi, type V1CertificateSigningRequest } from '@kubernetes/client-node';
+import { ApiException, CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi, type V1CertificateSigningRequest } from '@kubernetes/client-node';
 import forge from 'node-forge';
 import { missingBinaries, startCluster, type TestCluster } from './cluster.js';
 import { applyCrds, listCrds, selectCrds } from './install.js';
@@ -71,7 +71,7 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     if (missing.length > 0) {
       throw new Error(`${missing.join('\n')}\n(set SNO_RELOCATE_SKIP_KUBE=1 to skip these tests instead)`);
     }
-    cluster = await startCluster();
+    cluster = await startCluster({ users: [{ name: 'viewer', groups: ['store-staff'] }] });
   }, 120_000);
 
   afterAll(async () => {
@@ -88,6 +88,10 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     // the certificate the kubeconfig trusts names the address served
     const leaf = execFileSync('openssl', ['x509', '-noout', '-checkip', '127.0.0.1', '-in', c().caPath], { encoding: 'utf8' });
     expect(leaf).toMatch(/does match certificate/);
+    // an extra user is authenticated but not privileged: RBAC applies
+    const viewer = new KubeConfig();
+    viewer.loadFromFile(await c().kubeconfigFor('viewer'));
+    expect(await status(viewer.makeApiClient(CoreV1Api).listNamespace())).toBe(403);
   });
 
   it('installs a subset of the test CRDs, then the rest, each established and served', async () => {
