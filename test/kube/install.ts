@@ -109,7 +109,7 @@ export async function applyCrds(kubeconfigPath: string, opts: ApplyCrdsOptions =
       try {
         await ext.createCustomResourceDefinition({ body: structuredClone(crd.manifest) });
       } catch (e) {
-        if (!(e instanceof ApiException) || e.code !== 409) throw new Error(`creating CRD ${crd.name}: ${describe(e)}`);
+        if (!(e instanceof ApiException) || e.code !== 409) throw new Error(`creating CRD ${crd.name}: ${describeApiError(e)}`);
         const current = await ext.readCustomResourceDefinition({ name: crd.name });
         const body = structuredClone(crd.manifest);
         body.metadata = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion };
@@ -137,7 +137,7 @@ export async function applyCrds(kubeconfigPath: string, opts: ApplyCrdsOptions =
           last = JSON.stringify(conds.map((c) => `${c.type}=${c.status}`));
         } catch (e) {
           if (e instanceof Error && e.message.includes('names not accepted')) throw e;
-          last = describe(e);
+          last = describeApiError(e);
         }
         if (Date.now() > deadline) throw new Error(`CRD ${crd.name} not established in time (${last})`);
         await sleep(delay);
@@ -176,7 +176,7 @@ export async function deleteCrds(kubeconfigPath: string, opts: ApplyCrdsOptions 
   );
 }
 
-export function describe(e: unknown): string {
+export function describeApiError(e: unknown): string {
   if (e instanceof ApiException) {
     const body = typeof e.body === 'string' ? e.body : JSON.stringify(e.body);
     return `HTTP ${e.code}: ${body.slice(0, 500)}`;
