@@ -1,0 +1,802 @@
+/**
+ * VM driver for the end-to-end suite: real Debian bookworm nodes (systemd, dbus, udev,
+ * NetworkManager, sshd) under qemu, booted from the image that build-base.sh makes and caches.
+ *
+ * Machine: qemu-system-x86_64 as a child of the test process (never -daemonize: a power cut must be
+ * a SIGKILL whose exit we can await), `-accel ${VM_ACCEL:-tcg} -cpu ${VM_CPU:-max} -smp ${VM_SMP:-2}
+ * -m ${VM_MEM:-1536}`, PVH `-kernel vmlinux` + initrd, root ext4 on virtio /dev/vda, two restricted
+ * user-net NICs, qemu-xhci for USB sticks, serial console to a file, QMP on a unix socket. There is
+ * no usable KVM on the CI machines, so everything runs under TCG: boot to ssh takes 20-45 s.
+ *
+ * Guest network (no packet leaves qemu: restrict=on; ssh is forwarded on 127.0.0.1 only):
+ *   ens3  management: 10.0.2.15/24, systemd-networkd, unmanaged by NetworkManager; ssh only.
+ *   ens4  uplink: NetworkManager profile `uplink` (DHCP 192.0.2.100/24 + default route via
+ *         192.0.2.1, which answers ping). This is the NIC the agent's br-ex takes as its port.
+ *         No DNS server and no route beyond 192.0.2.0/24 exist.
+ *
+ * Disks: by default each VM boots a qcow2 overlay (in its work folder) backed by a raw image that is
+ * never written: base.raw, or a payload image made with copyBaseDisk() + disk.ts installFiles().
+ * `diskMode: 'direct'` boots and writes the raw image itself (debugfs can then read it afterwards).
+ *
+ * Typical use:
+ *   const disk = await copyBaseDisk('/tmp/run/payload.raw');           // once per run
+ *   await installFiles(disk, [...agent, units]); await enableUnit(disk, 'x.service');
+ *   const stick = await makeStick({ label: 'cluster-config', files: [...] });
+ *   const vm = await bootVm({ name: 'coldplug', disk, sticks: [stick] });
+ *   await vm.waitSsh();
+ *   await vm.waitFor('systemctl is-active kubelet', (r) => r.stdout.trim() === 'active', 300_000);
+ *   await vm.collectArtifacts(); await vm.dispose();
+ *
+ * A guest-initiated reboot or poweroff ends qemu (-no-reboot); call bootAgain() to boot the same
+ * disk again. All checks poll (waitSerial, waitSsh, waitFor); nothing sleeps to synchronise.
+ * Every qemu and ssh process is stopped by pid in dispose(), and as a last resort when the test
+ * process exits. Artifacts go to .artifacts/<name>/ at the repository root.
+ *
+ * Environment: VM_ACCEL, VM_CPU, VM_SMP, VM_MEM (above); VM_KEEP=1 keeps work folders;
+ * SNO_RELOCATE_VM_CACHE moves the image cache (default /var/cache/sno-relocate-vm).
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BUILD_SCRIPT = fileURLToPath(new URL('./build-base.sh', import.meta.url));
+
+const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** A timer that does not keep the process alive, for the losing side of a Promise.race. */
+const deadlineAfter = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
+const now = (): number => performance.now();
+
+// ---------------------------------------------------------------------------------------------
+// child processes: every one is tracked, and killed by pid if the test process exits first
+
+const children = new Set<ChildProcess>();
+let exitHookInstalled = false;
+
+function track(child: ChildProcess): ChildProcess {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const c of children) {
+        if (c.pid !== undefined && c.exitCode === null && c.signalCode === null) {
+          try {
+            process.kill(c.pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+    });
+  }
+  return child;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => child.once('exit', () => r()));
+}
+
+async function killAndWait(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (!child || child.pid === undefined) return;
+  if (child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(child.pid, signal);
+    } catch {
+      // already gone
+    }
+  }
+  await exited(child);
+}
+
+function execOut(cmd: string, args: string[], opts: { timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((res, rej) => {
+    track(
+      execFile(cmd, args, { maxBuffer: 16 * 1024 * 1024, timeout: opts.timeoutMs ?? 0 }, (err, stdout, stderr) => {
+        if (err) rej(new Error(`${cmd} ${args.join(' ')}: ${err.message}\n${stderr}`));
+        else res(stdout);
+      }),
+    );
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// base image
+
+export interface BaseImage {
+  dir: string;
+  /** raw ext4 root filesystem; never written by the suite */
+  disk: string;
+  /** uncompressed PVH kernel */
+  kernel: string;
+  initrd: string;
+  /** private key for root@guest */
+  sshKey: string;
+  kernelVersion: string;
+}
+
+let basePromise: Promise<BaseImage> | undefined;
+
+/**
+ * Runs build-base.sh (a cache hit takes milliseconds; a cold build 1-2 minutes and needs root and
+ * the Debian mirror) and returns the cached image files.
+ */
+export function ensureBaseImage(): Promise<BaseImage> {
+  basePromise ??= (async () => {
+    const dir = await new Promise<string>((res, rej) => {
+      const child = track(spawn('bash', [BUILD_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] }));
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.once('error', rej);
+      child.once('exit', (code) => {
+        const last = out.trim().split('\n').pop() ?? '';
+        if (code === 0 && last.startsWith('/')) res(last);
+        else rej(new Error(`build-base.sh failed (exit ${code})`));
+      });
+    });
+    if (!existsSync(join(dir, '.complete'))) throw new Error(`base image in ${dir} is incomplete`);
+    return {
+      dir,
+      disk: join(dir, 'base.raw'),
+      kernel: join(dir, 'vmlinux'),
+      initrd: join(dir, 'initrd.img'),
+      sshKey: join(dir, 'id_ed25519'),
+      kernelVersion: (await readFile(join(dir, 'kernel-version'), 'utf8')).trim(),
+    };
+  })();
+  basePromise.catch(() => (basePromise = undefined));
+  return basePromise;
+}
+
+/** A writable sparse copy of base.raw, to lay the agent and units into with disk.ts. */
+export async function copyBaseDisk(dest: string): Promise<string> {
+  const base = await ensureBaseImage();
+  await mkdir(resolve(dest, '..'), { recursive: true });
+  await execOut('cp', ['--sparse=always', base.disk, dest]);
+  return dest;
+}
+
+// ---------------------------------------------------------------------------------------------
+// QMP
+
+export interface QmpEvent {
+  event: string;
+  data?: Record<string, unknown>;
+  timestamp?: { seconds: number; microseconds: number };
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  command: string;
+}
+
+/** Minimal QMP client: one JSON object per line; responses matched by id; events kept. */
+export class Qmp {
+  readonly events: QmpEvent[] = [];
+  private buf = '';
+  private nextId = 1;
+  private pending = new Map<string, Pending>();
+  private eventWaiters = new Set<(e: QmpEvent) => void>();
+  private closed = false;
+  private greeting?: () => void;
+
+  private constructor(private readonly sock: net.Socket) {
+    sock.setEncoding('utf8');
+    sock.on('data', (d: string) => this.onData(d));
+    const fail = (): void => {
+      this.closed = true;
+      for (const p of this.pending.values()) p.reject(new Error(`QMP connection closed during ${p.command}`));
+      this.pending.clear();
+    };
+    sock.on('close', fail);
+    sock.on('error', fail);
+  }
+
+  /** Connects (retrying until the socket accepts or `alive()` turns false) and negotiates. */
+  static async connect(path: string, timeoutMs: number, alive: () => boolean): Promise<Qmp> {
+    const deadline = now() + timeoutMs;
+    for (;;) {
+      if (!alive()) throw new Error('qemu exited before its QMP socket accepted');
+      const sock = await new Promise<net.Socket | undefined>((res) => {
+        const s = net.createConnection(path);
+        s.once('connect', () => res(s));
+        s.once('error', () => {
+          s.destroy();
+          res(undefined);
+        });
+      });
+      if (sock) {
+        const qmp = new Qmp(sock);
+        await new Promise<void>((res, rej) => {
+          qmp.greeting = res;
+          setTimeout(() => rej(new Error('no QMP greeting')), 30_000).unref();
+        });
+        await qmp.execute('qmp_capabilities');
+        return qmp;
+      }
+      if (now() > deadline) throw new Error(`QMP socket ${path} did not accept within ${timeoutMs} ms`);
+      await delay(100);
+    }
+  }
+
+  private onData(d: string): void {
+    this.buf += d;
+    let i: number;
+    while ((i = this.buf.indexOf('\n')) >= 0) {
+      const line = this.buf.slice(0, i).trim();
+      this.buf = this.buf.slice(i + 1);
+      if (line === '') continue;
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      if ('QMP' in msg) {
+        this.greeting?.();
+        this.greeting = undefined;
+      } else if (typeof msg.event === 'string') {
+        const e = msg as unknown as QmpEvent;
+        this.events.push(e);
+        for (const w of [...this.eventWaiters]) w(e);
+      } else if (typeof msg.id === 'string') {
+        const p = this.pending.get(msg.id);
+        if (!p) continue;
+        this.pending.delete(msg.id);
+        if ('error' in msg) {
+          const err = msg.error as { class?: string; desc?: string };
+          p.reject(new Error(`QMP ${p.command}: ${err.class ?? 'Error'}: ${err.desc ?? line}`));
+        } else {
+          p.resolve(msg.return);
+        }
+      }
+    }
+  }
+
+  execute<T = unknown>(command: string, args?: Record<string, unknown>, timeoutMs = 30_000): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`QMP closed; cannot run ${command}`));
+    const id = `c${this.nextId++}`;
+    return new Promise<T>((res, rej) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        rej(new Error(`QMP ${command}: no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      this.pending.set(id, {
+        command,
+        resolve: (v) => {
+          clearTimeout(timer);
+          res(v as T);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          rej(e);
+        },
+      });
+      this.sock.write(JSON.stringify({ execute: command, ...(args ? { arguments: args } : {}), id }) + '\n');
+    });
+  }
+
+  /** Resolves with the first event named `name` (matching `pred`) seen after `since` (an index into events). */
+  waitEvent(name: string, pred: (e: QmpEvent) => boolean = () => true, timeoutMs = 30_000, since = 0): Promise<QmpEvent> {
+    const seen = this.events.slice(since).find((e) => e.event === name && pred(e));
+    if (seen) return Promise.resolve(seen);
+    return new Promise((res, rej) => {
+      const waiter = (e: QmpEvent): void => {
+        if (e.event === name && pred(e)) {
+          clearTimeout(timer);
+          this.eventWaiters.delete(waiter);
+          res(e);
+        }
+      };
+      const timer = setTimeout(() => {
+        this.eventWaiters.delete(waiter);
+        rej(new Error(`QMP event ${name} not seen within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      this.eventWaiters.add(waiter);
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.sock.destroy();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the VM
+
+export interface SshResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface SshOptions {
+  /** written to the command's stdin */
+  input?: string | Buffer;
+  /** default 120 s; the ssh process is killed and an error thrown after it */
+  timeoutMs?: number;
+  /** default root (multiplexed); other users get their own connection */
+  user?: string;
+}
+
+export interface BootOptions {
+  /** scenario name: names the work folder and .artifacts/<name>/ */
+  name: string;
+  /** raw image to boot; default the cached base.raw */
+  disk?: string;
+  /** 'overlay' (default): a qcow2 overlay in the work folder, `disk` stays untouched; 'direct': boot `disk` itself */
+  diskMode?: 'overlay' | 'direct';
+  /** stick images attached before boot (usb-storage on qemu-xhci), in order */
+  sticks?: string[];
+  /** extra kernel command line */
+  kernelArgs?: string;
+  /** -netdev user options of the uplink NIC (ens4) after `id=uplink,restrict=on,` */
+  uplinkNet?: string;
+  smp?: number;
+  memMiB?: number;
+  accel?: string;
+  cpu?: string;
+  /** extra qemu arguments */
+  qemuArgs?: string[];
+}
+
+interface Stick {
+  id: string;
+  node: string;
+  image: string;
+  readOnly: boolean;
+}
+
+const DEFAULT_UPLINK = 'net=192.0.2.0/24,host=192.0.2.1,dhcpstart=192.0.2.100';
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === 'object' ? res(addr.port) : rej(new Error('no port'))));
+    });
+  });
+}
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\r/g;
+
+export class Vm {
+  /** the image qemu boots (overlay or raw) */
+  readonly diskPath: string;
+  readonly diskFormat: 'qcow2' | 'raw';
+  readonly artifactsDir: string;
+  /** 1 for the first boot, 2 after the first bootAgain(), ... */
+  bootCount = 0;
+  sshPort = 0;
+  /** wall-clock ms from qemu spawn to the first successful ssh command, per boot */
+  readonly bootToSshMs: number[] = [];
+  qmp?: Qmp;
+
+  private proc?: ChildProcess;
+  private master?: ChildProcess;
+  private bootStartedAt = 0;
+  private sticks: Stick[] = [];
+  private stickSeq = 0;
+
+  constructor(
+    readonly opts: BootOptions,
+    readonly base: BaseImage,
+    readonly workDir: string,
+    disk: { path: string; format: 'qcow2' | 'raw' },
+  ) {
+    this.diskPath = disk.path;
+    this.diskFormat = disk.format;
+    this.artifactsDir = join(REPO_ROOT, '.artifacts', opts.name);
+  }
+
+  get name(): string {
+    return this.opts.name;
+  }
+  get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+  get serialPath(): string {
+    return join(this.workDir, `serial-${this.bootCount}.log`);
+  }
+  private get qmpPath(): string {
+    return join(this.workDir, 'qmp.sock');
+  }
+  private get controlPath(): string {
+    return join(this.workDir, 'ssh.ctl');
+  }
+  /** stick images currently attached */
+  get attachedSticks(): string[] {
+    return this.sticks.map((s) => s.image);
+  }
+
+  // ---- lifecycle ----
+
+  /** Spawns qemu for a new boot of the disk (retrying with another port if hostfwd could not bind). */
+  async start(sticks: string[]): Promise<void> {
+    if (this.running) throw new Error(`${this.name}: already running`);
+    this.bootCount++;
+    this.sticks = [];
+    for (const image of sticks) this.sticks.push(this.newStick(image, false));
+    for (let attempt = 1; ; attempt++) {
+      this.sshPort = await freePort();
+      await rm(this.qmpPath, { force: true });
+      await rm(this.controlPath, { force: true });
+      const logPath = join(this.workDir, `qemu-${this.bootCount}.log`);
+      const logFd = openSync(logPath, 'w');
+      this.bootStartedAt = now();
+      const proc = track(spawn('qemu-system-x86_64', this.qemuArgs(), { stdio: ['ignore', logFd, logFd] }));
+      closeSync(logFd);
+      this.proc = proc;
+      try {
+        this.qmp = await Qmp.connect(this.qmpPath, 60_000, () => proc.exitCode === null && proc.signalCode === null);
+        return;
+      } catch (e) {
+        await killAndWait(proc);
+        const log = await readFile(logPath, 'utf8').catch(() => '');
+        if (attempt < 5 && /host forwarding|Address already in use/i.test(log)) continue;
+        throw new Error(`${this.name}: qemu failed to start: ${(e as Error).message}\n${log}`);
+      }
+    }
+  }
+
+  private newStick(image: string, readOnly: boolean): Stick {
+    const n = this.stickSeq++;
+    return { id: `usbstick${n}`, node: `stick${n}`, image: resolve(image), readOnly };
+  }
+
+  private qemuArgs(): string[] {
+    const o = this.opts;
+    const accel = o.accel ?? process.env.VM_ACCEL ?? 'tcg';
+    const append = ['root=/dev/vda', 'rw', 'console=ttyS0', 'panic=-1', o.kernelArgs ?? ''].filter(Boolean).join(' ');
+    const args = [
+      '-name', `sno-relocate-${o.name}`,
+      '-nodefaults', '-no-user-config', '-vga', 'none', '-display', 'none', '-no-reboot',
+      '-accel', accel,
+      '-cpu', o.cpu ?? process.env.VM_CPU ?? 'max',
+      '-smp', String(o.smp ?? Number(process.env.VM_SMP ?? 2)),
+      '-m', String(o.memMiB ?? Number(process.env.VM_MEM ?? 1536)),
+      '-kernel', this.base.kernel,
+      '-initrd', this.base.initrd,
+      '-append', append,
+      '-blockdev', JSON.stringify({
+        driver: this.diskFormat, 'node-name': 'root', file: { driver: 'file', filename: this.diskPath },
+      }),
+      '-device', 'virtio-blk-pci,drive=root,addr=0x5',
+      '-netdev', `user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:${this.sshPort}-:22`,
+      '-device', 'virtio-net-pci,netdev=mgmt,addr=0x3,mac=52:54:00:12:34:56',
+      '-netdev', `user,id=uplink,restrict=on,${o.uplinkNet ?? DEFAULT_UPLINK}`,
+      '-device', 'virtio-net-pci,netdev=uplink,addr=0x4,mac=52:54:00:12:34:57',
+      '-device', 'qemu-xhci,id=xhci,addr=0x6',
+      '-serial', `file:${this.serialPath}`,
+      '-qmp', `unix:${this.qmpPath},server=on,wait=off`,
+    ];
+    for (const s of this.sticks) {
+      args.push('-blockdev', JSON.stringify(this.stickBlockdev(s)));
+      args.push('-device', `usb-storage,bus=xhci.0,drive=${s.node},id=${s.id},removable=on`);
+    }
+    return [...args, ...(o.qemuArgs ?? [])];
+  }
+
+  private stickBlockdev(s: Stick): Record<string, unknown> {
+    return { driver: 'raw', 'node-name': s.node, 'read-only': s.readOnly, file: { driver: 'file', filename: s.image } };
+  }
+
+  /**
+   * Boots the same disk again after powerCut(), shutdown() or a guest poweroff/reboot. Sticks that
+   * were attached stay attached (as at a real power cycle) unless `sticks` says otherwise.
+   */
+  async bootAgain(opts: { sticks?: string[] } = {}): Promise<void> {
+    if (this.running) throw new Error(`${this.name}: bootAgain() while qemu is running; powerCut() or shutdown() first`);
+    await this.stopSsh();
+    this.qmp?.close();
+    await this.start(opts.sticks ?? this.attachedSticks);
+  }
+
+  /** SIGKILL to qemu (the disk sees a power cut), awaiting its exit. */
+  async powerCut(): Promise<void> {
+    await this.stopSsh();
+    await killAndWait(this.proc, 'SIGKILL');
+    this.qmp?.close();
+  }
+
+  /** Clean poweroff (systemctl, then ACPI), falling back to a power cut after `timeoutMs`. */
+  async shutdown(timeoutMs = 120_000): Promise<void> {
+    if (!this.running) return this.powerCut();
+    const proc = this.proc!;
+    const done = exited(proc);
+    await this.ssh('systemctl poweroff --no-block', { timeoutMs: 30_000 }).catch(() => undefined);
+    const first = await Promise.race([done.then(() => true), deadlineAfter(timeoutMs / 2).then(() => false)]);
+    if (!first) {
+      await this.qmp?.execute('system_powerdown').catch(() => undefined);
+      await Promise.race([done, deadlineAfter(timeoutMs / 2)]);
+    }
+    await this.powerCut();
+  }
+
+  /** Stops everything by pid and removes the work folder (unless VM_KEEP=1). */
+  async dispose(): Promise<void> {
+    await this.powerCut();
+    if (process.env.VM_KEEP !== '1') await rm(this.workDir, { recursive: true, force: true });
+  }
+
+  private async waitExitOr<T>(p: Promise<T>, what: string): Promise<T> {
+    const proc = this.proc;
+    if (!proc) return p;
+    let onExit: (() => void) | undefined;
+    const died = new Promise<never>((_, rej) => {
+      onExit = () => rej(new Error(`${this.name}: qemu exited (${proc.exitCode ?? proc.signalCode}) while ${what}`));
+      if (proc.exitCode !== null || proc.signalCode !== null) onExit();
+      else proc.once('exit', onExit);
+    });
+    died.catch(() => undefined);
+    try {
+      return await Promise.race([p, died]);
+    } finally {
+      if (onExit) proc.off('exit', onExit);
+    }
+  }
+
+  // ---- serial console ----
+
+  /** The serial console of the current boot, with ANSI escapes and CRs removed. */
+  async serialText(): Promise<string> {
+    const raw = await readFile(this.serialPath, 'utf8').catch(() => '');
+    return raw.replace(ANSI, '');
+  }
+
+  /**
+   * Polls the current boot's serial console until `re` matches (in the text after offset `from`,
+   * an index into serialText()). Fails early when qemu exits.
+   */
+  async waitSerial(re: RegExp, timeoutMs = 300_000, from = 0): Promise<RegExpMatchArray> {
+    const deadline = now() + timeoutMs;
+    for (;;) {
+      const m = (await this.serialText()).slice(from).match(re);
+      if (m) return m;
+      if (!this.running) {
+        throw new Error(`${this.name}: qemu exited before serial matched ${re}\n${(await this.serialText()).slice(-2000)}`);
+      }
+      if (now() > deadline) {
+        throw new Error(`${this.name}: serial did not match ${re} within ${timeoutMs} ms\n${(await this.serialText()).slice(-2000)}`);
+      }
+      await delay(250);
+    }
+  }
+
+  // ---- ssh ----
+
+  private sshBaseArgs(): string[] {
+    return [
+      '-i', this.base.sshKey,
+      '-p', String(this.sshPort),
+      '-o', 'BatchMode=yes',
+      '-o', 'IdentitiesOnly=yes',
+      '-o', 'StrictHostKeyChecking=no',
+      '-o', 'UserKnownHostsFile=/dev/null',
+      '-o', 'LogLevel=ERROR',
+      '-o', 'ConnectTimeout=30',
+      '-o', 'ServerAliveInterval=10',
+      '-o', 'ServerAliveCountMax=6',
+    ];
+  }
+
+  private async stopSsh(): Promise<void> {
+    const m = this.master;
+    this.master = undefined;
+    await killAndWait(m, 'SIGTERM');
+    await rm(this.controlPath, { force: true });
+  }
+
+  /**
+   * Waits until sshd accepts root with the image key, keeping a ControlMaster connection (a child
+   * process) that later ssh() calls multiplex over. Returns ms since this boot's qemu spawn.
+   */
+  async waitSsh(timeoutMs = 300_000): Promise<number> {
+    const deadline = now() + timeoutMs;
+    let lastErr = '';
+    while (!(this.master && this.master.exitCode === null && existsSync(this.controlPath))) {
+      if (!this.running) throw new Error(`${this.name}: qemu exited while waiting for ssh\n${(await this.serialText()).slice(-2000)}`);
+      if (now() > deadline) throw new Error(`${this.name}: no ssh within ${timeoutMs} ms: ${lastErr}`);
+      if (!this.master || this.master.exitCode !== null || this.master.signalCode !== null) {
+        await this.stopSsh();
+        const m = track(
+          spawn('ssh', [...this.sshBaseArgs(), '-M', '-N', '-S', this.controlPath, '-o', 'ControlPersist=no', 'root@127.0.0.1'], {
+            stdio: ['ignore', 'ignore', 'pipe'],
+          }),
+        );
+        let err = '';
+        m.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+        m.once('exit', () => (lastErr = err.trim() || lastErr));
+        this.master = m;
+        const startedAt = now();
+        // wait for the control socket or the master's exit
+        while (m.exitCode === null && m.signalCode === null && !existsSync(this.controlPath) && now() < deadline) {
+          await delay(100);
+        }
+        // a refused or reset connection during boot ends in milliseconds: pace the retries
+        if (m.exitCode !== null && now() - startedAt < 1000) await delay(1000 - (now() - startedAt));
+      }
+    }
+    const r = await this.ssh('true', { timeoutMs: 60_000 });
+    if (r.code !== 0) throw new Error(`${this.name}: ssh true failed: ${r.stderr}`);
+    const ms = Math.round(now() - this.bootStartedAt);
+    this.bootToSshMs[this.bootCount - 1] ??= ms;
+    return ms;
+  }
+
+  /** Runs a shell command in the guest (as root by default). Never throws for a non-zero exit. */
+  ssh(cmd: string, opts: SshOptions = {}): Promise<SshResult> {
+    const user = opts.user ?? 'root';
+    const mux = user === 'root' ? ['-S', this.controlPath, '-o', 'ControlMaster=no'] : ['-o', 'ControlPath=none'];
+    const child = track(spawn('ssh', [...this.sshBaseArgs(), ...mux, `${user}@127.0.0.1`, '--', cmd], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }));
+    const timeoutMs = opts.timeoutMs ?? 120_000;
+    return new Promise((res, rej) => {
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout!.on('data', (d: Buffer) => out.push(d));
+      child.stderr!.on('data', (d: Buffer) => err.push(d));
+      const timer = setTimeout(() => {
+        void killAndWait(child);
+        rej(new Error(`${this.name}: ssh ${JSON.stringify(cmd)} timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      child.once('error', (e) => {
+        clearTimeout(timer);
+        rej(e);
+      });
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        res({ code: code ?? (signal ? -1 : 0), stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() });
+      });
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(opts.input ?? '');
+    });
+  }
+
+  /** Like ssh(), but throws unless the command exits 0; returns its stdout. */
+  async sshOk(cmd: string, opts: SshOptions = {}): Promise<string> {
+    const r = await this.ssh(cmd, opts);
+    if (r.code !== 0) throw new Error(`${this.name}: \`${cmd}\` exited ${r.code}\n${r.stderr}${r.stdout}`);
+    return r.stdout;
+  }
+
+  /**
+   * Runs `cmd` over ssh until `predicate` accepts its result, polling every `intervalMs`.
+   * Returns the accepted result; throws with the last one on timeout, or when qemu exits.
+   */
+  async waitFor(
+    cmd: string,
+    predicate: (r: SshResult) => boolean,
+    timeoutMs = 300_000,
+    intervalMs = 500,
+  ): Promise<SshResult> {
+    const deadline = now() + timeoutMs;
+    let last: SshResult | undefined;
+    for (;;) {
+      if (!this.running) throw new Error(`${this.name}: qemu exited while waiting for \`${cmd}\``);
+      const started = now();
+      last = await this.waitExitOr(this.ssh(cmd, { timeoutMs: Math.max(30_000, Math.min(timeoutMs, 120_000)) }), `running ${cmd}`);
+      if (predicate(last)) return last;
+      if (now() > deadline) {
+        throw new Error(`${this.name}: \`${cmd}\` did not satisfy the condition within ${timeoutMs} ms; last: exit ${last.code}\n${last.stdout}${last.stderr}`);
+      }
+      const spent = now() - started;
+      if (spent < intervalMs) await delay(intervalMs - spent);
+    }
+  }
+
+  // ---- USB sticks ----
+
+  /** Hot-plugs a stick image (QMP blockdev-add + device_add usb-storage on xhci). Returns its device id. */
+  async plugStick(imagePath: string, opts: { readOnly?: boolean } = {}): Promise<string> {
+    if (!this.running || !this.qmp) throw new Error(`${this.name}: not running`);
+    const s = this.newStick(imagePath, opts.readOnly ?? false);
+    await this.qmp.execute('blockdev-add', this.stickBlockdev(s));
+    try {
+      await this.qmp.execute('device_add', { driver: 'usb-storage', bus: 'xhci.0', drive: s.node, id: s.id, removable: true });
+    } catch (e) {
+      await this.qmp.execute('blockdev-del', { 'node-name': s.node }).catch(() => undefined);
+      throw e;
+    }
+    this.sticks.push(s);
+    return s.id;
+  }
+
+  /** Pulls a stick out (device_del, then blockdev-del once qemu reports DEVICE_DELETED). Default: the last attached. */
+  async unplugStick(id?: string): Promise<void> {
+    if (!this.running || !this.qmp) throw new Error(`${this.name}: not running`);
+    const s = id ? this.sticks.find((x) => x.id === id) : this.sticks[this.sticks.length - 1];
+    if (!s) throw new Error(`${this.name}: no stick ${id ?? ''} attached`);
+    const since = this.qmp.events.length;
+    await this.qmp.execute('device_del', { id: s.id });
+    await this.qmp.waitEvent('DEVICE_DELETED', (e) => e.data?.device === s.id, 60_000, since);
+    await this.qmp.execute('blockdev-del', { 'node-name': s.node });
+    this.sticks = this.sticks.filter((x) => x !== s);
+  }
+
+  // ---- artifacts ----
+
+  /**
+   * Copies serial and qemu logs of every boot into `dir` (default .artifacts/<name>/) and, when
+   * the guest answers ssh, its journal of all boots (`journalctl -o json -b all`, journal.json).
+   */
+  async collectArtifacts(dir = this.artifactsDir): Promise<string> {
+    await mkdir(dir, { recursive: true });
+    for (const f of await readdir(this.workDir)) {
+      if (/^(serial|qemu)-\d+\.log$/.test(f)) await copyFile(join(this.workDir, f), join(dir, f));
+    }
+    if (this.running && this.master && existsSync(this.controlPath)) {
+      await this.sshToFile('journalctl -o json -b all --no-pager', join(dir, 'journal.json')).catch(async (e: Error) => {
+        await writeFile(join(dir, 'journal-error.txt'), e.message);
+      });
+      const boots = await this.ssh('journalctl --list-boots --no-pager', { timeoutMs: 60_000 }).catch(() => undefined);
+      if (boots) await writeFile(join(dir, 'boots.txt'), boots.stdout + boots.stderr);
+    } else {
+      await writeFile(
+        join(dir, 'journal-error.txt'),
+        `${this.name}: journal not collected: the VM was not running or not reachable over ssh; the serial logs are the record\n`,
+      );
+    }
+    return dir;
+  }
+
+  /** Streams a command's stdout into a host file (for large output such as the journal). */
+  async sshToFile(cmd: string, file: string, timeoutMs = 300_000): Promise<void> {
+    const child = track(spawn('ssh', [...this.sshBaseArgs(), '-S', this.controlPath, '-o', 'ControlMaster=no', 'root@127.0.0.1', '--', cmd], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }));
+    const out = createWriteStream(file);
+    child.stdout!.pipe(out);
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => void killAndWait(child), timeoutMs);
+    const code = await new Promise<number | null>((r) => child.once('close', (c) => r(c)));
+    clearTimeout(timer);
+    await new Promise<void>((r) => (out.writableFinished ? r() : out.once('finish', () => r())));
+    if (code !== 0) throw new Error(`${this.name}: \`${cmd}\` exited ${code}: ${err}`);
+  }
+}
+
+/** Creates the work folder and disk for a scenario and spawns qemu. Call waitSsh() next. */
+export async function bootVm(opts: BootOptions): Promise<Vm> {
+  if (!/^[A-Za-z0-9._-]+$/.test(opts.name)) throw new Error(`bootVm: name must be a plain file name: ${opts.name}`);
+  const base = await ensureBaseImage();
+  const workDir = await mkdtemp(join(tmpdir(), `snovm-`));
+  const src = resolve(opts.disk ?? base.disk);
+  await stat(src);
+  let disk: { path: string; format: 'qcow2' | 'raw' };
+  if ((opts.diskMode ?? 'overlay') === 'overlay') {
+    const overlay = join(workDir, 'disk.qcow2');
+    await execOut('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', src, overlay]);
+    disk = { path: overlay, format: 'qcow2' };
+  } else {
+    if (src === resolve(base.disk)) throw new Error('bootVm: diskMode direct would write the cached base.raw; copyBaseDisk() first');
+    disk = { path: src, format: 'raw' };
+  }
+  const vm = new Vm(opts, base, workDir, disk);
+  try {
+    await vm.start(opts.sticks ?? []);
+  } catch (e) {
+    await vm.dispose();
+    throw e;
+  }
+  return vm;
+}
