@@ -3,21 +3,14 @@ import type { Logger } from '../log/logger.js';
 import type { Exec } from './exec.js';
 import type { Kube } from './kube.js';
 import type { Nmstate } from './nmstate.js';
+import { createNmstatectl } from './nmstatectl.js';
 import type { Systemd } from './systemd.js';
+import { connectSystemdBus } from './systemd-dbus.js';
 
 const unavailable = (what: string) => () => {
   throw new Error(`${what} is not available in this build`);
 };
 
-export const connectSystemd: (log: Logger) => Promise<Systemd> = unavailable('systemd over D-Bus');
-export const createNmstate: (exec: Exec, log: Logger) => Nmstate = (exec, log) => {
-  void exec;
-  void log;
-  return {
-    show: unavailable('nmstatectl'),
-    apply: unavailable('nmstatectl'),
-    commit: unavailable('nmstatectl'),
-    rollback: unavailable('nmstatectl'),
-  };
-};
+export const connectSystemd: (log: Logger) => Promise<Systemd> = connectSystemdBus;
+export const createNmstate: (exec: Exec, log: Logger) => Nmstate = createNmstatectl;
 export const connectKube: (kubeconfigPath: string, log: Logger) => Promise<Kube> = unavailable('the Kubernetes API client');

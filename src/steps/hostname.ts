@@ -1,3 +1,51 @@
-import { pendingStep } from './pending.js';
+/**
+ * [hostname] The node's static hostname, set through systemd-hostnamed over D-Bus so that the
+ * kernel's hostname follows at once (kubelet registers the node under it) and /etc/hostname keeps
+ * it across reboots. Planned from /etc/hostname under the root, which is what hostnamed reads.
+ */
+import { ConfigError, VerificationError } from '../engine/errors.js';
+import type { Step, StepContext } from '../engine/step.js';
+import { HOSTNAME_FILE, hostnameProblem, readStaticHostname } from '../node/hostname.js';
 
-export const hostnameStep = pendingStep('hostname');
+function wanted(ctx: StepContext): string | undefined {
+  const name = ctx.site.hostname;
+  if (name === undefined) return undefined;
+  // the config rules refuse these already: never hand hostnamed a name that would break the node
+  const problem = hostnameProblem(name);
+  if (problem) throw new ConfigError('invalid site-config', [{ severity: 'error', path: '$.spec.hostname', message: problem }]);
+  return name;
+}
+
+export const hostnameStep: Step = {
+  name: 'hostname',
+  group: 'node',
+  inputs: (site) => site.hostname ?? null,
+
+  async plan(ctx) {
+    const name = wanted(ctx);
+    if (name === undefined) return { action: 'noop', reason: 'the site-config sets no hostname' };
+    const current = await readStaticHostname(ctx.fs);
+    if (current === name) return { action: 'noop', reason: `the static hostname is already ${name}` };
+    return {
+      action: 'change',
+      summary: `set the static hostname to ${name}`,
+      changes: [{ action: 'set', target: 'static hostname', summary: 'through systemd-hostnamed', diff: [`- ${current || '(none)'}`, `+ ${name}`] }],
+    };
+  },
+
+  async apply(ctx) {
+    const name = wanted(ctx)!;
+    const systemd = await ctx.systemd();
+    await systemd.setStaticHostname(name);
+    ctx.log.info({ hostname: name }, `static hostname set to ${name}`);
+  },
+
+  async verify(ctx) {
+    const name = wanted(ctx);
+    if (name === undefined) return;
+    const onBus = await (await ctx.systemd()).staticHostname();
+    const onDisk = await readStaticHostname(ctx.fs);
+    if (onBus !== name || onDisk !== name)
+      throw new VerificationError(`hostname: want ${name}, systemd-hostnamed reports "${onBus}" and ${HOSTNAME_FILE} holds "${onDisk}"`, { step: 'hostname', retryable: true });
+  },
+};

@@ -1,3 +1,195 @@
-import { pendingStep } from './pending.js';
+/**
+ * [network] The site network through nmstate, never left half-done: the previous state is saved
+ * first, the new one is applied under a NetworkManager checkpoint (`apply --no-commit`), checked
+ * (the state holds, the gateway answers, the site's names resolve, the internal IP stayed on br-ex)
+ * with bounded retries, and then committed, or rolled back with the reason. If the agent dies in
+ * between, NetworkManager rolls back by itself when the checkpoint times out.
+ *
+ * Whether the step is done is read from the node, not from the state file: the current state must
+ * hold the desired one, and no NetworkManager keyfile may be empty. A power cut just after
+ * NetworkManager wrote its profiles has been seen to leave 0-byte keyfiles while the run was
+ * recorded as done; such files are removed and written again by a re-apply, and after a commit the
+ * keyfile folder is flushed to disk before success is recorded.
+ */
+import path from 'node:path';
+import { errorMessage, StepError, VerificationError } from '../engine/errors.js';
+import { hashOf } from '../engine/state.js';
+import type { Change, Step, StepContext } from '../engine/step.js';
+import type { NmstateState } from '../config/v1/schema.js';
+import { logEvent } from '../log/logger.js';
+import { pollUntil } from '../ports/clock.js';
+import { formatCidr, interfaceAddresses, isLinkLocal, parseCidr } from '../node/addresses.js';
+import { BR_EX } from '../node/internal-ip.js';
+import { compareNetworkState, defaultGateways, desiredNetworkState, differenceLines } from '../node/network-state.js';
 
-export const networkStep = pendingStep('network');
+export const KEYFILE_DIR = '/etc/NetworkManager/system-connections';
+export const REVERT_STATE_FILE = 'network-revert.json';
+/** the checkpoint outlives the checks by this much, so that NetworkManager never rolls back under a commit */
+const CHECKPOINT_MARGIN_SECONDS = 60;
+const PING_WAIT_SECONDS = 1;
+const RESOLVE_TIMEOUT_MS = 10_000;
+
+async function emptyKeyfiles(ctx: StepContext): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of (await ctx.fs.list(KEYFILE_DIR)).sort()) {
+    if (!name.endsWith('.nmconnection')) continue;
+    const file = path.posix.join(KEYFILE_DIR, name);
+    if ((await ctx.fs.size(file)) === 0) out.push(file);
+  }
+  return out;
+}
+
+const desiredState = (ctx: StepContext): NmstateState => desiredNetworkState(ctx.site.network.nmstate, ctx.site.network.internalIP);
+const internalCidr = (ctx: StepContext) => (ctx.site.network.internalIP === undefined ? undefined : formatCidr(parseCidr(ctx.site.network.internalIP)));
+
+function describeChecks(ctx: StepContext): string {
+  const { pingGateway, resolve, timeoutSeconds } = ctx.site.network.verify;
+  const checks = ['the state holds', ...(pingGateway ? ['the gateway answers ping'] : []), ...(resolve.length ? [`${resolve.join(', ')} resolve`] : [])];
+  return `checks: ${checks.join(', ')}; within ${timeoutSeconds} s, else roll back`;
+}
+
+/** What is wrong with the network right now; empty when everything the site-config asks holds. */
+async function problems(ctx: StepContext, desired: NmstateState, internalRequired: string | undefined): Promise<string[]> {
+  const current = await ctx.nmstate.show();
+  const out = compareNetworkState(desired, current, ctx.site.network.internalIP).map((d) => `${d.path} is ${d.have}, want ${d.want}`);
+  if (ctx.site.network.verify.pingGateway) {
+    const gateways = defaultGateways(current);
+    if (gateways.length === 0) out.push('no default route, so no gateway to ping');
+    for (const gw of gateways) {
+      // a link-local next hop is only reachable through its interface
+      const target = isLinkLocal(gw.address) && gw.iface ? `${gw.address}%${gw.iface}` : gw.address;
+      const ping = await ctx.exec.run('ping', ['-c', '1', '-W', String(PING_WAIT_SECONDS), '-n', target], { allowFailure: true, timeoutMs: 5000 });
+      if (ping.code !== 0) out.push(`gateway ${target} does not answer ping`);
+    }
+  }
+  for (const name of ctx.site.network.verify.resolve) {
+    // getent asks the node's resolver (nsswitch: /etc/hosts, then DNS) as every other program on it does
+    const lookup = await ctx.exec.run('getent', ['ahosts', name], { allowFailure: true, timeoutMs: RESOLVE_TIMEOUT_MS });
+    if (lookup.code !== 0) out.push(`${name} does not resolve`);
+  }
+  if (internalRequired !== undefined) {
+    const addresses = await interfaceAddresses(ctx.exec, BR_EX);
+    if (!addresses?.includes(internalRequired)) out.push(`the internal IP ${internalRequired} is gone from ${BR_EX}`);
+  }
+  return out;
+}
+
+/** Runs the checks until they pass or the site's timeout passes; returns the last problems (empty: passed). */
+async function checkWithRetries(ctx: StepContext, desired: NmstateState, internalRequired: string | undefined): Promise<string[]> {
+  let last: string[] = [];
+  const passed = await pollUntil(
+    ctx.clock,
+    async () => {
+      last = await problems(ctx, desired, internalRequired);
+      if (last.length === 0) return true;
+      ctx.log.info({ problems: last }, 'network checks not passing yet');
+      return undefined;
+    },
+    { timeoutMs: ctx.site.network.verify.timeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
+  );
+  return passed ? [] : last;
+}
+
+async function readRevertRecord(ctx: StepContext, file: string): Promise<{ desiredHash?: string } | undefined> {
+  const text = await ctx.fs.readText(file);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as { desiredHash?: string };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The state to go back to, kept from before the first attempt at this desired state. */
+async function saveRevertState(ctx: StepContext, desired: NmstateState, current: NmstateState): Promise<string> {
+  const file = path.posix.join(ctx.stateDir, REVERT_STATE_FILE);
+  const forDesired = hashOf(desired);
+  const kept = (await readRevertRecord(ctx, file))?.desiredHash === forDesired;
+  if (!kept) {
+    const record = { savedAt: ctx.clock.now().toISOString(), desiredHash: forDesired, state: current };
+    await ctx.fs.writeAtomic(file, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+  }
+  ctx.log.info({ revertState: ctx.fs.resolve(file), kept }, `previous network state ${kept ? 'kept' : 'saved'} in ${ctx.fs.resolve(file)}`);
+  return ctx.fs.resolve(file);
+}
+
+async function flushToDisk(ctx: StepContext): Promise<void> {
+  if (await ctx.fs.exists(KEYFILE_DIR)) await ctx.fs.syncDir(KEYFILE_DIR);
+  await ctx.exec.run('sync', []);
+}
+
+export const networkStep: Step = {
+  name: 'network',
+  group: 'node',
+  inputs: (site) => site.network,
+
+  async plan(ctx) {
+    const desired = desiredState(ctx);
+    const differences = compareNetworkState(desired, await ctx.nmstate.show(), ctx.site.network.internalIP);
+    const empty = await emptyKeyfiles(ctx);
+    const interfaces = desired.interfaces?.length ?? 0;
+    if (differences.length === 0 && empty.length === 0)
+      return { action: 'noop', reason: `the node already runs the site network (${interfaces} interface(s) as desired)` };
+    const changes: Change[] = empty.map((file) => ({
+      action: 'delete',
+      target: file,
+      summary: 'empty keyfile (a power cut while NetworkManager wrote it); the re-apply writes it again',
+    }));
+    changes.push({ action: 'apply', target: 'nmstate', summary: describeChecks(ctx), diff: differenceLines(differences) });
+    const summary =
+      differences.length > 0
+        ? `apply the site network (${differences.length} difference(s)) with checkpoint and rollback`
+        : `repair ${empty.length} empty NetworkManager keyfile(s) by re-applying the site network`;
+    return { action: 'change', summary, changes };
+  },
+
+  async apply(ctx) {
+    const desired = desiredState(ctx);
+    const { timeoutSeconds } = ctx.site.network.verify;
+    for (const file of await emptyKeyfiles(ctx)) {
+      await ctx.fs.remove(file);
+      ctx.log.warn({ file }, `removed the empty keyfile ${file}`);
+    }
+    const revertState = await saveRevertState(ctx, desired, await ctx.nmstate.show());
+    const internal = internalCidr(ctx);
+    // the internal IP must survive the change when it was there: kubelet and etcd are bound to it
+    const internalRequired = internal !== undefined && (await interfaceAddresses(ctx.exec, BR_EX))?.includes(internal) ? internal : undefined;
+
+    let checkpoint: string;
+    try {
+      ({ checkpoint } = await ctx.nmstate.apply(desired, { timeoutSeconds: timeoutSeconds + CHECKPOINT_MARGIN_SECONDS }));
+    } catch (err) {
+      const reason = `nmstatectl apply failed: ${errorMessage(err)}`;
+      logEvent(ctx.log, 'error', 'networkRollback', { reason, revertState }, `network change refused; nmstate restores the previous network itself: ${reason}`);
+      throw new StepError(`network: ${reason} (nmstate restores the previous network itself)`, { step: 'network', cause: err, retryable: true });
+    }
+    ctx.log.info({ checkpoint }, `site network applied under checkpoint ${checkpoint}; checking it`);
+
+    const failed = await checkWithRetries(ctx, desired, internalRequired);
+    if (failed.length > 0) {
+      const reason = failed.join('; ');
+      let rollback = 'rolled back to the previous network';
+      try {
+        await ctx.nmstate.rollback(checkpoint);
+      } catch (err) {
+        rollback = `rollback failed (${errorMessage(err)}); NetworkManager rolls back by itself when the checkpoint times out`;
+      }
+      logEvent(ctx.log, 'error', 'networkRollback', { checkpoint, reason, revertState }, `network checks failed after ${timeoutSeconds} s, ${rollback}: ${reason}`);
+      throw new StepError(`network: checks failed after ${timeoutSeconds} s (${reason}); ${rollback}`, { step: 'network', retryable: true });
+    }
+
+    try {
+      await ctx.nmstate.commit(checkpoint);
+    } catch (err) {
+      throw new StepError(`network: commit of ${checkpoint} failed: ${errorMessage(err)}`, { step: 'network', cause: err, retryable: true });
+    }
+    await flushToDisk(ctx);
+    ctx.log.info({ checkpoint }, 'site network committed and flushed to disk');
+  },
+
+  async verify(ctx) {
+    const empty = await emptyKeyfiles(ctx);
+    const failed = [...empty.map((f) => `${f} is empty`), ...(await checkWithRetries(ctx, desiredState(ctx), undefined))];
+    if (failed.length > 0) throw new VerificationError(`network: ${failed.join('; ')}`, { step: 'network', retryable: true });
+  },
+};

@@ -1,3 +1,95 @@
-import { pendingStep } from './pending.js';
+/**
+ * [ssh-keys] The site's SSH keys for the core user, first of all the steps, so that a node whose
+ * network change goes wrong can still be reached and debugged. Lines of authorized_keys the agent
+ * did not write stay as they are.
+ */
+import { chown } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError } from '../engine/errors.js';
+import type { Change, Step, StepContext } from '../engine/step.js';
+import { describeKey, parseKeyLine, type PasswdEntry, passwdEntry, renderAuthorizedKeys } from '../node/authorized-keys.js';
+import { fileDrift, lineDiff, type ManagedFile, writeManagedFile } from '../node/managed-file.js';
+import { expectSettled } from '../node/settled.js';
 
-export const sshKeysStep = pendingStep('ssh-keys');
+const USER = 'core';
+const DEFAULT_HOME = `/home/${USER}`;
+
+interface Target {
+  user?: PasswdEntry;
+  sshDir: string;
+  file: ManagedFile;
+  existing: string;
+}
+
+function checkKeys(keys: readonly string[]): void {
+  keys.forEach((key, i) => {
+    // the config rules refuse these already; a newline here would smuggle in a line of its own
+    if (/[\r\n]/.test(key) || !parseKeyLine(key))
+      throw new ConfigError('invalid site-config', [{ severity: 'error', path: `$.spec.sshAuthorizedKeys[${i}]`, message: 'not an OpenSSH public key line' }]);
+  });
+}
+
+async function target(ctx: StepContext): Promise<Target> {
+  checkKeys(ctx.site.sshAuthorizedKeys);
+  const user = passwdEntry((await ctx.fs.readText('/etc/passwd')) ?? '', USER);
+  const sshDir = path.posix.join(user?.home ?? DEFAULT_HOME, '.ssh');
+  const filePath = path.posix.join(sshDir, 'authorized_keys');
+  const existing = (await ctx.fs.readText(filePath)) ?? '';
+  return {
+    ...(user && { user }),
+    sshDir,
+    existing,
+    file: {
+      path: filePath,
+      content: renderAuthorizedKeys(existing, ctx.site.sshAuthorizedKeys),
+      mode: 0o600,
+      ...(user && { uid: user.uid, gid: user.gid }),
+    },
+  };
+}
+
+/** The key lines that come and go, as type, fingerprint and comment. */
+function keyDiff(before: string, after: string): string[] {
+  return lineDiff(before, after).flatMap((line) => {
+    const key = parseKeyLine(line.slice(2));
+    return key ? [`${line.slice(0, 2)}${describeKey(key)}`] : [];
+  });
+}
+
+export const sshKeysStep: Step = {
+  name: 'ssh-keys',
+  group: 'node',
+  inputs: (site) => site.sshAuthorizedKeys,
+
+  async plan(ctx) {
+    const t = await target(ctx);
+    const keys = ctx.site.sshAuthorizedKeys.length;
+    if (keys === 0 && t.existing === t.file.content) return { action: 'noop', reason: 'the site-config has no SSH keys' };
+    const changes: Change[] = [];
+    const dirMode = await ctx.fs.mode(t.sshDir);
+    if (dirMode === undefined) changes.push({ action: 'create', target: t.sshDir, summary: 'folder, mode 0700' });
+    else if ((dirMode & 0o7777) !== 0o700) changes.push({ action: 'update', target: t.sshDir, summary: `mode 0${(dirMode & 0o7777).toString(8)}, want 0700` });
+    const drift = await fileDrift(ctx.fs, t.file);
+    if (drift.reasons.length > 0) {
+      changes.push({
+        action: drift.exists ? 'update' : 'create',
+        target: t.file.path,
+        summary: `${keys} site key(s) for ${USER}; other lines kept (${drift.reasons.join('; ')})`,
+        diff: keyDiff(t.existing, t.file.content),
+      });
+    }
+    if (changes.length === 0) return { action: 'noop', reason: `${keys} site key(s) already authorized for ${USER}` };
+    return { action: 'change', summary: `authorize ${keys} site key(s) for ${USER}`, changes };
+  },
+
+  async apply(ctx) {
+    const t = await target(ctx);
+    await ctx.fs.mkdirp(t.sshDir, 0o700);
+    await ctx.fs.chmod(t.sshDir, 0o700);
+    if (t.user && process.getuid?.() === 0) await chown(ctx.fs.resolve(t.sshDir), t.user.uid, t.user.gid);
+    await writeManagedFile(ctx.fs, t.file);
+    ctx.log.info({ file: t.file.path, keys: ctx.site.sshAuthorizedKeys.length }, `authorized_keys for ${USER} written`);
+  },
+
+  verify: (ctx) => expectSettled(sshKeysStep, ctx),
+};

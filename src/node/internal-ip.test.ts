@@ -1,0 +1,36 @@
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { CRIO_NODE_IP_DROP_IN, nodeIpFiles, renderCrioNodeIpDropIn, renderDispatcherScript, renderKubeletNodeIpDropIn } from './internal-ip.js';
+
+describe('node IP renderers', () => {
+  it('pin kubelet and CRI-O to the address without its prefix length', () => {
+    expect(renderKubeletNodeIpDropIn('192.168.127.10/24')).toContain('\n[Service]\nEnvironment="KUBELET_NODE_IP=192.168.127.10" "KUBELET_NODE_IPS=192.168.127.10"\n');
+    expect(renderCrioNodeIpDropIn('192.168.127.10/24')).toContain('\n[Service]\nEnvironment="CONTAINER_STREAM_ADDRESS=192.168.127.10"\n');
+    expect(renderKubeletNodeIpDropIn('FD00:0:0::10/64')).toContain('KUBELET_NODE_IP=fd00::10"');
+    // a crio.service drop-in sorting after OpenShift's 20-nodenet.conf, whose value it must override
+    expect(CRIO_NODE_IP_DROP_IN).toBe('/etc/systemd/system/crio.service.d/30-sno-relocate-node-ip.conf');
+  });
+
+  it('renders a dispatcher script that the shell parses and that acts on br-ex only', () => {
+    const script = renderDispatcherScript('192.168.127.10/24');
+    expect(script.startsWith('#!/bin/sh\n')).toBe(true);
+    expect(script).toContain('[ "$1" = "br-ex" ] || exit 0');
+    expect(script).toContain('exec /usr/sbin/ip -4 addr replace 192.168.127.10/24 dev br-ex\n');
+    expect(renderDispatcherScript('fd00::10/64')).toContain('ip -6 addr replace fd00::10/64 dev br-ex nodad');
+    execFileSync('sh', ['-n', '-c', script]);
+  });
+
+  it('refuses an address without a prefix length or that is no address, naming it', () => {
+    expect(() => renderDispatcherScript('192.168.127.10')).toThrow('internal IP: not an IP address with prefix length (CIDR): "192.168.127.10"');
+    expect(() => renderKubeletNodeIpDropIn('192.168.127.300/24')).toThrow('internal IP');
+    expect(() => renderCrioNodeIpDropIn('10.0.0.1/33')).toThrow('internal IP');
+  });
+
+  it('lists the three files with their modes', () => {
+    expect(nodeIpFiles('192.168.127.10/24').map((f) => [f.path, f.mode.toString(8)])).toEqual([
+      ['/etc/NetworkManager/dispatcher.d/30-sno-relocate-internal-ip', '755'],
+      ['/etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf', '644'],
+      ['/etc/systemd/system/crio.service.d/30-sno-relocate-node-ip.conf', '644'],
+    ]);
+  });
+});

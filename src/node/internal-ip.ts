@@ -1,0 +1,88 @@
+/**
+ * The internal node IP: a fixed address on br-ex that kubelet and CRI-O are pinned to, so the node
+ * keeps its identity (serving certificates, etcd member URL, node object) on whatever network a
+ * site gives it. Pure renderers of the three files that hold it in place, shared by the
+ * internal-ip step and the factory MachineConfig renderer.
+ */
+import { formatCidr, parseCidr } from './addresses.js';
+
+export const BR_EX = 'br-ex';
+/** NetworkManager runs every executable here on device events, with the interface and the action */
+export const DISPATCHER_SCRIPT = '/etc/NetworkManager/dispatcher.d/30-sno-relocate-internal-ip';
+export const KUBELET_NODE_IP_DROP_IN = '/etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf';
+/**
+ * A crio.service drop-in, not a file in /etc/crio/crio.conf.d: OpenShift's nodeip-configuration
+ * writes CONTAINER_STREAM_ADDRESS into crio.service.d/20-nodenet.conf, and CRI-O lets that
+ * environment variable override its configuration files. Sorting after 20-nodenet.conf, this
+ * drop-in's value is the one systemd passes.
+ */
+export const CRIO_NODE_IP_DROP_IN = '/etc/systemd/system/crio.service.d/30-sno-relocate-node-ip.conf';
+
+const HEADER = '# Installed by sno-relocate; it is rewritten when it differs from the site-config.';
+
+function checked(internalIP: string): { cidr: string; address: string; family: 4 | 6 } {
+  const invalid = new Error(`internal IP: not an IP address with prefix length (CIDR): ${JSON.stringify(internalIP)}`);
+  if (!internalIP.includes('/')) throw invalid;
+  try {
+    const parsed = parseCidr(internalIP);
+    return { cidr: formatCidr(parsed), address: parsed.ip, family: parsed.family };
+  } catch {
+    throw invalid;
+  }
+}
+
+/**
+ * The dispatcher script: NetworkManager may re-create br-ex (ovs-configuration does at every boot)
+ * and re-applying a profile drops addresses it does not own, so the address is put back on every
+ * event that (re)configures br-ex. `ip addr replace` makes a repeat harmless.
+ */
+export function renderDispatcherScript(internalIP: string): string {
+  const { cidr, family } = checked(internalIP);
+  return `#!/bin/sh
+${HEADER}
+# Keeps the internal node IP ${cidr} on ${BR_EX}: kubelet and CRI-O are pinned to it.
+# NetworkManager calls this with the interface and the action, e.g. "${BR_EX} up".
+[ "$1" = "${BR_EX}" ] || exit 0
+case "$2" in
+  up|reapply|dhcp4-change|dhcp6-change) ;;
+  *) exit 0 ;;
+esac
+exec /usr/sbin/ip -${family} addr replace ${cidr} dev ${BR_EX}${family === 6 ? ' nodad' : ''}
+`;
+}
+
+/** Later drop-ins win: this overrides the node IP that nodeip-configuration picks (20-nodenet.conf). */
+export function renderKubeletNodeIpDropIn(internalIP: string): string {
+  const { address } = checked(internalIP);
+  return `${HEADER}
+# Pins the node IP to the internal address on ${BR_EX}.
+[Service]
+Environment="KUBELET_NODE_IP=${address}" "KUBELET_NODE_IPS=${address}"
+`;
+}
+
+export function renderCrioNodeIpDropIn(internalIP: string): string {
+  const { address } = checked(internalIP);
+  return `${HEADER}
+# Serves CRI-O's exec/attach/port-forward streams on the internal address on ${BR_EX}.
+[Service]
+Environment="CONTAINER_STREAM_ADDRESS=${address}"
+`;
+}
+
+export interface NodeFile {
+  path: string;
+  content: string;
+  mode: number;
+  /** one line on what the file is for */
+  purpose: string;
+}
+
+/** Every file that pins the internal IP, with its mode. */
+export function nodeIpFiles(internalIP: string): NodeFile[] {
+  return [
+    { path: DISPATCHER_SCRIPT, content: renderDispatcherScript(internalIP), mode: 0o755, purpose: `NetworkManager dispatcher script that keeps the address on ${BR_EX}` },
+    { path: KUBELET_NODE_IP_DROP_IN, content: renderKubeletNodeIpDropIn(internalIP), mode: 0o644, purpose: 'kubelet drop-in pinning the node IP' },
+    { path: CRIO_NODE_IP_DROP_IN, content: renderCrioNodeIpDropIn(internalIP), mode: 0o644, purpose: 'CRI-O drop-in pinning the stream address' },
+  ];
+}

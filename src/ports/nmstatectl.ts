@@ -1,0 +1,66 @@
+/**
+ * The Nmstate port through the nmstatectl command line (nmstate 1.x and 2.x share this grammar):
+ *   nmstatectl show --json
+ *   nmstatectl apply --no-commit --timeout N      (desired state on stdin)
+ *   nmstatectl commit CHECKPOINT | nmstatectl rollback [CHECKPOINT]
+ * `apply --no-commit` leaves a NetworkManager checkpoint that NetworkManager rolls back by itself
+ * when nobody commits it within N seconds. nmstate 2.x logs "Created checkpoint <path>" on stderr,
+ * nmstate 1.x printed the path as the last line of its output: the path is read from both.
+ */
+import yaml from 'js-yaml';
+import type { NmstateState } from '../config/v1/schema.js';
+import type { Logger } from '../log/logger.js';
+import type { Exec } from './exec.js';
+import type { Nmstate } from './nmstate.js';
+
+const NMSTATECTL = 'nmstatectl';
+const CHECKPOINT = /\/org\/freedesktop\/NetworkManager\/Checkpoint\/\d+/g;
+/** activation of bonds and OVS bridges can take a while; beyond this the checkpoint still protects the node */
+const MIN_APPLY_WAIT_MS = 180_000;
+
+export function parseCheckpoint(output: string): string | undefined {
+  return output.match(CHECKPOINT)?.at(-1);
+}
+
+function parseShow(stdout: string): NmstateState {
+  let state: unknown;
+  try {
+    state = JSON.parse(stdout);
+  } catch {
+    throw new Error(`${NMSTATECTL} show --json printed no JSON: ${stdout.slice(0, 200)}`);
+  }
+  if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new Error(`${NMSTATECTL} show --json printed no state object`);
+  const interfaces = (state as { interfaces?: unknown }).interfaces;
+  if (interfaces !== undefined && !Array.isArray(interfaces)) throw new Error(`${NMSTATECTL} show --json: interfaces is not a list`);
+  return state as NmstateState;
+}
+
+export function createNmstatectl(exec: Exec, log: Logger): Nmstate {
+  return {
+    async show() {
+      const { stdout } = await exec.run(NMSTATECTL, ['show', '--json']);
+      return parseShow(stdout);
+    },
+
+    async apply(state, { timeoutSeconds }) {
+      const { stdout, stderr } = await exec.run(NMSTATECTL, ['apply', '--no-commit', '--timeout', String(timeoutSeconds)], {
+        input: yaml.dump(state, { noRefs: true }),
+        timeoutMs: Math.max(MIN_APPLY_WAIT_MS, timeoutSeconds * 1000),
+      });
+      const checkpoint = parseCheckpoint(`${stdout}\n${stderr}`);
+      if (checkpoint) return { checkpoint };
+      // without the path the change cannot be committed: undo it now rather than at the timeout
+      await exec.run(NMSTATECTL, ['rollback'], { allowFailure: true });
+      log.warn({ stderr: stderr.slice(-500) }, 'nmstatectl apply named no checkpoint; rolled back');
+      throw new Error(`${NMSTATECTL} apply --no-commit named no checkpoint; the change was rolled back`);
+    },
+
+    async commit(checkpoint) {
+      await exec.run(NMSTATECTL, ['commit', checkpoint]);
+    },
+
+    async rollback(checkpoint) {
+      await exec.run(NMSTATECTL, ['rollback', checkpoint]);
+    },
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * The systemd D-Bus adapter against a real dbus-daemon and services that speak systemd's and
+ * hostnamed's interfaces: signatures, signals and errors go over a real bus.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log/logger.js';
+import type { Systemd } from '../../src/ports/systemd.js';
+import { connectSystemdBus } from '../../src/ports/systemd-dbus.js';
+import { startTestBus } from './bus.js';
+
+const log = createLogger({ write: () => undefined, journal: false });
+let bus: Awaited<ReturnType<typeof startTestBus>>;
+let root: string;
+const open: Systemd[] = [];
+
+async function connect(): Promise<Systemd> {
+  const systemd = await connectSystemdBus(log);
+  open.push(systemd);
+  return systemd;
+}
+
+beforeAll(async () => {
+  bus = await startTestBus();
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+});
+afterAll(async () => {
+  open.forEach((s) => s.close());
+  await bus?.stop();
+});
+beforeEach(async () => {
+  root = mkdtempSync(path.join(tmpdir(), 'dbus-root-'));
+  await bus.services.configure({ root });
+});
+
+describe('systemd over D-Bus', () => {
+  it('enables and starts a unit, reloading in between, and returns the job result', async () => {
+    const systemd = await connect();
+    expect(await systemd.unitStatus('kubelet.service')).toEqual({ activeState: 'inactive', subState: 'dead', result: 'success', unitFileState: 'disabled' });
+    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
+    expect(await systemd.unitStatus('kubelet.service')).toEqual({ activeState: 'active', subState: 'running', result: 'success', unitFileState: 'enabled' });
+    const calls = (await bus.services.calls()).filter((c) => c.member !== 'LoadUnit');
+    expect(calls).toEqual([
+      { member: 'EnableUnitFiles', args: [['kubelet.service'], false, false] },
+      { member: 'Reload', args: [] },
+      { member: 'Subscribe', args: [] },
+      { member: 'StartUnit', args: ['kubelet.service', 'replace'] },
+    ]);
+  });
+
+  it('reports a failed start job and the unit state it left', async () => {
+    await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'failed' } } });
+    const systemd = await connect();
+    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'failed' });
+    expect(await systemd.unitStatus('kubelet.service')).toMatchObject({ activeState: 'failed', subState: 'failed', result: 'exit-code' });
+  });
+
+  it('catches the job result when JobRemoved arrives before the reply to StartUnit', async () => {
+    await bus.services.configure({ root, units: { 'kubelet.service': { jobRemovedBeforeReply: true } } });
+    const systemd = await connect();
+    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
+    // a second start on the same connection: systemd refuses a second Subscribe from one client
+    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
+    expect((await bus.services.calls()).filter((c) => c.member === 'Subscribe')).toHaveLength(1);
+  });
+
+  it('gives up on a job that never finishes, naming it', async () => {
+    await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'never' } } });
+    const systemd = await connect();
+    await expect(systemd.enableAndStart('kubelet.service', 300)).rejects.toThrow(
+      'waiting for the start job of kubelet.service (/org/freedesktop/systemd1/job/',
+    );
+  });
+
+  it("passes systemd's error name and text on", async () => {
+    await bus.services.configure({ root, units: { 'kubelet.service': { unitFileState: 'masked' } } });
+    const systemd = await connect();
+    await expect(systemd.enableAndStart('kubelet.service', 5000)).rejects.toThrow(
+      'EnableUnitFiles(kubelet.service) failed: org.freedesktop.systemd1.UnitMasked: Unit file kubelet.service is masked.',
+    );
+  });
+
+  it('reads and sets the static hostname through hostnamed, without interaction', async () => {
+    const systemd = await connect();
+    expect(await systemd.staticHostname()).toBe('');
+    await systemd.setStaticHostname('sno-store42');
+    expect(await systemd.staticHostname()).toBe('sno-store42');
+    expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');
+    expect(await bus.services.calls()).toContainEqual({ member: 'SetStaticHostname', args: ['sno-store42', false] });
+    await expect(systemd.setStaticHostname('bad_name!')).rejects.toThrow("org.freedesktop.DBus.Error.InvalidArgs: Invalid static hostname 'bad_name!'");
+  });
+
+  it('says which bus it could not reach', async () => {
+    const saved = process.env.DBUS_SYSTEM_BUS_ADDRESS;
+    process.env.DBUS_SYSTEM_BUS_ADDRESS = 'unix:path=/nonexistent/system_bus_socket';
+    try {
+      await expect(connectSystemdBus(log)).rejects.toThrow('cannot reach systemd over D-Bus at unix:path=/nonexistent/system_bus_socket: connect ENOENT');
+    } finally {
+      process.env.DBUS_SYSTEM_BUS_ADDRESS = saved;
+    }
+  });
+});
