@@ -1,0 +1,64 @@
+/** The kubelet gate through a real dbus-daemon and the test systemd (test/dbus). */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestBus } from '../../test/dbus/bus.js';
+import { testNode } from '../../test/node/context.js';
+import { StepError } from '../engine/errors.js';
+import { MessageId } from '../log/events.js';
+import { kubeletStep } from './kubelet-gate.js';
+
+let bus: Awaited<ReturnType<typeof startTestBus>>;
+beforeAll(async () => {
+  bus = await startTestBus();
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+});
+afterAll(() => bus?.stop());
+beforeEach(() => bus.services.configure({}));
+
+const events = (logs: string[]) => logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string }).filter((l) => l.event);
+
+describe('kubelet gate', () => {
+  it('enables and starts the disabled kubelet, waits for the job, and logs the gate opening', async () => {
+    const node = testNode({ systemd: true });
+    expect(await kubeletStep.plan(node.ctx)).toEqual({
+      action: 'change',
+      summary: 'open the gate: enable and start kubelet',
+      changes: [
+        { action: 'update', target: 'kubelet.service', summary: 'enable (now disabled)' },
+        { action: 'start', target: 'kubelet.service', summary: 'start and wait for the job (now inactive/dead)' },
+      ],
+    });
+    const state = await node.run([kubeletStep]);
+    expect(state.steps.kubelet?.status).toBe('done');
+    expect(events(node.logs)).toContainEqual(expect.objectContaining({ event: 'kubeletGateOpened', msgId: MessageId.kubeletGateOpened }));
+    expect(await kubeletStep.plan(node.ctx)).toEqual({ action: 'noop', reason: 'kubelet.service is already enabled and running' });
+    node.close();
+  });
+
+  it('fails with the unit state and the journal when the start job fails', async () => {
+    await bus.services.configure({ units: { 'kubelet.service': { startResult: 'failed' } } });
+    const node = testNode({ systemd: true });
+    const run = node.run([kubeletStep]);
+    await expect(run).rejects.toBeInstanceOf(StepError);
+    await expect(run).rejects.toMatchObject({ exitCode: 1, step: 'kubelet' });
+    await expect(run).rejects.toThrow(
+      /^kubelet: the start job ended with "failed"; ActiveState=failed SubState=failed Result=exit-code UnitFileState=enabled; last journal lines:\n./,
+    );
+    expect(events(node.logs)).toContainEqual(expect.objectContaining({ event: 'kubeletGateFailed', msgId: MessageId.kubeletGateFailed }));
+    node.close();
+  });
+
+  it('refuses a masked kubelet rather than unmasking it', async () => {
+    await bus.services.configure({ units: { 'kubelet.service': { unitFileState: 'masked' } } });
+    const node = testNode({ systemd: true });
+    expect(await kubeletStep.plan(node.ctx)).toEqual({ action: 'conflict', reason: 'kubelet.service is masked; unmask it to let the agent start kubelet' });
+    node.close();
+  });
+
+  it('stays shut when a node step before it fails', async () => {
+    const node = testNode({ systemd: true });
+    const failing = { ...kubeletStep, name: 'hostname' as const, plan: async () => ({ action: 'change' as const, summary: 'x', changes: [] }), apply: async () => Promise.reject(new Error('hostnamed is down')) };
+    await expect(node.run([failing, kubeletStep])).rejects.toThrow('hostname: hostnamed is down');
+    expect((await bus.services.calls()).map((c) => c.member)).not.toContain('StartUnit');
+    node.close();
+  });
+});

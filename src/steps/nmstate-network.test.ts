@@ -1,0 +1,141 @@
+/**
+ * The network step against a temporary root with the nmstatectl stub on PATH (it keeps the network
+ * state, checkpoints and NetworkManager keyfiles), real ping and getent, and a clock whose waits
+ * pass at once.
+ */
+import { readFileSync, statSync, truncateSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { NmstateState } from '../config/v1/schema.js';
+import { MessageId } from '../log/events.js';
+import { factoryNetwork } from '../../test/node/factory-network.js';
+import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
+import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './nmstate-network.js';
+
+// the gateway is this machine's loopback address, so that the ping check really pings
+const STORE: NmstateState = {
+  interfaces: [
+    { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
+  ],
+  routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
+  'dns-resolver': { config: { server: ['10.42.0.53'], search: ['store42.example.com'] } },
+};
+const site = testSite({
+  network: { nmstate: STORE, internalIP: '192.168.127.10/24', verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 30 } },
+});
+
+const stub = (env: Record<string, string>) =>
+  JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')) as { current: NmstateState; checkpoints: unknown[]; calls: string[][] };
+const events = (logs: string[]) => logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string; msg: string }).filter((l) => l.event);
+
+describe('network', () => {
+  it('plans the differences as data, then applies under a checkpoint, checks, commits and flushes', async () => {
+    const node = testNode({ site, network: factoryNetwork() });
+    const plan = await networkStep.plan(node.ctx);
+    expect(plan).toEqual({
+      action: 'change',
+      summary: 'apply the site network (6 difference(s)) with checkpoint and rollback',
+      changes: [
+        {
+          action: 'apply',
+          target: 'nmstate',
+          summary: 'checks: the state holds, the gateway answers ping, localhost resolve; within 30 s, else roll back',
+          diff: [
+            '- interfaces[br-ex].ipv4.dhcp: true',
+            '+ interfaces[br-ex].ipv4.dhcp: false',
+            '- interfaces[br-ex].ipv4.address: 192.168.1.50/24, 192.168.127.10/24',
+            '+ interfaces[br-ex].ipv4.address: 10.42.0.20/24, 192.168.127.10/24',
+            '- interfaces[br-ex].ipv6.enabled: true',
+            '+ interfaces[br-ex].ipv6.enabled: false',
+            '- routes.config[0.0.0.0/0 via 127.0.0.1 dev br-ex]: absent',
+            '+ routes.config[0.0.0.0/0 via 127.0.0.1 dev br-ex]: present',
+            '- dns-resolver.config.server: 192.168.1.1',
+            '+ dns-resolver.config.server: 10.42.0.53',
+            '- dns-resolver.config.search: (none)',
+            '+ dns-resolver.config.search: store42.example.com',
+          ],
+        },
+      ],
+    });
+
+    const state = await node.run([networkStep]);
+    expect(state.steps.network?.status).toBe('done');
+    const after = stub(node.env);
+    expect(after.checkpoints).toEqual([]);
+    expect(after.calls.filter((c) => c[0] !== 'show')).toEqual([
+      ['apply', '--no-commit', '--timeout', '90'],
+      ['commit', '/org/freedesktop/NetworkManager/Checkpoint/1'],
+    ]);
+    // the internal IP rides along on br-ex, so nmstate keeps it
+    expect(after.current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!.ipv4!.address).toEqual([
+      { ip: '10.42.0.20', 'prefix-length': 24 },
+      { ip: '192.168.127.10', 'prefix-length': 24 },
+    ]);
+    expect(readFileSync(path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection'), 'utf8')).toContain('address1=10.42.0.20/24');
+
+    const revert = path.join(node.root, STATE_DIR, REVERT_STATE_FILE);
+    expect(statSync(revert).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(revert, 'utf8')).state).toEqual(factoryNetwork());
+    expect(node.logs.join('\n')).toContain(`previous network state saved in ${revert}`);
+    expect(await networkStep.plan(node.ctx)).toEqual({ action: 'noop', reason: 'the node already runs the site network (1 interface(s) as desired)' });
+  });
+
+  it('rolls back and fails with the reason when the applied network does not hold', async () => {
+    const node = testNode({ site, network: factoryNetwork(), env: { NMSTATECTL_STUB_LOSE_ADDRESSES: '1' } });
+    const failed = node.run([networkStep]);
+    await expect(failed).rejects.toMatchObject({ exitCode: 1, step: 'network' });
+    await expect(failed).rejects.toThrow(
+      'network: checks failed after 30 s (interfaces[br-ex].ipv4.address is (none), want 10.42.0.20/24, 192.168.127.10/24); rolled back to the previous network',
+    );
+    const after = stub(node.env);
+    expect(after.current).toEqual(factoryNetwork());
+    expect(after.calls.filter((c) => c[0] !== 'show')).toEqual([
+      ['apply', '--no-commit', '--timeout', '90'],
+      ['rollback', '/org/freedesktop/NetworkManager/Checkpoint/1'],
+    ]);
+    expect(events(node.logs)).toContainEqual(expect.objectContaining({ event: 'networkRollback', msgId: MessageId.networkRollback }));
+    // the checks were retried, with waits that grow, until the site's timeout
+    expect(node.logs.filter((l) => l.includes('network checks not passing yet')).length).toBeGreaterThan(3);
+  });
+
+  it('fails with nmstatectl\'s own reason when apply is refused', async () => {
+    const node = testNode({ site, network: factoryNetwork(), env: { NMSTATECTL_STUB_FAIL_APPLY: 'br-ex: activation failed' } });
+    await expect(node.run([networkStep])).rejects.toThrow(
+      'network: nmstatectl apply failed: nmstatectl failed (exit 1): NmstateError: VerificationError: br-ex: activation failed (nmstate restores the previous network itself)',
+    );
+    expect(events(node.logs).map((e) => e.event)).toContain('networkRollback');
+  });
+
+  it('repairs keyfiles a power cut left empty, though the run was recorded as done', async () => {
+    const node = testNode({ site, network: factoryNetwork() });
+    await node.run([networkStep]);
+    const keyfile = path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection');
+    truncateSync(keyfile, 0);
+    expect(await networkStep.plan(node.ctx)).toEqual({
+      action: 'change',
+      summary: 'repair 1 empty NetworkManager keyfile(s) by re-applying the site network',
+      changes: [
+        {
+          action: 'delete',
+          target: `${KEYFILE_DIR}/br-ex.nmconnection`,
+          summary: 'empty keyfile (a power cut while NetworkManager wrote it); the re-apply writes it again',
+        },
+        { action: 'apply', target: 'nmstate', summary: 'checks: the state holds, the gateway answers ping, localhost resolve; within 30 s, else roll back', diff: [] },
+      ],
+    });
+    const state = await node.run([networkStep]);
+    expect(state.steps.network).toMatchObject({ status: 'done', attempts: 2 });
+    expect(statSync(keyfile).size).toBeGreaterThan(0);
+    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+  });
+
+  it('keeps the revert state of the first attempt when a later attempt at the same network starts from a changed one', async () => {
+    const node = testNode({ site, network: factoryNetwork(), env: { NMSTATECTL_STUB_LOSE_ADDRESSES: '1' } });
+    await expect(node.run([networkStep])).rejects.toThrow();
+    const revert = path.join(node.root, STATE_DIR, REVERT_STATE_FILE);
+    const first = readFileSync(revert, 'utf8');
+    await expect(node.run([networkStep])).rejects.toThrow();
+    expect(readFileSync(revert, 'utf8')).toBe(first);
+    expect(node.logs.join('\n')).toContain('previous network state kept');
+  });
+});
