@@ -1,0 +1,117 @@
+/**
+ * `sno-relocate run --only node` end to end: the agent's own process against a factory-fresh root,
+ * the nmstatectl stub on PATH and the test systemd/hostnamed on a private D-Bus. What a technician
+ * and a support engineer would see: exit codes, the console output, the files on the node, the state
+ * file, and no secret anywhere.
+ */
+import { mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { layFactoryNode } from '../fixtures/factory-node.js';
+import { startTestBus } from '../dbus/bus.js';
+import { runAgent, writeSiteFolder } from './cli.js';
+import { STATE_DIR, stubEnvironment } from './context.js';
+import { factoryNetwork } from './factory-network.js';
+
+const SECRET = 'c3RvcmU0MjpzM2NyZXQtcGFzc3dvcmQtOTk=';
+const SITE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
+const SPEC = {
+  baseDomain: 'store42.example.com',
+  hostname: 'sno-store42',
+  network: {
+    nmstate: {
+      interfaces: [
+        { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
+      ],
+      // this machine's loopback address as the gateway, so the ping check really pings
+      routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
+      'dns-resolver': { config: { server: ['10.42.0.53'] } },
+    },
+    internalIP: '192.168.127.10/24',
+    verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 5 },
+  },
+  pullSecret: { auths: { 'registry.store42.example.com:5000': { auth: SECRET } } },
+  sshAuthorizedKeys: [SITE_KEY],
+};
+const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'];
+
+let bus: Awaited<ReturnType<typeof startTestBus>>;
+let root: string;
+let site: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  bus = await startTestBus();
+});
+afterAll(() => bus?.stop());
+beforeEach(async () => {
+  root = mkdtempSync(path.join(tmpdir(), 'run-node-'));
+  layFactoryNode(root);
+  site = writeSiteFolder(mkdtempSync(path.join(tmpdir(), 'site-')), 'store-0042', SPEC);
+  env = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
+  writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
+  await bus.services.configure({ root });
+});
+
+const run = (extra: Record<string, string> = {}) => runAgent(['run', site, '--root', root, '--only', 'node'], { ...env, ...extra });
+const state = () => JSON.parse(readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8')) as { result: string; steps: Record<string, { status: string; message?: string }> };
+const started = async () => (await bus.services.calls()).some((c) => c.member === 'StartUnit');
+
+describe('run --only node', () => {
+  it('configures a factory node, opens the kubelet gate, and finds nothing to do the second time', async () => {
+    const first = run();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toBe('site store-0042: succeeded\n');
+    expect(Object.entries(state().steps).map(([name, s]) => [name, s.status])).toEqual(NODE_STEPS.map((s) => [s, 'done']));
+    expect(readFileSync(path.join(root, 'home/core/.ssh/authorized_keys'), 'utf8')).toContain(SITE_KEY);
+    expect(statSync(path.join(root, 'var/lib/kubelet/config.json')).mode & 0o777).toBe(0o600);
+    expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');
+    expect(readFileSync(path.join(root, 'etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf'), 'utf8')).toContain('KUBELET_NODE_IP=192.168.127.10');
+    expect(readFileSync(path.join(root, 'etc/NetworkManager/system-connections/br-ex.nmconnection'), 'utf8')).toContain('address1=10.42.0.20/24');
+    expect(await started()).toBe(true);
+    expect(first.stderr).toContain('kubelet gate opened');
+
+    const second = run();
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr.match(/nothing to do/g)).toHaveLength(NODE_STEPS.length);
+
+    for (const output of [first.stdout, first.stderr, second.stderr, readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8')]) expect(output).not.toContain(SECRET);
+  });
+
+  it('rolls the network back, keeps kubelet shut and exits 1 when the site network does not hold; the next run resumes', async () => {
+    const failed = run({ NMSTATECTL_STUB_LOSE_ADDRESSES: '1' });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('network checks failed after 5 s');
+    expect(failed.stderr).toContain('interfaces[br-ex].ipv4.address is (none), want 10.42.0.20/24, 192.168.127.10/24');
+    expect(failed.stderr).toContain('rolled back to the previous network');
+    expect(state()).toMatchObject({ result: 'failed', steps: { 'ssh-keys': { status: 'done' }, 'node-pull-secret': { status: 'done' }, network: { status: 'failed' } } });
+    expect(Object.keys(state().steps)).not.toContain('kubelet');
+    expect(await started()).toBe(false);
+    expect(JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')).current).toEqual(factoryNetwork());
+
+    const resumed = run();
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(await started()).toBe(true);
+  });
+
+  it('repairs NetworkManager keyfiles left empty by a power cut after a run recorded as done', async () => {
+    expect(run().code).toBe(0);
+    const keyfile = path.join(root, 'etc/NetworkManager/system-connections/br-ex.nmconnection');
+    truncateSync(keyfile, 0);
+    const repaired = run();
+    expect(repaired.code, repaired.stderr).toBe(0);
+    expect(repaired.stderr).toContain('removed the empty keyfile /etc/NetworkManager/system-connections/br-ex.nmconnection');
+    expect(statSync(keyfile).size).toBeGreaterThan(0);
+  });
+
+  it('plans every node step as data, changing nothing and showing no secret', () => {
+    const plan = runAgent(['plan', site, '--root', root, '--only', 'node', '-o', 'json'], env);
+    expect(plan.code, plan.stderr).toBe(0);
+    const doc = JSON.parse(plan.stdout) as { steps: { step: string; action: string }[] };
+    expect(doc.steps.map((s) => [s.step, s.action])).toEqual(NODE_STEPS.map((s) => [s, 'change']));
+    expect(plan.stdout).toContain('<redacted: 1 registry>');
+    expect(plan.stdout).not.toContain(SECRET);
+    expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-factory\n');
+  });
+});
