@@ -38,6 +38,21 @@ describe('the nmstatectl adapter', () => {
     ]);
   });
 
+  it('answers a show right after another from it, and reads again after a change or half a second', async () => {
+    const node = testNode();
+    const { nmstate, clock } = node.ctx;
+    const calls = () => (JSON.parse(readFileSync(node.env.NMSTATECTL_STUB_STATE!, 'utf8')) as { calls: string[][] }).calls.map((c) => c[0]);
+    const first = await nmstate.show();
+    first.interfaces!.length = 0;
+    expect((await nmstate.show()).interfaces).toHaveLength(1);
+    expect(calls()).toEqual(['show']);
+    await clock.sleep(500);
+    await nmstate.show();
+    await nmstate.commit((await nmstate.apply({ interfaces: [] }, { timeoutSeconds: 60 })).checkpoint);
+    await nmstate.show();
+    expect(calls()).toEqual(['show', 'show', 'apply', 'commit', 'show']);
+  });
+
   it('reports what nmstatectl refuses', async () => {
     const { ctx } = testNode({ env: { NMSTATECTL_STUB_FAIL_APPLY: 'br-ex: desired ipv4 10.0.0.2/24, current none' } });
     await expect(ctx.nmstate.apply({ interfaces: [{ name: 'lo' }] }, { timeoutSeconds: 60 })).rejects.toThrow(

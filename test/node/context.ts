@@ -102,6 +102,7 @@ export function testNode(options: TestNodeOptions = {}): TestNode {
   const log = createLogger({ format: 'json', level: 'debug', journal: false, write: (l) => logs.push(l) });
   const exec = withEnv(createExec(log), env);
   let systemd: Promise<Systemd> | undefined;
+  const clock = options.clock ?? instantClock();
   const ctx: StepContext = {
     site: options.site ?? testSite(),
     fs: createRootFs(root),
@@ -110,9 +111,9 @@ export function testNode(options: TestNodeOptions = {}): TestNode {
       if (!options.systemd) throw new Error('this test gave the step no D-Bus');
       return (systemd ??= connectSystemdBus(log));
     },
-    nmstate: createNmstatectl(exec, log),
+    nmstate: createNmstatectl(exec, log, clock),
     kube: () => Promise.reject(new Error('node steps do not use the cluster')),
-    clock: options.clock ?? instantClock(),
+    clock,
     log,
     stateDir: STATE_DIR,
     options: { healthTimeoutSeconds: 1 },

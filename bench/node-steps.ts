@@ -1,0 +1,129 @@
+/**
+ * How long `sno-relocate run --only node` takes on a factory-fresh node: all six node steps,
+ * against a temporary root, with the nmstatectl stub on PATH and the test systemd/hostnamed on a
+ * private D-Bus. Each run starts from a fresh root and a fresh stub network, so every step changes
+ * something. Baselines measured in the same run: `node -e 0`, `--version`, and `plan --only node`.
+ * The current source is bundled first (as build.sh bundles it), so the numbers are for this tree.
+ * Target: median run under 1 s. `npx tsx bench/node-steps.ts [runs]`
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { build } from 'esbuild';
+import { startTestBus } from '../test/dbus/bus.js';
+import { layFactoryNode } from '../test/fixtures/factory-node.js';
+import { writeSiteFolder } from '../test/node/cli.js';
+import { REPO, STUBS, stubEnvironment } from '../test/node/context.js';
+import { factoryNetwork } from '../test/node/factory-network.js';
+import { median, printTable } from './lib.js';
+
+const runs = Number(process.argv[2] ?? 9);
+const TARGET_MS = 1000;
+const work = mkdtempSync(path.join(tmpdir(), 'bench-node-steps-'));
+const bundle = path.join(work, 'sno-relocate.cjs');
+
+const SITE = writeSiteFolder(path.join(work, 'site'), 'store-0042', {
+  baseDomain: 'store42.example.com',
+  hostname: 'sno-store42',
+  network: {
+    nmstate: {
+      interfaces: [
+        { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
+      ],
+      // this machine's loopback as the gateway: the ping check really pings
+      routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
+      'dns-resolver': { config: { server: ['10.42.0.53'] } },
+    },
+    internalIP: '192.168.127.10/24',
+    verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 30 },
+  },
+  pullSecret: { auths: { 'registry.store42.example.com:5000': { auth: 'c3RvcmU0Mjpub3QtYS1yZWFsLXBhc3N3b3Jk' } } },
+  sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42'],
+});
+
+function run(argv: string[], env: Record<string, string>): { ms: number; stderr: string } {
+  const started = process.hrtime.bigint();
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...env } });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (r.status !== 0) throw new Error(`${argv.join(' ')}: exit ${r.status}\n${r.stderr}`);
+  return { ms, stderr: r.stderr };
+}
+const timed = (argv: string[], env: Record<string, string>) => run(argv, env).ms;
+
+interface Sample {
+  ms: number;
+  /** time spent waiting for the nmstatectl stub, summed from the agent's own debug log of its commands */
+  stubMs: number;
+  stubCalls: number;
+}
+
+const bus = await startTestBus();
+try {
+  await build({
+    entryPoints: [path.join(REPO, 'src/cli/main.ts')],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    minify: true,
+    external: ['x11'],
+    logLevel: 'warning',
+    outfile: bundle,
+  });
+
+  /** A factory-fresh node: new root, the stub's factory network, kubelet disabled and stopped. */
+  const freshNode = async () => {
+    const root = mkdtempSync(path.join(work, 'root-'));
+    layFactoryNode(root);
+    const env = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
+    writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
+    await bus.services.configure({ root });
+    return { root, env };
+  };
+  const agent = (root: string, what: string) => [process.execPath, bundle, what, SITE, '--root', root, '--only', 'node', '--log-level', 'debug', '--log-format', 'json'];
+
+  const sample = async (what: 'run' | 'plan'): Promise<Sample> => {
+    const { root, env } = await freshNode();
+    const { ms, stderr } = run(agent(root, what), env);
+    const stubRuns = stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { command?: string; durationMs?: number })
+      .filter((entry) => entry.command === 'nmstatectl' && entry.durationMs !== undefined);
+    const stubCalls = (JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')) as { calls: unknown[] }).calls.length;
+    return { ms, stubMs: stubRuns.reduce((sum, e) => sum + e.durationMs!, 0), stubCalls };
+  };
+  const repeat = async <T>(fn: () => Promise<T> | T): Promise<T[]> => {
+    await fn();
+    const out: T[] = [];
+    for (let i = 0; i < runs; i++) out.push(await fn());
+    return out;
+  };
+
+  const baseline = await repeat(() => timed([process.execPath, '-e', '0'], {}));
+  const version = await repeat(() => timed([process.execPath, bundle, '--version'], {}));
+  const stubShow = await repeat(async () => timed([path.join(STUBS, 'nmstatectl'), 'show', '--json'], (await freshNode()).env));
+  const plans = await repeat(() => sample('plan'));
+  const fullRuns = await repeat(() => sample('run'));
+
+  const base = median(baseline);
+  const row = (name: string, values: number[], target = '') => [name, median(values), Math.min(...values), Math.max(...values), median(values) / base, target];
+  const runMedian = median(fullRuns.map((s) => s.ms));
+  const stubCalls = median(fullRuns.map((s) => s.stubCalls));
+  printTable(`Node steps benchmark (median of ${runs} runs, each on a fresh factory root)`, [
+    ['what', 'median ms', 'min ms', 'max ms', 'x node -e 0', 'target'],
+    row('node -e 0', baseline),
+    row('sno-relocate --version', version),
+    row('nmstatectl stub: show --json', stubShow),
+    row('plan --only node', plans.map((s) => s.ms)),
+    row('run --only node (6 steps)', fullRuns.map((s) => s.ms), `< ${TARGET_MS} ms`),
+  ]);
+  const stubMs = median(fullRuns.map((s) => s.stubMs));
+  console.log(`  run: ${stubCalls} nmstatectl stub calls took ${stubMs.toFixed(0)} ms of it (a Node process each); the rest, ${(runMedian - stubMs).toFixed(0)} ms, is the agent's`);
+  console.log(`  run median ${runMedian.toFixed(0)} ms: ${runMedian < TARGET_MS ? 'within' : 'OVER'} the ${TARGET_MS} ms target`);
+  if (runMedian >= TARGET_MS) process.exitCode = 1;
+} finally {
+  await bus.stop();
+  rmSync(work, { recursive: true, force: true });
+}
