@@ -76,7 +76,7 @@ try {
   const freshNode = async () => {
     const root = mkdtempSync(path.join(work, 'root-'));
     layFactoryNode(root);
-    const env = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
+    const env: Record<string, string> = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
     writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
     await bus.services.configure({ root });
     return { root, env };
