@@ -13,7 +13,9 @@ failures=0
 
 phase "npm packages"
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund || exit 1
+  # `npm install` rather than `npm ci`: the lock records only the platform packages the registry
+  # serves here, which `npm ci` counts as out of sync.
+  npm install --no-audit --no-fund || exit 1
 fi
 
 phase "Debian packages for the tests (openssl, dbus, etcd, systemd-analyze)"
@@ -22,6 +24,11 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v dbus-daemon >/dev/null || need+=(dbus)
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v logger >/dev/null || need+=(bsdutils)
+command -v ssh-keygen >/dev/null || need+=(openssh-client)
+command -v ip >/dev/null || need+=(iproute2)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v unshare >/dev/null || need+=(util-linux)
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "need root to install: ${need[*]}"; exit 1; }
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" || exit 1

@@ -190,6 +190,10 @@ export const networkStep: Step = {
   async verify(ctx) {
     const empty = await emptyKeyfiles(ctx);
     const failed = [...empty.map((f) => `${f} is empty`), ...(await checkWithRetries(ctx, desiredState(ctx), undefined))];
-    if (failed.length > 0) throw new VerificationError(`network: ${failed.join('; ')}`, { step: 'network', retryable: true });
+    if (failed.length === 0) return;
+    // past the commit there is no checkpoint to roll back to: say where the previous state is kept
+    const revert = path.posix.join(ctx.stateDir, REVERT_STATE_FILE);
+    const hint = (await ctx.fs.exists(revert)) ? `; the network state from before the change is in ${ctx.fs.resolve(revert)}` : '';
+    throw new VerificationError(`network: ${failed.join('; ')}${hint}`, { step: 'network', retryable: true });
   },
 };

@@ -96,27 +96,33 @@ export const nmstateSchema = z
 
 const mirror = z.strictObject({
   source: z.string().min(1).describe('registry or repository the images are normally pulled from'),
-  mirrors: z.array(z.string().min(1)).min(1, 'at least one mirror is needed'),
-  mirrorSourcePolicy: z.enum(['AllowContactingSource', 'NeverContactSource']).optional(),
+  mirrors: z.array(z.string().min(1)).min(1, 'at least one mirror is needed').describe('mirror repositories, tried in order'),
+  mirrorSourcePolicy: z.enum(['AllowContactingSource', 'NeverContactSource']).optional().describe('whether the source may still be contacted'),
 });
 
 export const pullSecretSchema = z
   .looseObject({
-    auths: z.record(z.string(), z.looseObject({ auth: z.string().optional(), email: z.string().optional() })),
+    auths: z
+      .record(z.string(), z.looseObject({ auth: z.string().optional(), email: z.string().optional() }))
+      .describe('registry host to credentials'),
   })
   .describe('a container registry auth file ({"auths": {...}})');
 
-const certPair = z.strictObject({ certFile: fileName, keyFile: fileName });
+const certPair = z
+  .strictObject({ certFile: fileName, keyFile: fileName })
+  .describe('PEM certificate (chain) and its private key');
 
 export const siteConfigSchema = z.strictObject({
-  apiVersion: z.literal(API_VERSION, { message: `must be ${API_VERSION}` }),
-  kind: z.literal(KIND, { message: `must be ${KIND}` }),
-  metadata: z.strictObject({
-    name: z
-      .string()
-      .regex(/^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/, 'site id: 1-63 lowercase letters, digits, ".", "_", "-"')
-      .describe('site id, shown in logs and status'),
-  }),
+  apiVersion: z.literal(API_VERSION, { message: `must be ${API_VERSION}` }).describe('version of this format'),
+  kind: z.literal(KIND, { message: `must be ${KIND}` }).describe('always SiteConfig'),
+  metadata: z
+    .strictObject({
+      name: z
+        .string()
+        .regex(/^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/, 'site id: 1-63 lowercase letters, digits, ".", "_", "-"')
+        .describe('site id, shown in logs and status'),
+    })
+    .describe('the site'),
   spec: z.strictObject({
     baseDomain: dnsName('baseDomain').describe('new cluster domain: api.<cluster>.<baseDomain>, *.apps.<cluster>.<baseDomain>'),
     clusterName: z
@@ -125,7 +131,8 @@ export const siteConfigSchema = z.strictObject({
       .optional()
       .describe('must equal the current name unless the change is supported'),
     hostname: dnsName('hostname').optional().describe('static hostname of the node'),
-    network: z.strictObject({
+    network: z
+      .strictObject({
       nmstate: nmstateSchema.optional(),
       nmstateFile: fileName.optional().describe('nmstate YAML beside the site-config (instead of nmstate)'),
       internalIP: z
@@ -135,13 +142,14 @@ export const siteConfigSchema = z.strictObject({
         .describe('br-ex internal node IP, normally fixed at the factory'),
       verify: z
         .strictObject({
-          pingGateway: z.boolean().optional(),
-          resolve: z.array(z.string()).optional(),
-          timeoutSeconds: z.number().int().min(5).max(900).optional(),
+          pingGateway: z.boolean().optional().describe('the default gateway must answer ping'),
+          resolve: z.array(z.string()).optional().describe('these names must resolve'),
+          timeoutSeconds: z.number().int().min(5).max(900).optional().describe('how long the checks may take before rollback (5-900, default 90)'),
         })
         .optional()
         .describe('after apply, roll back unless these pass in time'),
-    }),
+    })
+    .describe('the site network: nmstate state, internal IP, checks'),
     pullSecret: pullSecretSchema.optional(),
     pullSecretFile: fileName.optional().describe('pull secret JSON beside the site-config (instead of pullSecret)'),
     pullSecretPolicy: z
@@ -151,7 +159,10 @@ export const siteConfigSchema = z.strictObject({
     imageDigestMirrors: z.array(mirror).optional().describe('ImageDigestMirrorSet (ImageContentSourcePolicy on old clusters)'),
     imageTagMirrors: z.array(mirror).optional().describe('ImageTagMirrorSet: images pulled by tag'),
     certificates: z
-      .strictObject({ ingress: certPair.optional(), api: certPair.optional() })
+      .strictObject({
+        ingress: certPair.optional().describe('for *.apps: console, downloads, oauth and the default ingress'),
+        api: certPair.optional().describe('for api.<cluster>.<baseDomain>'),
+      })
       .optional()
       .describe('without them a site CA is generated on the node'),
     sshAuthorizedKeys: z
