@@ -1,29 +1,37 @@
 /**
- * `npm run demo`: validates the bundled example site-config and prints the full plan that
- * `run` would carry out on a factory-fresh node, laid out in a temporary root. Nothing on this
- * machine changes.
+ * `npm run demo`: validates the bundled example site-config and prints the full plan that `run`
+ * would carry out on a factory-fresh node laid out in a temporary root. nmstatectl is answered by
+ * the test stand-in holding the factory network, and systemd by the test services on a private
+ * D-Bus when dbus-daemon is installed, so every node step is planned; the cluster steps are
+ * deferred (no cluster API here). Nothing on this machine changes.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { missingDbusDaemon, startTestBus } from '../test/dbus/bus.js';
 import { layFactoryNode } from '../test/fixtures/factory-node.js';
+import { REPO, stubEnvironment } from '../test/node/context.js';
+import { factoryNetwork } from '../test/node/factory-network.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const example = path.join(repo, 'examples', 'store-0042');
+const example = path.join(REPO, 'examples', 'store-0042');
 const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-demo-'));
+const bus = missingDbusDaemon() ? undefined : await startTestBus({ root });
 try {
   layFactoryNode(root);
+  const stubs = stubEnvironment(root);
+  writeFileSync(stubs.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
+  const env = { ...process.env, ...stubs, ...(bus ? { DBUS_SYSTEM_BUS_ADDRESS: bus.address } : {}) };
   const cli = (...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', path.join(repo, 'src/cli/main.ts'), ...args], { stdio: 'inherit' }).status ?? 1;
-  console.log(`$ sno-relocate validate ${path.relative(repo, example)}`);
+    spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args], { stdio: 'inherit', env }).status ?? 1;
+  console.log(`$ sno-relocate validate ${path.relative(REPO, example)}`);
   let code = cli('validate', example);
   if (code === 0) {
-    console.log(`\n$ sno-relocate plan ${path.relative(repo, example)} --root ${root}`);
-    code = cli('plan', example, '--root', root, '--state-dir', '/var/lib/sno-relocate');
+    console.log(`\n$ sno-relocate plan ${path.relative(REPO, example)} --root ${root}`);
+    code = cli('plan', example, '--root', root);
   }
   process.exitCode = code;
 } finally {
+  await bus?.stop();
   rmSync(root, { recursive: true, force: true });
 }

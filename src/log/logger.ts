@@ -39,19 +39,28 @@ export function stderrIsJournal(): boolean {
 }
 
 function formatValue(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  const flat = Array.isArray(value) && value.every((v) => typeof v !== 'object') ? value.join(',') : value;
+  const text = typeof flat === 'string' ? flat : JSON.stringify(flat);
   return /[\s"=]/.test(text) ? JSON.stringify(text) : text;
 }
 
-export function formatText(entry: Record<string, unknown>, withTime: boolean): string {
+/** In text, an error adds only what its message does not already say. */
+function errorField(err: unknown, msg: string): string | undefined {
+  const message = typeof err === 'object' && err !== null && 'message' in err ? String(err.message) : String(err);
+  return msg.includes(message) ? undefined : message;
+}
+
+/** Off the journal a line carries its time and message id; in it, journald keeps both as fields. */
+export function formatText(entry: Record<string, unknown>, offJournal: boolean): string {
   const level = LEVEL_NAME[entry.level as number] ?? 'INFO';
   const step = entry.step ? `[${String(entry.step)}] ` : '';
-  const fields = Object.entries(entry)
-    .filter(([k, v]) => !HIDDEN_IN_TEXT.has(k) && v !== undefined)
+  const msg = String(entry.msg ?? '');
+  const fields = Object.entries({ ...entry, err: entry.err === undefined ? undefined : errorField(entry.err, msg) })
+    .filter(([k, v]) => !HIDDEN_IN_TEXT.has(k) && v !== undefined && (offJournal || k !== 'msgId'))
     .map(([k, v]) => `${k}=${formatValue(v)}`)
     .join(' ');
-  const time = withTime ? `${String(entry.time)} ` : '';
-  return `${time}${level.padEnd(5)} ${step}${String(entry.msg ?? '')}${fields ? ` ${fields}` : ''}`;
+  const time = offJournal ? `${String(entry.time)} ` : '';
+  return `${time}${level.padEnd(5)} ${step}${msg}${fields ? ` ${fields}` : ''}`;
 }
 
 function journalFields(entry: Record<string, unknown>, line: string): string {

@@ -1,6 +1,6 @@
 import { planSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
-import { errorMessage } from '../../engine/errors.js';
+import { errorMessage, SnoRelocateError } from '../../engine/errors.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
 import { renderPlan, type ShownPlan } from '../render-plan.js';
@@ -20,9 +20,11 @@ export async function planCommand(inv: Invocation): Promise<CommandResult> {
       try {
         steps.push(...(await planSteps({ steps: [step], selected, ctx })));
       } catch (err) {
-        // before kubelet runs there is no API to plan the cluster steps against
-        if (step.group !== 'cluster') throw err;
-        steps.push({ step: step.name, action: 'deferred', reason: errorMessage(err) });
+        // Before kubelet runs there is no API to plan the cluster steps against, and a workstation
+        // has no systemd or NetworkManager to ask: show the rest of the plan and say what is
+        // missing. Config and trust errors still stop the plan.
+        if (err instanceof SnoRelocateError && err.exitCode !== 1) throw err;
+        steps.push({ step: step.name, action: 'deferred', reason: `cannot be planned here: ${errorMessage(err)}` });
       }
     }
   } finally {

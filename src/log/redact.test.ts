@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { describeAuths, redactSecrets, scrubText } from './redact.js';
+
+const KEY = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----';
+const AUTH = Buffer.from('robot:s3cr3t-pa55').toString('base64');
+
+describe('scrubText', () => {
+  it.each([
+    ['a PEM private key', `key is ${KEY} here`, 'MIIEvQ', 'key is <redacted: private key> here'],
+    ['an EC private key cut short', '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB', 'MHcCAQ', '<redacted: private key>'],
+    ['a bearer token', 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.abc', 'eyJhbG', 'Authorization: Bearer <redacted>'],
+    ['a docker auth', `{"auths":{"r.example.com":{"auth":"${AUTH}"}}}`, AUTH, '{"auths":{"r.example.com":{"auth":"<redacted>"}}}'],
+  ])('hides %s', (_what, text, secret, shown) => {
+    const out = scrubText(text);
+    expect(out).not.toContain(secret);
+    expect(out).toBe(shown);
+  });
+
+  it('leaves ordinary text alone', () => {
+    const text = 'gateway 10.42.0.1 does not answer ping; Basic checks passed';
+    expect(scrubText(text)).toBe(text);
+  });
+});
+
+describe('redactSecrets', () => {
+  it('replaces secret-named fields at any depth, keeping the shape', () => {
+    const input = {
+      site: 'store-0042',
+      nested: [{ password: 'hunter2', token: 'abc', user: 'core' }],
+      pullSecret: { auths: { 'a.example.com': { auth: AUTH }, 'b.example.com': { auth: AUTH } } },
+      tls: { 'tls.key': KEY, 'tls.crt': 'CERT' },
+      count: 3,
+    };
+    const out = redactSecrets(input);
+    expect(out).toEqual({
+      site: 'store-0042',
+      nested: [{ password: '<redacted>', token: '<redacted>', user: 'core' }],
+      pullSecret: '<redacted: 2 registries>',
+      tls: { 'tls.key': '<redacted>', 'tls.crt': 'CERT' },
+      count: 3,
+    });
+    expect(JSON.stringify(out)).not.toContain('hunter2');
+    expect(input.nested[0]!.password).toBe('hunter2');
+  });
+
+  it('scrubs secrets inside error messages and strings', () => {
+    const out = redactSecrets({ err: new Error(`could not parse ${KEY}`), note: `auth "auth":"${AUTH}"` });
+    expect(JSON.stringify(out)).not.toContain('MIIEvQ');
+    expect(JSON.stringify(out)).not.toContain(AUTH);
+  });
+
+  it('survives cycles', () => {
+    const a: Record<string, unknown> = { name: 'a' };
+    a.self = a;
+    expect(redactSecrets(a)).toEqual({ name: 'a', self: '[circular]' });
+  });
+
+  it('counts registries in an auth file', () => {
+    expect(describeAuths({ auths: { x: {} } })).toBe('<redacted: 1 registry>');
+    expect(describeAuths(null)).toBe('<redacted: 0 registries>');
+  });
+});
