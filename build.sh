@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 step() { printf '[build %3ss] %s\n' "$SECONDS" "$*"; }
 
-[ -d node_modules ] || { step "installing npm packages"; npm ci --no-audit --no-fund; }
+[ -d node_modules ] || { step "installing npm packages"; npm install --no-audit --no-fund; }
 mkdir -p dist
 
 step "bundling dist/sno-relocate.cjs"
