@@ -13,7 +13,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import { startTestBus } from '../test/dbus/bus.js';
 import { layFactoryNode } from '../test/fixtures/factory-node.js';
-import { writeSiteFolder } from '../test/node/cli.js';
+import { loopbackStoreSpec, writeSiteFolder } from '../test/node/cli.js';
 import { REPO, STUBS, stubEnvironment } from '../test/node/context.js';
 import { factoryNetwork } from '../test/node/factory-network.js';
 import { median, printTable } from './lib.js';
@@ -23,24 +23,7 @@ const TARGET_MS = 1000;
 const work = mkdtempSync(path.join(tmpdir(), 'bench-node-steps-'));
 const bundle = path.join(work, 'sno-relocate.cjs');
 
-const SITE = writeSiteFolder(path.join(work, 'site'), 'store-0042', {
-  baseDomain: 'store42.example.com',
-  hostname: 'sno-store42',
-  network: {
-    nmstate: {
-      interfaces: [
-        { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
-      ],
-      // this machine's loopback as the gateway: the ping check really pings
-      routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
-      'dns-resolver': { config: { server: ['10.42.0.53'] } },
-    },
-    internalIP: '192.168.127.10/24',
-    verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 30 },
-  },
-  pullSecret: { auths: { 'registry.store42.example.com:5000': { auth: 'c3RvcmU0Mjpub3QtYS1yZWFsLXBhc3N3b3Jk' } } },
-  sshAuthorizedKeys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42'],
-});
+const SITE = writeSiteFolder(path.join(work, 'site'), 'store-0042', loopbackStoreSpec('c3RvcmU0Mjpub3QtYS1yZWFsLXBhc3N3b3Jk', 30));
 
 function run(argv: string[], env: Record<string, string>): { ms: number; stderr: string } {
   const started = process.hrtime.bigint();

@@ -33,3 +33,29 @@ export function writeSiteFolder(dir: string, name: string, spec: Record<string, 
   for (const [file, content] of Object.entries(files)) writeFileSync(path.join(dir, file), content);
   return dir;
 }
+
+export const STORE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
+
+/**
+ * A store's spec whose gateway is this machine's loopback address, so the network checks really
+ * ping and resolve, with the given registry auth.
+ */
+export function loopbackStoreSpec(auth: string, timeoutSeconds: number): Record<string, unknown> {
+  return {
+    baseDomain: 'store42.example.com',
+    hostname: 'sno-store42',
+    network: {
+      nmstate: {
+        interfaces: [
+          { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
+        ],
+        routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
+        'dns-resolver': { config: { server: ['10.42.0.53'] } },
+      },
+      internalIP: '192.168.127.10/24',
+      verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds },
+    },
+    pullSecret: { auths: { 'registry.store42.example.com:5000': { auth } } },
+    sshAuthorizedKeys: [STORE_KEY],
+  };
+}

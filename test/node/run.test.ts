@@ -10,30 +10,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { startTestBus } from '../dbus/bus.js';
-import { runAgent, writeSiteFolder } from './cli.js';
+import { loopbackStoreSpec, runAgent, STORE_KEY, writeSiteFolder } from './cli.js';
 import { STATE_DIR, stubEnvironment } from './context.js';
 import { factoryNetwork } from './factory-network.js';
 
 const SECRET = 'c3RvcmU0MjpzM2NyZXQtcGFzc3dvcmQtOTk=';
-const SITE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
-const SPEC = {
-  baseDomain: 'store42.example.com',
-  hostname: 'sno-store42',
-  network: {
-    nmstate: {
-      interfaces: [
-        { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
-      ],
-      // this machine's loopback address as the gateway, so the ping check really pings
-      routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
-      'dns-resolver': { config: { server: ['10.42.0.53'] } },
-    },
-    internalIP: '192.168.127.10/24',
-    verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 5 },
-  },
-  pullSecret: { auths: { 'registry.store42.example.com:5000': { auth: SECRET } } },
-  sshAuthorizedKeys: [SITE_KEY],
-};
+const SITE_KEY = STORE_KEY;
+const SPEC = loopbackStoreSpec(SECRET, 5);
 const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'];
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
