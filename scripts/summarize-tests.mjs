@@ -15,4 +15,5 @@ for (const name of readdirSync(dir).filter((f) => /^vitest-.*\.json$/.test(f))) 
   skipped += report.numPendingTests + report.numTodoTests;
 }
 if (Number(extraFailures) > 0) console.log(`typecheck/lint: ${extraFailures} failed`);
-console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+if (skipped > 0) console.log(`${skipped} skipped`);
+console.log(`${passed} passed, ${failed} failed`);

@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
@@ -11,9 +11,11 @@ const FACTORY_LINE = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFactoryKeyFactoryKeyF
 describe('ssh-keys', () => {
   it('plans the site key as data, keeping the factory key, then writes it 0600 in a 0700 folder', async () => {
     const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY] }) });
-    const plan = await sshKeysStep.plan(node.ctx);
-    // the factory laid .ssh out 0755 and, when these tests run as root, root-owned
+    // a careless factory: .ssh left 0755 and, when these tests run as root, the file root-owned
     const asRoot = process.getuid?.() === 0;
+    chmodSync(path.join(node.root, 'home/core/.ssh'), 0o755);
+    if (asRoot) chownSync(path.join(node.root, 'home/core/.ssh/authorized_keys'), 0, 0);
+    const plan = await sshKeysStep.plan(node.ctx);
     expect(plan).toEqual({
       action: 'change',
       summary: 'authorize 1 site key(s) for core',
