@@ -216,7 +216,8 @@ method=disabled
 EOF
 chmod 0600 "$ROOT/etc/NetworkManager/system-connections/uplink.nmconnection"
 
-# stand-in kubelet: not wanted by any target; the agent starts it
+# stand-in kubelet: disabled as the factory leaves it, with the [Install] section of the real unit
+# (the agent's gate enables it; a unit without one would stay "static", never "enabled")
 cat > "$ROOT/etc/systemd/system/kubelet.service" <<'EOF'
 [Unit]
 Description=Kubernetes Kubelet (test stand-in)
@@ -224,6 +225,9 @@ Description=Kubernetes Kubelet (test stand-in)
 [Service]
 Type=simple
 ExecStart=/bin/sleep infinity
+
+[Install]
+WantedBy=multi-user.target
 EOF
 
 # less background work under emulation
