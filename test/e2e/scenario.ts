@@ -1,0 +1,90 @@
+/**
+ * Shared scenario plumbing: skipping with VM_E2E=0, the node image per test file, timings kept for
+ * bench/e2e.ts, and the assertions every converged node must pass.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { AGENT_UNIT } from './node-image.js';
+import { events, unitProps, type JournalEntry } from './node-checks.js';
+import { INTERNAL_IP, SITE_ADDRESS } from './sites.js';
+import { REPO_ROOT, type Vm } from './vm.js';
+
+export const MIN = 60_000;
+export const KUBELET = 'kubelet.service';
+export const skipVm = process.env.VM_E2E === '0';
+export const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'] as const;
+
+export function announceSkip(what: string): void {
+  if (skipVm) console.log(`VM end-to-end ${what} skipped: VM_E2E=0`);
+}
+
+export const seconds = (us: number): string => `${(us / 1e6).toFixed(1)} s`;
+
+/** Scenario timings, one JSON file per scenario under .artifacts/e2e-timings/, read by bench/e2e.ts. */
+export async function recordTimings(scenario: string, timings: Record<string, number | string>): Promise<void> {
+  const dir = join(REPO_ROOT, '.artifacts', 'e2e-timings');
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, `${scenario}.json`), `${JSON.stringify({ scenario, at: new Date().toISOString(), ...timings }, null, 2)}\n`);
+  console.log(`${scenario}: ${Object.entries(timings).map(([k, v]) => `${k}=${typeof v === 'number' ? `${(v / 1000).toFixed(1)}s` : v}`).join(' ')}`);
+}
+
+/** Waits until the agent unit ran to success: active (exited), as a oneshot with RemainAfterExit. */
+export async function waitAgentSucceeded(vm: Vm, timeoutMs = 6 * MIN): Promise<void> {
+  await vm.waitFor(`systemctl show -p ActiveState -p SubState -p Result ${AGENT_UNIT}`, (r) => {
+    if (/ActiveState=failed/.test(r.stdout)) throw new Error(`${vm.name}: ${AGENT_UNIT} failed:\n${r.stdout}`);
+    return /ActiveState=active/.test(r.stdout) && /SubState=exited/.test(r.stdout);
+  }, timeoutMs);
+}
+
+/**
+ * Waits for kubelet to be active; fails at once, with the agent's journal, when the agent unit
+ * has failed instead (a failed agent never opens the gate, so waiting longer would only hide why).
+ */
+export async function waitKubeletActive(vm: Vm, timeoutMs = 8 * MIN): Promise<void> {
+  const r = await vm.waitFor(
+    `systemctl is-active ${KUBELET} ${AGENT_UNIT}`,
+    (x) => x.stdout.startsWith('active\n') || x.stdout.split('\n')[1] === 'failed',
+    timeoutMs,
+  );
+  if (!r.stdout.startsWith('active\n')) {
+    const tail = await vm.ssh(`journalctl -b 0 -u ${AGENT_UNIT} -n 40 --no-pager`);
+    throw new Error(`${vm.name}: ${AGENT_UNIT} failed before kubelet started:\n${tail.stdout}`);
+  }
+}
+
+/** Monotonic µs of a journal entry. */
+export const mono = (e: JournalEntry): number => Number(e.__MONOTONIC_TIMESTAMP);
+
+/**
+ * The gate, from systemd's own timestamps: kubelet entered "active" after the agent's last node
+ * step before the gate finished and after the gate opened it, never before the agent ran.
+ */
+export async function expectKubeletGated(vm: Vm): Promise<{ kubeletActiveUs: number; agentStartUs: number; agentExitUs: number }> {
+  const agent = await unitProps(vm, AGENT_UNIT, ['ExecMainStartTimestampMonotonic', 'ExecMainExitTimestampMonotonic', 'ExecMainStatus']);
+  const kubelet = await unitProps(vm, KUBELET, ['ActiveEnterTimestampMonotonic', 'ActiveState']);
+  const kubeletActiveUs = Number(kubelet.ActiveEnterTimestampMonotonic);
+  const agentStartUs = Number(agent.ExecMainStartTimestampMonotonic);
+  const agentExitUs = Number(agent.ExecMainExitTimestampMonotonic);
+  expect(kubelet.ActiveState).toBe('active');
+  expect(agent.ExecMainStatus).toBe('0');
+  expect(agentStartUs).toBeGreaterThan(0);
+  expect(kubeletActiveUs).toBeGreaterThan(agentStartUs);
+  const finished = await events(vm, 'stepFinished');
+  const hostnameDone = finished.filter((e) => e.SNO_RELOCATE_STEP === 'hostname').map(mono);
+  expect(hostnameDone.length).toBe(1);
+  expect(kubeletActiveUs).toBeGreaterThan(hostnameDone[0]!);
+  return { kubeletActiveUs, agentStartUs, agentExitUs };
+}
+
+/** What every converged node shows: the site network on br-ex, the internal IP, ens3 untouched. */
+export async function expectSiteNetwork(vm: Vm): Promise<void> {
+  const addrs = JSON.parse(await vm.sshOk('ip -j -4 addr show')) as { ifname: string; addr_info: { local: string; prefixlen: number }[] }[];
+  const of = (dev: string) => (addrs.find((l) => l.ifname === dev)?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`).sort();
+  expect(of('br-ex')).toEqual([`${SITE_ADDRESS}/24`, INTERNAL_IP].sort());
+  expect(of('ens3')).toEqual(['10.0.2.15/24']);
+  expect(of('ens4')).toEqual([]);
+  expect(await vm.sshOk("ip -j link show ens4 | grep -o '\"master\":\"[^\"]*\"'")).toContain('"master":"br-ex"');
+  expect(await vm.sshOk('ip -4 route show default')).toMatch(/^default via 192\.0\.2\.1 dev br-ex/m);
+  expect((await vm.ssh('ping -c 1 -W 5 192.0.2.1')).code).toBe(0);
+}

@@ -1,0 +1,81 @@
+/**
+ * Site-configs for the VM, on USB sticks. The VM's uplink ens4 sits on qemu's user network
+ * 192.0.2.0/24 whose gateway 192.0.2.1 answers ping (nothing else does, and there is no DNS), so
+ * the site network is br-ex as a Linux bridge (the VM has no Open vSwitch) with ens4 as its port,
+ * a static address in that network and the default route through 192.0.2.1. ens3, the
+ * management link, is never named.
+ */
+import { randomBytes } from 'node:crypto';
+import yaml from 'js-yaml';
+import { makeStick } from './stick.js';
+
+export const SITE_NAME = 'vm-store-0007';
+export const SITE_HOSTNAME = 'sno-vm-store7';
+export const SITE_ADDRESS = '192.0.2.10';
+export const GATEWAY = '192.0.2.1';
+/** nothing answers here: a gateway that cuts the node off */
+export const DEAD_GATEWAY = '192.0.2.254';
+export const INTERNAL_IP = '192.168.127.10/24';
+/** the factory address of ens4 (DHCP from qemu), which a rollback must bring back */
+export const FACTORY_UPLINK_ADDRESS = '192.0.2.100';
+export const STICK_LABEL = 'cluster-config';
+export const SITE_SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINPQ5lM0oqeSYvHk0SQkGA7JrVNCRP8Pp7Pq+SEqGHIx support@vm-store-0007';
+
+/** Registry credentials unique to this test process, so a hit anywhere is this run's leak. */
+export interface SiteSecret {
+  registry: string;
+  /** user:password, the decoded form */
+  plain: string;
+  /** base64 of plain, the form in the auth file */
+  auth: string;
+  /** every form a leak could take */
+  needles: string[];
+}
+
+export function newSecret(): SiteSecret {
+  const password = `vm-e2e-${randomBytes(12).toString('hex')}`;
+  const plain = `store7-puller:${password}`;
+  const auth = Buffer.from(plain).toString('base64');
+  return { registry: 'registry.vm-store-0007.example.com:5000', plain, auth, needles: [password, auth] };
+}
+
+export interface SiteOptions {
+  gateway?: string;
+  verifyTimeoutSeconds?: number;
+}
+
+export function siteSpec(secret: SiteSecret, opts: SiteOptions = {}): Record<string, unknown> {
+  return {
+    baseDomain: 'vm-store-0007.example.com',
+    hostname: SITE_HOSTNAME,
+    network: {
+      nmstate: {
+        interfaces: [
+          {
+            name: 'br-ex',
+            type: 'linux-bridge',
+            state: 'up',
+            bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
+            ipv4: { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
+            ipv6: { enabled: false },
+          },
+          { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
+        ],
+        routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': opts.gateway ?? GATEWAY, 'next-hop-interface': 'br-ex' }] },
+      },
+      internalIP: INTERNAL_IP,
+      verify: { pingGateway: true, timeoutSeconds: opts.verifyTimeoutSeconds ?? 60 },
+    },
+    pullSecret: { auths: { [secret.registry]: { auth: secret.auth } } },
+    sshAuthorizedKeys: [SITE_SSH_KEY],
+  };
+}
+
+export function siteConfigYaml(spec: Record<string, unknown>): string {
+  return yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: SITE_NAME }, spec });
+}
+
+/** A stick labelled cluster-config (ext4: the label is too long for FAT) holding site-config.yaml. */
+export function siteStick(dir: string, fileName: string, spec: Record<string, unknown>): Promise<string> {
+  return makeStick({ dir, fileName, label: STICK_LABEL, files: [{ name: 'site-config.yaml', contents: siteConfigYaml(spec) }] });
+}
