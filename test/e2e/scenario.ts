@@ -57,10 +57,12 @@ export async function waitKubeletActive(vm: Vm, timeoutMs = 8 * MIN): Promise<vo
 export const mono = (e: JournalEntry): number => Number(e.__MONOTONIC_TIMESTAMP);
 
 /**
- * The gate, from systemd's own timestamps: kubelet entered "active" after the agent's last node
- * step before the gate finished and after the gate opened it, never before the agent ran.
+ * The gate, from systemd's own timestamps. kubelet entered "active" after the agent started and
+ * after its last node step before the gate finished, and no later than the agent's exit: the gate
+ * is the agent's own last node step, which starts kubelet and waits for the start job, so kubelet
+ * is up before the agent exits (the cluster steps, not run in the VM, need it running).
  */
-export async function expectKubeletGated(vm: Vm): Promise<{ kubeletActiveUs: number; agentStartUs: number; agentExitUs: number }> {
+export async function expectKubeletGated(vm: Vm): Promise<{ kubeletActiveUs: number; agentStartUs: number; agentExitUs: number; hostnameDoneUs: number }> {
   const agent = await unitProps(vm, AGENT_UNIT, ['ExecMainStartTimestampMonotonic', 'ExecMainExitTimestampMonotonic', 'ExecMainStatus']);
   const kubelet = await unitProps(vm, KUBELET, ['ActiveEnterTimestampMonotonic', 'ActiveState']);
   const kubeletActiveUs = Number(kubelet.ActiveEnterTimestampMonotonic);
@@ -68,13 +70,16 @@ export async function expectKubeletGated(vm: Vm): Promise<{ kubeletActiveUs: num
   const agentExitUs = Number(agent.ExecMainExitTimestampMonotonic);
   expect(kubelet.ActiveState).toBe('active');
   expect(agent.ExecMainStatus).toBe('0');
+  const hostnameDone = (await events(vm, 'stepFinished')).filter((e) => e.SNO_RELOCATE_STEP === 'hostname').map(mono);
+  expect(hostnameDone).toHaveLength(1);
+  const [opened] = await events(vm, 'kubeletGateOpened');
+  expect(opened).toBeDefined();
   expect(agentStartUs).toBeGreaterThan(0);
-  expect(kubeletActiveUs).toBeGreaterThan(agentStartUs);
-  const finished = await events(vm, 'stepFinished');
-  const hostnameDone = finished.filter((e) => e.SNO_RELOCATE_STEP === 'hostname').map(mono);
-  expect(hostnameDone.length).toBe(1);
+  expect(hostnameDone[0]!).toBeGreaterThan(agentStartUs);
   expect(kubeletActiveUs).toBeGreaterThan(hostnameDone[0]!);
-  return { kubeletActiveUs, agentStartUs, agentExitUs };
+  expect(kubeletActiveUs).toBeLessThanOrEqual(mono(opened!));
+  expect(agentExitUs).toBeGreaterThanOrEqual(kubeletActiveUs);
+  return { kubeletActiveUs, agentStartUs, agentExitUs, hostnameDoneUs: hostnameDone[0]! };
 }
 
 /** What every converged node shows: the site network on br-ex, the internal IP, ens3 untouched. */

@@ -1,0 +1,194 @@
+// The relocation on a real node: the VM boots with the site's stick in, the agent applies the site
+// network through the real NetworkManager, pins the internal IP, sets the hostname over D-Bus and
+// only then lets kubelet start. Its journal carries every step with message ids and no secret. Then
+// the same relocation with power cuts at three points converges to exactly the same node.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFile as readImageFile } from './disk.js';
+import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
+import { diffSnapshots, events, MessageId, nodeState, type NodeState, readState, type RunState, STATE_FILE, unitProps, waitInGuest } from './node-checks.js';
+import { announceSkip, expectKubeletGated, expectSiteNetwork, KUBELET, MIN, mono, NODE_STEPS, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { INTERNAL_IP, newSecret, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
+import { bootVm, type Vm } from './vm.js';
+
+announceSkip('relocation scenarios');
+
+const run = promisify(execFile);
+const UNITS = [AGENT_UNIT, KUBELET];
+const NODE_IP_FILES = [
+  '/etc/NetworkManager/dispatcher.d/30-sno-relocate-internal-ip',
+  '/etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf',
+  '/etc/systemd/system/crio.service.d/30-sno-relocate-node-ip.conf',
+];
+
+describe.skipIf(skipVm)('relocation on a real node', () => {
+  let image: NodeImage | undefined;
+  let vm: Vm | undefined;
+  let cutVm: Vm | undefined;
+  let stickDir = '';
+  let stick = '';
+  let reference: NodeState | undefined;
+  const secret = newSecret();
+
+  beforeAll(async () => {
+    image = await buildNodeImage();
+    stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-relocate-'));
+    stick = await siteStick(stickDir, 'site.img', siteSpec(secret));
+  }, 15 * MIN);
+
+  afterAll(async () => {
+    for (const v of [vm, cutVm]) {
+      if (!v) continue;
+      await v.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
+      await v.dispose();
+    }
+    await image?.dispose();
+    if (stickDir) await rm(stickDir, { recursive: true, force: true });
+  }, 5 * MIN);
+
+  it('boots with the stick: site network on br-ex, internal IP, hostname over D-Bus, then kubelet', async () => {
+    const started = performance.now();
+    vm = await bootVm({ name: 'stick-at-boot', disk: image!.disk, sticks: [stick] });
+    const v = vm;
+    const sshMs = await v.waitSsh();
+    await waitKubeletActive(v);
+    const hostToKubeletMs = performance.now() - started;
+    await waitAgentSucceeded(v);
+    const gate = await expectKubeletGated(v);
+    await expectSiteNetwork(v);
+
+    // NetworkManager holds the site network as persistent profiles, ens3 stays unmanaged
+    const profiles = await v.sshOk('nmcli -t -f NAME,TYPE,DEVICE connection show --active');
+    expect(profiles).toMatch(/^br-ex:bridge:br-ex$/m);
+    expect(profiles).toMatch(/:802-3-ethernet:ens4$/m);
+    expect(await v.sshOk('nmcli -t -f DEVICE,STATE device')).toMatch(/^ens3:unmanaged$/m);
+    expect(await v.sshOk('grep -l "^interface-name=br-ex" /etc/NetworkManager/system-connections/*')).not.toBe('');
+
+    // the internal IP: dispatcher script and the kubelet/crio drop-ins
+    for (const f of NODE_IP_FILES) expect(await v.sshOk(`stat -c '%U:%G' ${f}`)).toBe('root:root\n');
+    expect(await v.sshOk(`stat -c '%a' ${NODE_IP_FILES[0]}`)).toBe('755\n');
+    expect(await v.sshOk(`cat ${NODE_IP_FILES[1]}`)).toContain(INTERNAL_IP.split('/')[0]);
+    expect(await v.sshOk(`cat ${NODE_IP_FILES[2]}`)).toContain(INTERNAL_IP.split('/')[0]);
+
+    // hostname: systemd-hostnamed took the call (it logs the change), and it is static
+    expect(await v.sshOk('busctl get-property org.freedesktop.hostname1 /org/freedesktop/hostname1 org.freedesktop.hostname1 StaticHostname')).toBe(`s "${SITE_HOSTNAME}"\n`);
+    expect(await v.sshOk('cat /etc/hostname')).toBe(`${SITE_HOSTNAME}\n`);
+    expect(await v.sshOk('journalctl -b 0 -u systemd-hostnamed -o cat --no-pager')).toContain(SITE_HOSTNAME);
+
+    // ssh keys for core and the node pull secret
+    expect(await v.sshOk('cat /home/core/.ssh/authorized_keys')).toContain(SITE_SSH_KEY);
+    expect(await v.sshOk("stat -c '%a %U:%G' /home/core/.ssh /home/core/.ssh/authorized_keys")).toBe('700 core:core\n600 core:core\n');
+    expect(await v.sshOk("stat -c '%a %U:%G' /var/lib/kubelet/config.json")).toBe('600 root:root\n');
+    expect(JSON.parse(await v.sshOk('cat /var/lib/kubelet/config.json'))).toMatchObject({ auths: { [secret.registry]: { auth: secret.auth } } });
+
+    expect((await unitProps(v, KUBELET, ['UnitFileState'])).UnitFileState).toBe('enabled');
+    const state = (await readState(v))!;
+    expect(state.result).toBe('succeeded');
+    for (const s of NODE_STEPS) expect(state.steps[s]).toMatchObject({ status: 'done', attempts: 1 });
+
+    // timings for bench/e2e.ts: the agent's share separated from boot, on the guest's own clock
+    const analyze = await v.sshOk('systemd-analyze time');
+    const [runStarted] = await events(v, 'runStarted');
+    const [runFinished] = await events(v, 'runFinished');
+    reference = await nodeState(v, UNITS);
+    await recordTimings('stick-at-boot', {
+      hostBootToSshMs: sshMs,
+      hostBootToKubeletMs: Math.round(hostToKubeletMs),
+      guestKernelToKubeletMs: Math.round(gate.kubeletActiveUs / 1000),
+      guestKernelToAgentStartMs: Math.round(gate.agentStartUs / 1000),
+      guestAgentProcessMs: Math.round((gate.agentExitUs - gate.agentStartUs) / 1000),
+      guestAgentRunMs: Math.round((mono(runFinished!) - mono(runStarted!)) / 1000),
+      systemdAnalyze: analyze.split('\n')[0]!.trim(),
+    });
+  });
+
+  it('journals every step with its message id, and keeps the secret out of the journal and of every other file', async () => {
+    const v = vm!;
+    const started = await events(v, 'stepStarted');
+    const finished = await events(v, 'stepFinished');
+    for (const s of NODE_STEPS) {
+      expect(started.filter((e) => e.SNO_RELOCATE_STEP === s), `started ${s}`).toHaveLength(1);
+      const done = finished.filter((e) => e.SNO_RELOCATE_STEP === s);
+      expect(done, `finished ${s}`).toHaveLength(1);
+      expect(done[0]!.MESSAGE_ID).toBe(MessageId.stepFinished);
+      expect(done[0]!.MESSAGE).toContain('step finished');
+      expect(Number(done[0]!.SNO_RELOCATE_DURATION_MS)).toBeGreaterThanOrEqual(0);
+      expect(mono(done[0]!)).toBeGreaterThan(mono(started.find((e) => e.SNO_RELOCATE_STEP === s)!));
+    }
+    // in the order of the run
+    expect(finished.map((e) => e.SNO_RELOCATE_STEP)).toEqual([...NODE_STEPS]);
+    expect(await events(v, 'runFinished')).toHaveLength(1);
+    expect(await events(v, 'kubeletGateOpened')).toHaveLength(1);
+    expect(await events(v, 'stepFailed')).toHaveLength(0);
+
+    const needles = secret.needles.map((n) => `-e '${n}'`).join(' ');
+    const inJournal = await v.ssh(`journalctl -b all -o json --no-pager | grep -c -F ${needles}`);
+    expect(inJournal.stdout.trim()).toBe('0');
+    const files = await v.ssh(`grep -rlF --devices=skip ${needles} /etc /var /home /root /run /tmp /usr/local /opt /srv 2>/dev/null`);
+    expect(files.stdout.split('\n').filter(Boolean)).toEqual(['/var/lib/kubelet/config.json']);
+  });
+
+  it('survives power cuts during the network apply, between network and hostname, and right after kubelet started', async () => {
+    const dir = join(image!.dir, 'power-cut');
+    await run('mkdir', ['-p', dir]);
+    const disk = join(dir, 'node.raw');
+    await run('cp', ['--sparse=always', image!.disk, disk]);
+    cutVm = await bootVm({ name: 'power-cut', disk, diskMode: 'direct', sticks: [stick] });
+    const v = cutVm;
+    const stateOnDisk = async (): Promise<RunState> => JSON.parse((await readImageFile(disk, STATE_FILE))!.toString()) as RunState;
+    const statusOf = (st: RunState, step: string) => st.steps[step as keyof RunState['steps']]?.status;
+
+    // 1: NetworkManager has made br-ex, the network step is still applying
+    await v.waitSsh();
+    await waitInGuest(v, `ip link show br-ex >/dev/null 2>&1 && grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "running"'`, 8 * MIN);
+    await v.powerCut();
+    const cut1 = await stateOnDisk();
+    expect(statusOf(cut1, 'network')).toBe('running');
+    expect(statusOf(cut1, 'hostname')).toBeUndefined();
+
+    // 2: the network step is done, the hostname step has not run
+    await v.bootAgain();
+    await v.waitSsh();
+    await waitInGuest(v, `grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "done"'`, 8 * MIN);
+    await v.powerCut();
+    const cut2 = await stateOnDisk();
+    expect(statusOf(cut2, 'network')).toBe('done');
+    expect(statusOf(cut2, 'hostname')).not.toBe('done');
+
+    // 3: kubelet has just become active
+    await v.bootAgain();
+    await v.waitSsh();
+    await waitInGuest(v, `systemctl is-active -q ${KUBELET}`, 8 * MIN);
+    await v.powerCut();
+
+    await v.bootAgain();
+    await v.waitSsh();
+    await waitKubeletActive(v);
+    await waitAgentSucceeded(v);
+    await expectSiteNetwork(v);
+
+    const after = await nodeState(v, UNITS);
+    expect(diffSnapshots(reference!.files, after.files)).toEqual([]);
+    expect(after.network).toEqual(reference!.network);
+    expect(after.hostname).toBe(reference!.hostname);
+    expect(after.units).toEqual(reference!.units);
+    expect(await v.sshOk('find /etc/NetworkManager/system-connections -type f -empty')).toBe('');
+
+    // nothing applied twice: the steps done before a cut were never applied again
+    const state = (await readState(v))!;
+    expect(state.result).toBe('succeeded');
+    expect(state.steps['ssh-keys']).toMatchObject({ status: 'done', attempts: 1 });
+    expect(state.steps['node-pull-secret']).toMatchObject({ status: 'done', attempts: 1 });
+    // cut while applying: applied once more at most (none when the next boot found it complete)
+    expect(state.steps.network?.status).toBe('done');
+    expect(state.steps.network?.attempts).toBeLessThanOrEqual(2);
+    expect(state.steps.hostname).toMatchObject({ status: 'done', attempts: 1 });
+    const finished = await events(v, 'stepFinished', 'all');
+    for (const s of NODE_STEPS) expect(finished.filter((e) => e.SNO_RELOCATE_STEP === s).length, `${s} finished`).toBeLessThanOrEqual(1);
+    expect(await v.sshOk('journalctl --list-boots --no-pager | tail -n +2 | wc -l')).toBe('4\n');
+  });
+});
