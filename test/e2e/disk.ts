@@ -255,3 +255,24 @@ export async function enableUnit(imagePath: string, unit: string, target = 'mult
   if (!file) throw new Error(`disk: unit ${unit} not found in ${UNIT_DIRS.join(' or ')} of ${imagePath}`);
   await installFiles(imagePath, [{ path: `/etc/systemd/system/${target}.wants/${unit}`, type: 'symlink', target: file }]);
 }
+
+/**
+ * Contents of a file as the node will see it at its next mount after a power cut: debugfs reads
+ * the filesystem without replaying its journal, where the last committed writes still sit, so the
+ * journal is replayed first (e2fsck -E journal_only) on a sparse copy; the image stays untouched.
+ */
+export async function readFileAfterCrash(imagePath: string, path: string): Promise<Buffer | null> {
+  return withTempDir(async (dir) => {
+    const copy = join(dir, 'replayed.raw');
+    await new Promise<void>((res, rej) =>
+      execFile('cp', ['--sparse=always', imagePath, copy], (err, _o, stderr) => (err ? rej(new Error(`cp: ${err.message}\n${stderr}`)) : res())),
+    );
+    await new Promise<void>((res, rej) =>
+      // exit 1: the journal was replayed (the filesystem "was modified"); 0: there was nothing to replay
+      execFile('e2fsck', ['-E', 'journal_only', '-p', copy], (err, stdout, stderr) =>
+        err && (err as { code?: number }).code !== 1 ? rej(new Error(`e2fsck -E journal_only ${copy}: ${err.message}\n${stdout}${stderr}`)) : res(),
+      ),
+    );
+    return readFile(copy, path);
+  });
+}

@@ -140,13 +140,21 @@ export async function nmKeyfiles(vm: Vm): Promise<Map<string, string>> {
   return normalised;
 }
 
+/** The lines only in a and only in b (a keyfile's changed settings, say), or the two one-liners. */
+function changedLines(a: string, b: string): string {
+  const la = a.split('\n');
+  const lb = b.split('\n');
+  if (la.length === 1 && lb.length === 1) return `${a} => ${b}`;
+  return [...la.filter((l) => !lb.includes(l)).map((l) => `-${l}`), ...lb.filter((l) => !la.includes(l)).map((l) => `+${l}`)].join(' ');
+}
+
 /** Lines that differ between two snapshots, for a readable assertion. */
 export function diffSnapshots(before: Map<string, string>, after: Map<string, string>, ignore: (path: string) => boolean = () => false): string[] {
   const out: string[] = [];
   for (const [p, v] of before) {
     if (ignore(p)) continue;
     if (!after.has(p)) out.push(`- ${p} (${v.split('\n')[0]})`);
-    else if (after.get(p) !== v) out.push(`~ ${p}: ${v.split('\n')[0]} => ${after.get(p)!.split('\n')[0]}`);
+    else if (after.get(p) !== v) out.push(`~ ${p}: ${changedLines(v, after.get(p)!)}`);
   }
   for (const [p, v] of after) if (!ignore(p) && !before.has(p)) out.push(`+ ${p} (${v.split('\n')[0]})`);
   return out;

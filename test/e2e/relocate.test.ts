@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFile as readImageFile } from './disk.js';
+import { readFileAfterCrash } from './disk.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { diffSnapshots, events, MessageId, nodeState, type NodeState, readState, type RunState, STATE_FILE, unitProps, waitInGuest } from './node-checks.js';
 import { announceSkip, expectKubeletGated, expectSiteNetwork, KUBELET, MIN, mono, NODE_STEPS, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
@@ -133,13 +133,19 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
   });
 
   it('survives power cuts during the network apply, between network and hostname, and right after kubelet started', async () => {
+    // one VM at a time on this machine, and qemu locks the stick image
+    if (vm) {
+      await vm.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
+      await vm.dispose();
+      vm = undefined;
+    }
     const dir = join(image!.dir, 'power-cut');
     await run('mkdir', ['-p', dir]);
     const disk = join(dir, 'node.raw');
     await run('cp', ['--sparse=always', image!.disk, disk]);
     cutVm = await bootVm({ name: 'power-cut', disk, diskMode: 'direct', sticks: [stick] });
     const v = cutVm;
-    const stateOnDisk = async (): Promise<RunState> => JSON.parse((await readImageFile(disk, STATE_FILE))!.toString()) as RunState;
+    const stateOnDisk = async (): Promise<RunState> => JSON.parse((await readFileAfterCrash(disk, STATE_FILE))!.toString()) as RunState;
     const statusOf = (st: RunState, step: string) => st.steps[step as keyof RunState['steps']]?.status;
 
     // 1: NetworkManager has made br-ex, the network step is still applying
