@@ -67,7 +67,7 @@ describe.skipIf(skipVm)('a node booted without a stick', () => {
       5 * MIN,
     );
     const invalid = await events(v, 'configInvalid');
-    expect(invalid).toHaveLength(1);
+    expect(invalid.length).toBeGreaterThanOrEqual(1);
     expect(invalid[0]!.MESSAGE).toContain('site-config is invalid; nothing on the host was changed');
     const lines = (await journal(v, `-b 0 -u ${AGENT_UNIT}`)).map((e) => e.MESSAGE ?? '');
     expect(lines.some((l) => l.includes('spec.network.internalIP'))).toBe(true);
