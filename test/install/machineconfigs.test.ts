@@ -1,0 +1,103 @@
+/**
+ * The factory MachineConfigs: the committed ones are what a fresh render gives; every file they
+ * carry decodes to the byte-identical source with the right path and mode; together they stay far
+ * below what etcd takes; and the real kube-apiserver accepts them with the MachineConfig CRD.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentSources, DEFAULT_IMAGE, DEFAULT_INTERNAL_IP, REPO, writeMachineConfigs } from '../../scripts/render-machineconfigs.js';
+import { nodeIpFiles } from '../../src/node/internal-ip.js';
+import type { MachineConfig } from '../../src/node/machineconfig.js';
+import { startCluster, type TestCluster } from '../kube/cluster.js';
+import { applyCrds } from '../kube/install.js';
+
+const COMMITTED = path.join(REPO, 'machineconfigs');
+const LIMIT = 256 * 1024;
+
+const readAll = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()
+    .map((f) => ({ file: f, text: readFileSync(path.join(dir, f), 'utf8') }));
+const committed = readAll(COMMITTED);
+const configs = committed.map((c) => yaml.load(c.text) as MachineConfig);
+
+async function decode(source: string): Promise<string> {
+  return (await fetch(source)).text();
+}
+
+describe('factory MachineConfigs', () => {
+  it('are what a fresh render of systemd/ and the internal-IP renderers gives (./build.sh renders them)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'mc-'));
+    try {
+      writeMachineConfigs(dir, { internalIP: DEFAULT_INTERNAL_IP, image: DEFAULT_IMAGE });
+      expect(readAll(dir)).toEqual(committed);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('carry every unit, the udev rule and the installer byte for byte, with their modes', async () => {
+    const sources = agentSources();
+    const files = new Map(configs.flatMap((mc) => mc.spec.config.storage?.files ?? []).map((f) => [f.path, f]));
+    const expected: [string, string, number][] = [
+      ['/etc/udev/rules.d/99-sno-relocate.rules', sources.udevRule, 0o644],
+      ['/usr/local/libexec/sno-relocate-install', sources.installScript, 0o755],
+      ...nodeIpFiles(DEFAULT_INTERNAL_IP).map((f): [string, string, number] => [f.path, f.content, f.mode]),
+    ];
+    for (const [where, content, mode] of expected) {
+      const f = files.get(where);
+      expect(f, where).toBeDefined();
+      expect(await decode(f!.contents.source), where).toBe(content);
+      expect(f!.mode, where).toBe(mode);
+    }
+    expect(await decode(files.get('/etc/sno-relocate/install.env')!.contents.source)).toContain(`SNO_RELOCATE_IMAGE=${DEFAULT_IMAGE}\n`);
+    const units = new Map(configs.flatMap((mc) => mc.spec.config.systemd?.units ?? []).map((u) => [u.name, u]));
+    for (const [name, contents] of Object.entries(sources.units)) expect(units.get(name)).toEqual({ name, enabled: true, contents });
+    expect(units.get('kubelet.service')).toEqual({ name: 'kubelet.service', enabled: false });
+  });
+
+  it('use absolute paths, decimal modes and Ignition 3.2 on the master role', () => {
+    for (const mc of configs) {
+      expect(mc.metadata.labels['machineconfiguration.openshift.io/role']).toBe('master');
+      expect(mc.spec.config.ignition.version).toBe('3.2.0');
+      for (const f of mc.spec.config.storage?.files ?? []) {
+        expect(f.path).toMatch(/^\/[^\s]+$/);
+        expect(Number.isInteger(f.mode) && f.mode > 0 && f.mode <= 0o7777).toBe(true);
+        expect(f.contents.source).toMatch(/^data:/);
+      }
+    }
+  });
+
+  it(`stay under ${LIMIT / 1024} KiB together`, () => {
+    const total = committed.reduce((sum, c) => sum + Buffer.byteLength(c.text), 0);
+    console.log(`MachineConfigs in all: ${(total / 1024).toFixed(1)} KiB (${committed.map((c) => c.file).join(', ')})`);
+    expect(total).toBeLessThan(LIMIT);
+  });
+});
+
+describe('factory MachineConfigs on a real kube-apiserver', () => {
+  let cluster: TestCluster;
+  let api: KubernetesObjectApi;
+  beforeAll(async () => {
+    cluster = await startCluster();
+    await applyCrds(cluster.kubeconfigPath, { only: ['machineconfigs.machineconfiguration.openshift.io'] });
+    const kc = new KubeConfig();
+    kc.loadFromFile(cluster.kubeconfigPath);
+    api = KubernetesObjectApi.makeApiClient(kc);
+  }, 120_000);
+  afterAll(() => cluster?.stop());
+
+  it('are created as they are and read back whole', async () => {
+    for (const mc of configs) {
+      await api.create(structuredClone(mc));
+      const back = (await api.read({ apiVersion: mc.apiVersion, kind: mc.kind, metadata: { name: mc.metadata.name } })) as unknown as MachineConfig;
+      expect(back.metadata.labels).toEqual(mc.metadata.labels);
+      expect(back.spec).toEqual(mc.spec);
+    }
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * The agent's systemd units and udev rule, as a node gets them: `systemd-analyze verify` on each
+ * (in a temporary root holding this machine's system units and stand-in executables), and the
+ * dependency properties people rely on: a stick pulled out stops nothing, a node without a stick
+ * does not stall its boot, kubelet is not ordered against the unit that starts it.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO } from '../helpers/cli.js';
+
+const SYSTEMD = path.join(REPO, 'systemd');
+const UNITS = readdirSync(SYSTEMD).filter((f) => f.endsWith('.service'));
+
+/** `Key=value` lines of a unit, by section; repeated keys collect, space-separated lists split. */
+function parseUnit(text: string): Record<string, Record<string, string[]>> {
+  const out: Record<string, Record<string, string[]>> = {};
+  let section = '';
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const header = /^\[(\w+)\]$/.exec(line);
+    if (header) {
+      section = header[1]!;
+      out[section] ??= {};
+      continue;
+    }
+    const [key, ...rest] = line.split('=');
+    const values = rest.join('=').trim();
+    (out[section]![key!.trim()] ??= []).push(...(values ? values.split(/\s+/) : []));
+  }
+  return out;
+}
+
+const unit = (name: string) => parseUnit(readFileSync(path.join(SYSTEMD, name), 'utf8'));
+
+let root: string;
+beforeAll(() => {
+  root = mkdtempSync(path.join(tmpdir(), 'units-'));
+  mkdirSync(path.join(root, 'usr/lib/systemd'), { recursive: true });
+  cpSync('/usr/lib/systemd/system', path.join(root, 'usr/lib/systemd/system'), { recursive: true });
+  mkdirSync(path.join(root, 'etc/systemd/system'), { recursive: true });
+  for (const u of UNITS) cpSync(path.join(SYSTEMD, u), path.join(root, 'etc/systemd/system', u));
+  // systemd-analyze checks that every ExecStart names an executable
+  for (const exe of ['usr/local/bin/sno-relocate', 'usr/local/libexec/sno-relocate-install', 'usr/bin/systemctl']) {
+    mkdirSync(path.dirname(path.join(root, exe)), { recursive: true });
+    writeFileSync(path.join(root, exe), '#!/bin/sh\n');
+    chmodSync(path.join(root, exe), 0o755);
+  }
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe('systemd units', () => {
+  it('has the agent, watcher and installer units', () => {
+    expect(UNITS.sort()).toEqual(['sno-relocate-install.service', 'sno-relocate-watch.service', 'sno-relocate.service']);
+  });
+
+  it.each(UNITS)('systemd-analyze verify finds nothing to say about %s', (name) => {
+    const result = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, path.join(root, 'etc/systemd/system', name)], { encoding: 'utf8' });
+    expect(`${result.stdout}${result.stderr}`).toBe('');
+    expect(result.status).toBe(0);
+  });
+
+  it('systemd-analyze verify does catch a broken unit, so its silence means something', () => {
+    const broken = path.join(root, 'etc/systemd/system/broken.service');
+    writeFileSync(broken, '[Service]\nType=oneshot\nExecStart=/usr/local/bin/missing\nRestartSec=soon\n');
+    const result = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, broken], { encoding: 'utf8' });
+    expect(result.stderr).toMatch(/missing|RestartSec/);
+    rmSync(broken);
+  });
+
+  describe('sno-relocate.service', () => {
+    const agent = unit('sno-relocate.service');
+
+    it('is a oneshot run of the agent that waits a bounded time for a site-config', () => {
+      expect(agent.Service!.Type).toEqual(['oneshot']);
+      expect(agent.Service!.ExecStart).toEqual(['/usr/local/bin/sno-relocate', 'run', '--wait', '900']);
+      expect(Number(agent.Service!.TimeoutStartSec![0]!.replace('min', '')) * 60).toBeGreaterThan(900);
+    });
+
+    it('comes after NetworkManager and D-Bus, and never waits for network-online', () => {
+      expect(agent.Unit!.After).toEqual(expect.arrayContaining(['NetworkManager.service', 'dbus.service']));
+      expect([...(agent.Unit!.After ?? []), ...(agent.Unit!.Wants ?? []), ...(agent.Unit!.Requires ?? [])]).not.toContain('network-online.target');
+    });
+
+    it('does not hold up boot: no default dependencies, so multi-user.target is not ordered after it', () => {
+      expect(agent.Unit!.DefaultDependencies).toEqual(['no']);
+      expect(agent.Install!.WantedBy).toEqual(['multi-user.target']);
+    });
+
+    it('is bound to no stick: pulling it out stops neither the agent nor kubelet', () => {
+      for (const key of ['Requires', 'BindsTo', 'PartOf', 'Requisite']) {
+        expect((agent.Unit![key] ?? []).filter((u) => /\.(mount|device)$/.test(u)), key).toEqual([]);
+      }
+    });
+
+    it('is not ordered before kubelet, whose start job it waits for (that would deadlock)', () => {
+      expect(agent.Unit!.Before ?? []).not.toContain('kubelet.service');
+    });
+
+    it('retries failed steps but not an invalid or refused site-config', () => {
+      expect(agent.Service!.Restart).toEqual(['on-failure']);
+      expect(agent.Service!.RestartPreventExitStatus).toEqual(['2', '3']);
+      expect(agent.Service!.RemainAfterExit).toEqual(['no']);
+    });
+
+    it('is sandboxed, keeping only the capabilities its steps use', () => {
+      expect(agent.Service!.CapabilityBoundingSet!.sort()).toEqual(
+        ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_NET_ADMIN', 'CAP_NET_RAW', 'CAP_SYS_ADMIN'].sort(),
+      );
+      expect(agent.Service!.NoNewPrivileges).toEqual(['yes']);
+      expect(agent.Service!.ProtectSystem).toEqual(['true']);
+    });
+
+    it('says why for every sandbox setting it leaves off', () => {
+      const text = readFileSync(path.join(SYSTEMD, 'sno-relocate.service'), 'utf8');
+      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelModules', 'ProtectHostname']) expect(text).toMatch(new RegExp(`# No ${off}: \\S`));
+      expect(text).toMatch(/# ssh-keys writes \/home\/core\/\.ssh[^\n]*\nProtectHome=no/);
+    });
+  });
+
+  it('runs the watcher read-only, reaching only localhost, and restarts it always', () => {
+    const watch = unit('sno-relocate-watch.service');
+    expect(watch.Service!.ExecStart).toEqual(['/usr/local/bin/sno-relocate', 'watch']);
+    expect(watch.Service!.Restart).toEqual(['always']);
+    expect(watch.Service!.ProtectSystem).toEqual(['strict']);
+    expect(watch.Service!.ReadWritePaths).toEqual(['/var/lib/sno-relocate']);
+    expect(watch.Service!.IPAddressDeny).toEqual(['any']);
+    expect(watch.Service!.IPAddressAllow).toEqual(['localhost']);
+    expect(watch.Service!.CapabilityBoundingSet).toEqual([]);
+  });
+
+  it('installs the binary only where it is missing, and starts the agent afterwards', () => {
+    const install = unit('sno-relocate-install.service');
+    expect(install.Unit!.ConditionPathExists).toEqual(['!/usr/local/bin/sno-relocate', '/etc/sno-relocate/install.env']);
+    expect(install.Service!.ExecStartPost).toEqual(['/usr/bin/systemctl', '--no-block', 'start', 'sno-relocate.service']);
+    expect(unit('sno-relocate.service').Unit!.After).not.toContain('sno-relocate-install.service');
+  });
+
+  it('the installer script is valid bash and refuses to run without an image', () => {
+    const script = path.join(SYSTEMD, 'sno-relocate-install');
+    execFileSync('bash', ['-n', script]);
+    const result = spawnSync('bash', [script], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('set SNO_RELOCATE_IMAGE in /etc/sno-relocate/install.env');
+  });
+});
+
+describe('udev rule', () => {
+  const rule = readFileSync(path.join(SYSTEMD, '99-sno-relocate.rules'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'));
+
+  it('wants the agent when a block device labelled cluster-config or relocation-config is added', () => {
+    expect(rule).toHaveLength(1);
+    const keys = Object.fromEntries(rule[0]!.split(/,\s*/).map((p) => /^(.+?)(==|\+=|=)"(.*)"$/.exec(p)!.slice(1)).map(([k, op, v]) => [k, [op, v]]));
+    expect(keys).toEqual({
+      ACTION: ['==', 'add'],
+      SUBSYSTEM: ['==', 'block'],
+      'ENV{ID_FS_LABEL}': ['==', 'cluster-config|relocation-config'],
+      TAG: ['+=', 'systemd'],
+      'ENV{SYSTEMD_WANTS}': ['+=', 'sno-relocate.service'],
+    });
+  });
+});
