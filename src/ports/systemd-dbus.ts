@@ -4,8 +4,9 @@
  * org.freedesktop.hostname1 for the static hostname. Nothing here shells out to systemctl or
  * hostnamectl.
  */
-import dbus from 'dbus-next';
+import type dbus from 'dbus-next';
 import type { Logger } from '../log/logger.js';
+import { bounded, connectSystemBus, PROPERTIES } from './system-bus.js';
 import type { Systemd, UnitStatus } from './systemd.js';
 
 const SYSTEMD = 'org.freedesktop.systemd1';
@@ -13,26 +14,6 @@ const SYSTEMD_PATH = '/org/freedesktop/systemd1';
 const MANAGER = 'org.freedesktop.systemd1.Manager';
 const HOSTNAMED = 'org.freedesktop.hostname1';
 const HOSTNAMED_PATH = '/org/freedesktop/hostname1';
-const PROPERTIES = 'org.freedesktop.DBus.Properties';
-
-const DEFAULT_SYSTEM_BUS = 'unix:path=/var/run/dbus/system_bus_socket';
-/** bound for one method call: a bus that stops answering must not hang the run */
-const CALL_TIMEOUT_MS = 30_000;
-const CONNECT_TIMEOUT_MS = 10_000;
-
-/** the D-Bus error name and text, or the message: what a support engineer can search for */
-function describe(err: unknown): string {
-  if (err instanceof dbus.DBusError) return `${err.type}: ${err.text}`;
-  return err instanceof Error ? err.message : String(err);
-}
-
-function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${Math.round(ms / 1000)} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** the systemd interface that carries a unit's Result property, from its suffix */
 function typeInterface(unit: string): string {
@@ -42,34 +23,7 @@ function typeInterface(unit: string): string {
 
 /** Connects to the system bus; rejects with the bus address when it cannot be reached. */
 export async function connectSystemdBus(log: Logger): Promise<Systemd> {
-  const address = process.env.DBUS_SYSTEM_BUS_ADDRESS || DEFAULT_SYSTEM_BUS;
-  const bus = dbus.systemBus();
-  let lastError: Error | undefined;
-  // dbus-next reports a failed connection only as an 'error' event, and its calls would wait forever
-  const connected = new Promise<void>((resolve, reject) => {
-    bus.once('connect', resolve);
-    bus.once('error', reject);
-  });
-  bus.on('error', (err: Error) => {
-    lastError = err;
-    log.debug({ err: err.message }, 'system bus error');
-  });
-  try {
-    await bounded(connected, CONNECT_TIMEOUT_MS, `connecting to the system bus at ${address}`);
-  } catch (err) {
-    bus.disconnect();
-    throw new Error(`cannot reach systemd over D-Bus at ${address}: ${describe(err)}`, { cause: err });
-  }
-  log.debug({ address }, 'connected to the system bus');
-
-  const call = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
-    try {
-      return await bounded(fn(), CALL_TIMEOUT_MS, what);
-    } catch (err) {
-      const detail = lastError && !(err instanceof dbus.DBusError) ? ` (bus: ${lastError.message})` : '';
-      throw new Error(`${what} failed: ${describe(err)}${detail}`, { cause: err });
-    }
-  };
+  const { bus, call } = await connectSystemBus(log, 'systemd');
   const proxy = (name: string, path: string) => call(`introspecting ${name} ${path}`, () => bus.getProxyObject(name, path));
   const manager = (await proxy(SYSTEMD, SYSTEMD_PATH)).getInterface(MANAGER);
   let hostnamed: dbus.ClientInterface | undefined;
