@@ -54,7 +54,7 @@ async function stick(image: NodeImage, stickImage: string, i: number) {
     await vm.waitSsh();
     await waitActive(vm, KUBELET);
     const hostMs = ms(t);
-    await vm.waitFor(`systemctl show -p SubState ${AGENT_UNIT}`, (r) => r.stdout.includes('SubState=exited'), 10 * 60_000);
+    await vm.waitFor(`systemctl show -p ActiveState -p ExecMainExitTimestampMonotonic ${AGENT_UNIT}`, (r) => r.stdout.includes('ActiveState=inactive') && !r.stdout.includes('Monotonic=0\n'), 10 * 60_000);
     const kubeletMs = await monoMs(vm, KUBELET, 'ActiveEnterTimestampMonotonic');
     const agentStart = await monoMs(vm, AGENT_UNIT, 'ExecMainStartTimestampMonotonic');
     const agentExit = await monoMs(vm, AGENT_UNIT, 'ExecMainExitTimestampMonotonic');

@@ -10,6 +10,8 @@
  * What only the VM needs is added on top and said so here:
  *   - a drop-in running the agent with `--only node`: there is no cluster in the VM; the cluster
  *     steps are exercised against a real API server in test/cluster.
+ *   - the watcher unit masked, for the same reason: without an API server it would only restart
+ *     every few seconds, each start a Node start-up under emulation (test/watch covers it).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -21,6 +23,8 @@ import { copyBaseDisk, REPO_ROOT } from './vm.js';
 
 export const AGENT_BINARY = '/usr/local/bin/sno-relocate';
 export const AGENT_UNIT = 'sno-relocate.service';
+/** units the MachineConfigs enable that have nothing to do in a VM without a cluster */
+const VM_MASKED = ['sno-relocate-watch.service'];
 const RENDER_SCRIPT = join(REPO_ROOT, 'scripts/render-machineconfigs.ts');
 const UNIT_DIR = '/etc/systemd/system';
 
@@ -225,8 +229,11 @@ export async function buildNodeImage(): Promise<NodeImage> {
     ...payload.entries,
     { path: AGENT_BINARY, mode: 0o755, contents: await readFile(binary) },
     nodeOnlyDropIn(payload),
+    ...VM_MASKED.map((unit) => ({ path: posix.join(UNIT_DIR, unit), type: 'symlink' as const, target: '/dev/null' })),
   ]);
-  for (const { unit, targets } of payload.enable) for (const t of targets) await enableUnit(disk, unit, t);
+  for (const { unit, targets } of payload.enable) {
+    if (!VM_MASKED.includes(unit)) for (const t of targets) await enableUnit(disk, unit, t);
+  }
   for (const unit of payload.disable) {
     const links = ['multi-user.target', 'default.target', 'graphical.target'].map((t) => posix.join(UNIT_DIR, `${t}.wants`, unit));
     const present = await statPaths(disk, links);

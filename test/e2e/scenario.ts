@@ -29,12 +29,20 @@ export async function recordTimings(scenario: string, timings: Record<string, nu
   console.log(`${scenario}: ${Object.entries(timings).map(([k, v]) => `${k}=${typeof v === 'number' ? `${(v / 1000).toFixed(1)}s` : v}`).join(' ')}`);
 }
 
-/** Waits until the agent unit ran to success: active (exited), as a oneshot with RemainAfterExit. */
+/**
+ * Waits until the agent unit's run has ended, and expects it to have succeeded: exit 0, result
+ * success, and the unit no longer active (a oneshot without RemainAfterExit, so that a stick
+ * plugged in later can start it again).
+ */
 export async function waitAgentSucceeded(vm: Vm, timeoutMs = 6 * MIN): Promise<void> {
-  await vm.waitFor(`systemctl show -p ActiveState -p SubState -p Result ${AGENT_UNIT}`, (r) => {
-    if (/ActiveState=failed/.test(r.stdout)) throw new Error(`${vm.name}: ${AGENT_UNIT} failed:\n${r.stdout}`);
-    return /ActiveState=active/.test(r.stdout) && /SubState=exited/.test(r.stdout);
-  }, timeoutMs);
+  const props = ['ActiveState', 'SubState', 'Result', 'ExecMainStatus', 'ExecMainExitTimestampMonotonic'];
+  const r = await vm.waitFor(
+    `systemctl show ${props.map((p) => `-p ${p}`).join(' ')} ${AGENT_UNIT}`,
+    (x) => /^ActiveState=(inactive|failed)$/m.test(x.stdout) && !/^ExecMainExitTimestampMonotonic=0$/m.test(x.stdout),
+    timeoutMs,
+  );
+  expect(r.stdout).toMatch(/^Result=success$/m);
+  expect(r.stdout).toMatch(/^ExecMainStatus=0$/m);
 }
 
 /**
@@ -42,9 +50,10 @@ export async function waitAgentSucceeded(vm: Vm, timeoutMs = 6 * MIN): Promise<v
  * has failed instead (a failed agent never opens the gate, so waiting longer would only hide why).
  */
 export async function waitKubeletActive(vm: Vm, timeoutMs = 8 * MIN): Promise<void> {
+  const failed = (out: string) => /^ActiveState=failed$/m.test(out) || /^SubState=auto-restart$/m.test(out);
   const r = await vm.waitFor(
-    `systemctl is-active ${KUBELET} ${AGENT_UNIT}`,
-    (x) => x.stdout.startsWith('active\n') || x.stdout.split('\n')[1] === 'failed',
+    `systemctl is-active ${KUBELET}; systemctl show -p ActiveState -p SubState ${AGENT_UNIT}`,
+    (x) => x.stdout.startsWith('active\n') || failed(x.stdout),
     timeoutMs,
   );
   if (!r.stdout.startsWith('active\n')) {
