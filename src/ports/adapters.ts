@@ -3,7 +3,7 @@ import type { Logger } from '../log/logger.js';
 import type { Exec } from './exec.js';
 import type { Kube } from './kube.js';
 import type { Nmstate } from './nmstate.js';
-import { createNmstatectl } from './nmstatectl.js';
+import { selectNmstate } from './select-nmstate.js';
 import type { Systemd } from './systemd.js';
 import { connectSystemdBus } from './systemd-dbus.js';
 
@@ -12,5 +12,5 @@ const unavailable = (what: string) => () => {
 };
 
 export const connectSystemd: (log: Logger) => Promise<Systemd> = connectSystemdBus;
-export const createNmstate: (exec: Exec, log: Logger) => Nmstate = createNmstatectl;
+export const createNmstate: (exec: Exec, log: Logger) => Nmstate = selectNmstate;
 export const connectKube: (kubeconfigPath: string, log: Logger) => Promise<Kube> = unavailable('the Kubernetes API client');

@@ -1,0 +1,315 @@
+/**
+ * nmstate's desired state as NetworkManager connection profiles (a{sa{sv}} settings with the
+ * variant types NetworkManager's D-Bus API wants), and NetworkManager's devices back as nmstate's
+ * current state. Pure functions: the D-Bus side is in networkmanager.ts.
+ *
+ * The subset is what site-configs use: ethernet, linux-bridge with ports, vlan, bond, IPv4/IPv6
+ * static, DHCP/autoconf or disabled, routes, DNS. OVS interfaces need nmstatectl (OVS is
+ * configured through its own database, not through profiles alone).
+ */
+import { isIPv4 } from 'node:net';
+import dbus from 'dbus-next';
+import type { NmstateState } from '../config/v1/schema.js';
+import { canonicalIp, parseCidr } from '../node/addresses.js';
+
+const { Variant } = dbus;
+type Variant = dbus.Variant;
+
+export type Interface = NonNullable<NmstateState['interfaces']>[number];
+export type Route = NonNullable<NonNullable<NmstateState['routes']>['config']>[number];
+/** connection settings as NetworkManager takes them: section -> key -> variant */
+export type Settings = Record<string, Record<string, Variant>>;
+/** connection settings as NetworkManager hands them out, variants unwrapped */
+export type PlainSettings = Record<string, Record<string, unknown>>;
+
+const CONNECTION_TYPE: Record<string, string> = {
+  ethernet: '802-3-ethernet',
+  'linux-bridge': 'bridge',
+  vlan: 'vlan',
+  bond: 'bond',
+  dummy: 'dummy',
+};
+
+/** NetworkManager device types (NMDeviceType) to nmstate interface types */
+const DEVICE_TYPE: Record<number, string> = { 1: 'ethernet', 10: 'bond', 11: 'vlan', 13: 'linux-bridge', 22: 'dummy', 32: 'loopback' };
+/** NM_DEVICE_STATE_ACTIVATED, and UNMANAGED which nmstate shows as ignore */
+const ACTIVATED = 100;
+const UNMANAGED = 10;
+
+export interface Profile {
+  name: string;
+  /** controllers are activated before their ports, ports before the rest */
+  role: 'controller' | 'port' | 'plain';
+  settings: Settings;
+}
+
+export interface ProfilePlan {
+  profiles: Profile[];
+  /** interfaces whose profiles go */
+  absent: string[];
+  /** interfaces to take down, profiles kept */
+  down: string[];
+}
+
+export class UnsupportedStateError extends Error {}
+
+/** An IPv4 address as NetworkManager's `au` DNS entries hold it: the bytes in network order. */
+export function ipv4ToNetworkOrder(ip: string): number {
+  const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number];
+  return (a | (b << 8) | (c << 16) | (d << 24)) >>> 0;
+}
+
+export function networkOrderToIpv4(value: number): string {
+  return [value & 0xff, (value >>> 8) & 0xff, (value >>> 16) & 0xff, (value >>> 24) & 0xff].join('.');
+}
+
+function ipv6Bytes(ip: string): number[] {
+  const [head = '', tail = ''] = canonicalIp(ip).split('::');
+  const groups = (s: string) => (s ? s.split(':') : []);
+  const h = groups(head);
+  const t = groups(tail);
+  const all = [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+  return all.flatMap((g) => [parseInt(g, 16) >> 8, parseInt(g, 16) & 0xff]);
+}
+
+function bytesToIpv6(bytes: number[]): string {
+  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i]! << 8) | bytes[2 * i + 1]!).toString(16));
+  return canonicalIp(groups.join(':'));
+}
+
+const isDefault = (destination: string) => parseCidr(destination).prefix === 0;
+const familyOf = (destination: string) => parseCidr(destination).family;
+
+type IpBlock = NonNullable<Interface['ipv4']>;
+
+function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], dns: string[], search: string[]): Record<string, Variant> {
+  const enabled = block?.enabled !== false && block !== undefined;
+  if (!enabled) return { method: new Variant('s', 'disabled') };
+  const dynamic = block.dhcp === true || block.autoconf === true;
+  const addresses = block.address ?? [];
+  const method = dynamic ? 'auto' : addresses.length ? 'manual' : 'disabled';
+  const out: Record<string, Variant> = { method: new Variant('s', method) };
+  if (method === 'disabled') return out;
+  if (addresses.length) {
+    out['address-data'] = new Variant(
+      'aa{sv}',
+      addresses.map((a) => ({ address: new Variant('s', a.ip), prefix: new Variant('u', a['prefix-length']) })),
+    );
+  }
+  const gateway = routes.find((r) => isDefault(r.destination) && r['next-hop-address']);
+  if (gateway && !dynamic) out.gateway = new Variant('s', gateway['next-hop-address']!);
+  const others = routes.filter((r) => r !== gateway || dynamic);
+  if (others.length) {
+    out['route-data'] = new Variant(
+      'aa{sv}',
+      others.map((r) => {
+        const cidr = parseCidr(r.destination);
+        return {
+          dest: new Variant('s', cidr.ip),
+          prefix: new Variant('u', cidr.prefix),
+          ...(r['next-hop-address'] ? { 'next-hop': new Variant('s', r['next-hop-address']) } : {}),
+          ...(r.metric !== undefined ? { metric: new Variant('u', r.metric) } : {}),
+        };
+      }),
+    );
+  }
+  if (dns.length) {
+    out.dns = family === 4 ? new Variant('au', dns.map(ipv4ToNetworkOrder)) : new Variant('aay', dns.map((d) => Buffer.from(ipv6Bytes(d))));
+    // the site's servers, not whatever a lease hands out
+    if (dynamic) out['ignore-auto-dns'] = new Variant('b', true);
+  }
+  if (search.length) out['dns-search'] = new Variant('as', search);
+  return out;
+}
+
+/** The interface that carries the site's DNS servers: the one with the default route, else the first with IP. */
+function dnsCarrier(state: NmstateState, ports: Map<string, unknown>): string | undefined {
+  const withDefault = (state.routes?.config ?? []).find((r) => isDefault(r.destination) && r['next-hop-interface'])?.['next-hop-interface'];
+  if (withDefault) return withDefault;
+  return (state.interfaces ?? []).find((i) => !ports.has(i.name) && i.state !== 'absent' && (i.ipv4?.enabled || i.ipv6?.enabled))?.name;
+}
+
+/** The profiles that make the desired state, in activation order. */
+export function profilesFor(state: NmstateState): ProfilePlan {
+  const interfaces = state.interfaces ?? [];
+  const ports = new Map<string, { controller: string; kind: 'bridge' | 'bond' }>();
+  for (const iface of interfaces) {
+    const bridgePorts = (iface as { bridge?: { port?: { name: string }[] } }).bridge?.port ?? [];
+    for (const p of bridgePorts) ports.set(p.name, { controller: iface.name, kind: 'bridge' });
+    for (const p of iface['link-aggregation']?.port ?? []) ports.set(p, { controller: iface.name, kind: 'bond' });
+  }
+  const dnsConfig = state['dns-resolver']?.config;
+  const carrier = dnsConfig ? dnsCarrier(state, ports) : undefined;
+  const plan: ProfilePlan = { profiles: [], absent: [], down: [] };
+  for (const iface of interfaces) {
+    const wanted = iface.state ?? 'up';
+    if (wanted === 'ignore') continue;
+    if (wanted === 'absent') {
+      plan.absent.push(iface.name);
+      continue;
+    }
+    if (wanted === 'down') {
+      plan.down.push(iface.name);
+      continue;
+    }
+    const type = iface.type ?? 'ethernet';
+    const connectionType = CONNECTION_TYPE[type];
+    if (!connectionType) {
+      throw new UnsupportedStateError(
+        `interface ${iface.name}: type ${type} is not supported through NetworkManager's D-Bus API here${type.startsWith('ovs-') ? ' (OVS needs nmstatectl)' : ''}; supported: ${Object.keys(CONNECTION_TYPE).join(', ')}`,
+      );
+    }
+    const port = ports.get(iface.name);
+    const connection: Record<string, Variant> = {
+      id: new Variant('s', iface.name),
+      type: new Variant('s', connectionType),
+      'interface-name': new Variant('s', iface.name),
+      autoconnect: new Variant('b', true),
+      ...(port ? { master: new Variant('s', port.controller), 'slave-type': new Variant('s', port.kind) } : {}),
+    };
+    const settings: Settings = { connection };
+    if (type === 'ethernet') settings['802-3-ethernet'] = iface.mtu !== undefined ? { mtu: new Variant('u', iface.mtu) } : {};
+    if (type === 'linux-bridge') {
+      const stp = (iface as { bridge?: { options?: { stp?: { enabled?: boolean } } } }).bridge?.options?.stp?.enabled ?? false;
+      settings.bridge = { stp: new Variant('b', stp) };
+    }
+    if (type === 'vlan') {
+      if (!iface.vlan) throw new UnsupportedStateError(`interface ${iface.name}: a vlan needs vlan.base-iface and vlan.id`);
+      settings.vlan = { parent: new Variant('s', iface.vlan['base-iface']), id: new Variant('u', iface.vlan.id) };
+    }
+    if (type === 'bond') settings.bond = { options: new Variant('a{ss}', { mode: iface['link-aggregation']?.mode ?? 'active-backup' }) };
+    if (!port) {
+      const routes = (state.routes?.config ?? []).filter((r) => r['next-hop-interface'] === iface.name && (r as { state?: string }).state !== 'absent');
+      const servers = iface.name === carrier ? (dnsConfig?.server ?? []) : [];
+      const search = iface.name === carrier ? (dnsConfig?.search ?? []) : [];
+      settings.ipv4 = ipSettings(4, iface.ipv4, routes.filter((r) => familyOf(r.destination) === 4), servers.filter((s) => isIPv4(s)), search);
+      settings.ipv6 = ipSettings(6, iface.ipv6, routes.filter((r) => familyOf(r.destination) === 6), servers.filter((s) => !isIPv4(s)), []);
+    }
+    const role = port ? 'port' : interfaces.some((i) => ports.get(i.name)?.controller === iface.name) ? 'controller' : 'plain';
+    plan.profiles.push({ name: iface.name, role, settings });
+  }
+  const order = { controller: 0, port: 1, plain: 2 } as const;
+  plan.profiles.sort((a, b) => order[a.role] - order[b.role]);
+  return plan;
+}
+
+/** Unwraps dbus-next variants, recursively, into plain values. */
+export function plain(value: unknown): unknown {
+  if (value instanceof Variant) return plain(value.value);
+  if (Array.isArray(value)) return value.map(plain);
+  if (Buffer.isBuffer(value)) return [...value];
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  return value;
+}
+
+/**
+ * An existing profile updated to the desired settings: sections the desired state sets replace
+ * theirs, the rest stays (nmstate leaves what it is not told about), and its identity (id, uuid)
+ * is kept so that nothing else that names it breaks.
+ */
+export function mergeSettings(existing: Settings, desired: Settings): Settings {
+  const merged: Settings = { ...existing, ...desired };
+  merged.connection = { ...existing.connection, ...desired.connection };
+  for (const keep of ['id', 'uuid'] as const) if (existing.connection?.[keep]) merged.connection[keep] = existing.connection[keep];
+  if (!desired.connection?.master) {
+    delete merged.connection.master;
+    delete merged.connection['slave-type'];
+  } else {
+    // a port carries no IP configuration of its own
+    delete merged.ipv4;
+    delete merged.ipv6;
+  }
+  return merged;
+}
+
+export interface IpConfigData {
+  addresses: { address: string; prefix: number }[];
+  routes: { dest: string; prefix: number; nextHop?: string; metric?: number }[];
+  gateway?: string;
+}
+
+export interface DeviceData {
+  name: string;
+  deviceType: number;
+  state: number;
+  hwAddress?: string;
+  mtu?: number;
+  ip4?: IpConfigData;
+  ip6?: IpConfigData;
+  /** the settings of the profile active on the device */
+  applied?: PlainSettings;
+}
+
+type ShownIp = { enabled: boolean; dhcp?: boolean; autoconf?: boolean; address: { ip: string; 'prefix-length': number }[] };
+
+function shownIp(family: 4 | 6, data: IpConfigData | undefined, applied: PlainSettings | undefined): ShownIp {
+  const method = applied?.[family === 4 ? 'ipv4' : 'ipv6']?.method as string | undefined;
+  const address = (data?.addresses ?? []).map((a) => ({ ip: a.address, 'prefix-length': a.prefix }));
+  const enabled = method ? !['disabled', 'ignore'].includes(method) : address.length > 0;
+  return { enabled, ...(family === 4 ? { dhcp: method === 'auto' } : { autoconf: method === 'auto', dhcp: method === 'auto' || method === 'dhcp' }), address };
+}
+
+function configuredRoutes(name: string, applied: PlainSettings | undefined): Route[] {
+  const out: Route[] = [];
+  for (const [key, zero] of [['ipv4', '0.0.0.0/0'], ['ipv6', '::/0']] as const) {
+    const section = applied?.[key];
+    const gateway = section?.gateway as string | undefined;
+    if (gateway) out.push({ destination: zero, 'next-hop-address': gateway, 'next-hop-interface': name });
+    for (const r of (section?.['route-data'] as { dest: string; prefix: number; 'next-hop'?: string; metric?: number }[] | undefined) ?? []) {
+      out.push({
+        destination: `${r.dest}/${r.prefix}`,
+        ...(r['next-hop'] ? { 'next-hop-address': r['next-hop'] } : {}),
+        'next-hop-interface': name,
+        ...(r.metric !== undefined ? { metric: r.metric } : {}),
+      });
+    }
+  }
+  return out;
+}
+
+function configuredDns(applied: PlainSettings | undefined): { server: string[]; search: string[] } {
+  const v4 = ((applied?.ipv4?.dns as number[] | undefined) ?? []).map(networkOrderToIpv4);
+  const v6 = ((applied?.ipv6?.dns as number[][] | undefined) ?? []).map(bytesToIpv6);
+  return { server: [...v4, ...v6], search: [...((applied?.ipv4?.['dns-search'] as string[] | undefined) ?? []), ...((applied?.ipv6?.['dns-search'] as string[] | undefined) ?? [])] };
+}
+
+/** NetworkManager's devices as nmstate's current state (interfaces, routes, dns-resolver). */
+export function stateFromDevices(devices: readonly DeviceData[], runningDns: { server: string[]; search: string[] }): NmstateState {
+  const interfaces = devices.map((d): Interface => {
+    const type = DEVICE_TYPE[d.deviceType] ?? 'unknown';
+    const state = d.state === ACTIVATED ? 'up' : d.state === UNMANAGED ? 'ignore' : 'down';
+    const connection = d.applied?.connection;
+    const iface: Interface & Record<string, unknown> = {
+      name: d.name,
+      type,
+      state,
+      ...(d.hwAddress ? { 'mac-address': d.hwAddress.toUpperCase() } : {}),
+      ...(d.mtu ? { mtu: d.mtu } : {}),
+      ipv4: shownIp(4, d.ip4, d.applied),
+      ipv6: shownIp(6, d.ip6, d.applied),
+    };
+    if (connection?.master) iface.controller = connection.master as string;
+    if (type === 'vlan' && d.applied?.vlan) iface.vlan = { 'base-iface': d.applied.vlan.parent as string, id: d.applied.vlan.id as number };
+    const portsOf = (kind: string) => devices.filter((p) => p.applied?.connection?.master === d.name && p.applied.connection['slave-type'] === kind).map((p) => p.name);
+    if (type === 'bond') iface['link-aggregation'] = { mode: ((d.applied?.bond?.options as Record<string, string> | undefined)?.mode ?? 'balance-rr'), port: portsOf('bond') };
+    if (type === 'linux-bridge') iface.bridge = { port: portsOf('bridge').map((name) => ({ name })) };
+    return iface;
+  });
+  const running = devices.flatMap((d) =>
+    [d.ip4, d.ip6].flatMap((ip) =>
+      (ip?.routes ?? []).map((r) => ({
+        destination: `${r.dest}/${r.prefix}`,
+        ...(r.nextHop && !['0.0.0.0', '::'].includes(r.nextHop) ? { 'next-hop-address': r.nextHop } : {}),
+        'next-hop-interface': d.name,
+        ...(r.metric !== undefined ? { metric: r.metric } : {}),
+      })),
+    ),
+  );
+  const config = devices.flatMap((d) => configuredRoutes(d.name, d.applied));
+  const dnsConfig = devices.map((d) => configuredDns(d.applied)).reduce((a, b) => ({ server: [...a.server, ...b.server], search: [...a.search, ...b.search] }), { server: [], search: [] });
+  return {
+    interfaces,
+    routes: { config, running },
+    'dns-resolver': { config: dnsConfig, running: runningDns },
+  };
+}
