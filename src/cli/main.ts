@@ -6,9 +6,11 @@ import pkg from '../../package.json' with { type: 'json' };
 import { errorMessage, exitCodeOf, UsageError } from '../engine/errors.js';
 import { scrubText } from '../log/redact.js';
 import { HELP, type Invocation, parseCommandLine } from './args.js';
+import { keygenCommand } from './commands/keygen.js';
 import { planCommand } from './commands/plan.js';
 import type { CommandResult } from './commands/result.js';
 import { runCommand } from './commands/run.js';
+import { signCommand } from './commands/sign.js';
 import { statusCommand } from './commands/status.js';
 import { validateCommand } from './commands/validate.js';
 
@@ -17,6 +19,8 @@ const COMMANDS: Record<string, (inv: Invocation) => Promise<CommandResult>> = {
   plan: planCommand,
   run: runCommand,
   status: statusCommand,
+  keygen: keygenCommand,
+  sign: signCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -13,6 +13,7 @@ import { createExec, type Exec } from '../ports/exec.js';
 import { createRootFs, type RootFs } from '../ports/fs.js';
 import type { Kube } from '../ports/kube.js';
 import type { Systemd } from '../ports/systemd.js';
+import { checkTrust } from '../trust/check.js';
 import { type Flags, oneOf, seconds } from './args.js';
 
 /** The kubeconfig every OpenShift node carries for its own API server on localhost. */
@@ -63,6 +64,8 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
   try {
     const loaded = await load();
     for (const f of loaded.findings) rt.log.warn({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
+    // who wrote it is settled before anything but validation looks at its contents
+    await checkTrust(rt, loaded);
     return loaded;
   } catch (err) {
     if (err instanceof ConfigError) {

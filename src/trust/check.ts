@@ -1,0 +1,78 @@
+/**
+ * The trust check every validate, plan and run passes through once the site-config and its files
+ * are loaded, before anything uses them: with a trust anchor installed under
+ * /etc/sno-relocate/trust/, only a folder whose signature verifies is accepted; without one, the
+ * agent goes on and says the config is unauthenticated.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { LoadedSite } from '../config/site.js';
+import type { Banner } from '../engine/banner.js';
+import { RefusedError } from '../engine/errors.js';
+import { logEvent, type Logger } from '../log/logger.js';
+import type { Clock } from '../ports/clock.js';
+import type { RootFs } from '../ports/fs.js';
+import { KeyError, type NodeIdentity, readPublicKey, SIGNATURE_FILE, type TrustAnchor, verifySiteConfig } from './signature.js';
+
+export const TRUST_DIR = '/etc/sno-relocate/trust';
+const MACHINE_ID = '/etc/machine-id';
+const DMI_SERIAL = '/sys/class/dmi/id/product_serial';
+
+export interface TrustContext {
+  fs: RootFs;
+  clock: Clock;
+  log: Logger;
+  banner: Banner;
+}
+
+/** The installed trust anchors; a key file that cannot be read is an error, never silently skipped. */
+export async function trustAnchors(fs: RootFs): Promise<TrustAnchor[]> {
+  const names = (await fs.list(TRUST_DIR).catch(() => [])).filter((n) => n.endsWith('.pub')).sort();
+  const anchors: TrustAnchor[] = [];
+  for (const name of names) {
+    const where = path.posix.join(TRUST_DIR, name);
+    const pem = await fs.readText(where);
+    try {
+      anchors.push({ name, key: readPublicKey(pem ?? '', where) });
+    } catch (err) {
+      throw new RefusedError(`trust anchor ${where} is unusable: ${(err as KeyError).message}; fix or remove it`);
+    }
+  }
+  return anchors;
+}
+
+export async function nodeIdentity(fs: RootFs): Promise<NodeIdentity> {
+  const machineId = (await fs.readText(MACHINE_ID))?.trim();
+  const serial = (await fs.readText(DMI_SERIAL).catch(() => undefined))?.trim();
+  return { ...(machineId ? { machineId } : {}), ...(serial ? { serial } : {}) };
+}
+
+async function readSignature(dir: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(path.join(dir, SIGNATURE_FILE));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+export async function checkTrust(ctx: TrustContext, loaded: LoadedSite): Promise<void> {
+  const anchors = await trustAnchors(ctx.fs);
+  if (anchors.length === 0) {
+    ctx.log.warn(`site-config is not authenticated: no trust anchor is installed under ${TRUST_DIR}`);
+    return;
+  }
+  const verdict = verifySiteConfig({
+    document: await readSignature(loaded.dir),
+    anchors,
+    files: loaded.files,
+    now: ctx.clock.now(),
+    node: await nodeIdentity(ctx.fs),
+  });
+  if (!verdict.trusted) {
+    logEvent(ctx.log, 'error', 'configUntrusted', { site: loaded.site.name, anchors: anchors.length }, `site-config refused: ${verdict.reason}; nothing on the host was changed`);
+    await ctx.banner.show(`site-config refused: ${verdict.reason}`);
+    throw new RefusedError(`site-config refused: ${verdict.reason}`);
+  }
+  ctx.log.info({ keyId: verdict.signed.keyId, anchor: verdict.anchor, notAfter: verdict.signed.notAfter }, `site-config signed by trusted key ${verdict.anchor}`);
+}
