@@ -28,6 +28,7 @@ command -v ssh-keygen >/dev/null || need+=(openssh-client)
 command -v ip >/dev/null || need+=(iproute2)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v unshare >/dev/null || need+=(util-linux)
+command -v ping >/dev/null || need+=(iputils-ping)
 [ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "need root to install: ${need[*]}"; exit 1; }
