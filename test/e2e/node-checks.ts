@@ -53,11 +53,13 @@ export async function waitEvent(vm: Vm, name: MessageIdName, opts: { step?: stri
 
 /**
  * Waits in the guest itself (no ssh round trip per poll) until `condition` (a shell command)
- * succeeds, polling every 50 ms: used to power-cut the node at a precise point of the run.
+ * succeeds, polling every 50 ms, then runs `then` there at once: to stop the node at a precise
+ * point of the run. With a `then` that resets the guest, the ssh connection just drops.
  */
-export async function waitInGuest(vm: Vm, condition: string, timeoutMs = 300_000): Promise<void> {
-  const r = await vm.ssh(`timeout ${Math.ceil(timeoutMs / 1000)} sh -c ${shq(`until ${condition}; do sleep 0.05; done`)}`, { timeoutMs: timeoutMs + 30_000 });
-  if (r.code !== 0) throw new Error(`${vm.name}: \`${condition}\` did not become true within ${timeoutMs} ms (exit ${r.code}) ${r.stderr}`);
+export async function waitInGuest(vm: Vm, condition: string, timeoutMs = 300_000, then?: string): Promise<void> {
+  const script = `until ${condition}; do sleep 0.05; done${then ? `; ${then}` : ''}`;
+  const r = await vm.ssh(`timeout ${Math.ceil(timeoutMs / 1000)} sh -c ${shq(script)}`, { timeoutMs: timeoutMs + 30_000 });
+  if (then === undefined && r.code !== 0) throw new Error(`${vm.name}: \`${condition}\` did not become true within ${timeoutMs} ms (exit ${r.code}) ${r.stderr}`);
 }
 
 export interface StepRecord {
@@ -114,7 +116,10 @@ export async function snapshotTrees(vm: Vm, roots: string[]): Promise<Map<string
   return nodes;
 }
 
-/** NetworkManager keyfiles with uuids normalised (uuid-1, uuid-2, ... across all files, by path). */
+/**
+ * NetworkManager keyfiles with uuids normalised (uuid-1, uuid-2, ... across all files, by path),
+ * and without `timestamp=`, the wall-clock time NetworkManager records at each activation.
+ */
 export async function nmKeyfiles(vm: Vm): Promise<Map<string, string>> {
   const out = await vm.sshOk(`for f in ${NM_CONNECTIONS}/*; do [ -f "$f" ] && printf '==> %s\\n' "$f" && cat "$f"; done; true`);
   const files = new Map<string, string>();
@@ -131,7 +136,7 @@ export async function nmKeyfiles(vm: Vm): Promise<Map<string, string>> {
   for (const path of [...files.keys()].sort()) {
     normalised.set(
       path,
-      files.get(path)!.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (u) => {
+      files.get(path)!.replace(/^timestamp=\d+\n/m, '').replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (u) => {
         if (!uuids.has(u)) uuids.set(u, `uuid-${uuids.size + 1}`);
         return uuids.get(u)!;
       }),

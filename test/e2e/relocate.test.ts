@@ -61,6 +61,8 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     const gate = await expectKubeletGated(v);
     await expectSiteNetwork(v);
 
+    // no nmstatectl on this node, so the agent went through NetworkManager's D-Bus API
+    expect((await v.ssh('command -v nmstatectl')).code).not.toBe(0);
     // NetworkManager holds the site network as persistent profiles, ens3 stays unmanaged
     const profiles = await v.sshOk('nmcli -t -f NAME,TYPE,DEVICE connection show --active');
     expect(profiles).toMatch(/^br-ex:bridge:br-ex$/m);
@@ -88,7 +90,13 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect((await unitProps(v, KUBELET, ['UnitFileState'])).UnitFileState).toBe('enabled');
     const state = (await readState(v))!;
     expect(state.result).toBe('succeeded');
-    for (const s of NODE_STEPS) expect(state.steps[s]).toMatchObject({ status: 'done', attempts: 1 });
+    for (const s of NODE_STEPS) {
+      expect(state.steps[s]?.status).toBe('done');
+      // the factory MachineConfig already pins the internal IP and its dispatcher script adds the
+      // address as br-ex comes up: that step may find nothing left to do (0 attempts)
+      if (s === 'internal-ip') expect(state.steps[s]?.attempts).toBeLessThanOrEqual(1);
+      else expect(state.steps[s]?.attempts).toBe(1);
+    }
 
     // timings for bench/e2e.ts: the agent's share separated from boot, on the guest's own clock
     const analyze = await v.sshOk('systemd-analyze time');
@@ -109,18 +117,19 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
   it('journals every step with its message id, and keeps the secret out of the journal and of every other file', async () => {
     const v = vm!;
     const started = await events(v, 'stepStarted');
-    const finished = await events(v, 'stepFinished');
+    // a step ends "finished" when it changed the node, "skipped" when it found nothing to do
+    const ended = [...(await events(v, 'stepFinished')), ...(await events(v, 'stepSkipped'))].sort((a, b) => mono(a) - mono(b));
     for (const s of NODE_STEPS) {
       expect(started.filter((e) => e.SNO_RELOCATE_STEP === s), `started ${s}`).toHaveLength(1);
-      const done = finished.filter((e) => e.SNO_RELOCATE_STEP === s);
-      expect(done, `finished ${s}`).toHaveLength(1);
-      expect(done[0]!.MESSAGE_ID).toBe(MessageId.stepFinished);
-      expect(done[0]!.MESSAGE).toContain('step finished');
+      const done = ended.filter((e) => e.SNO_RELOCATE_STEP === s);
+      expect(done, `ended ${s}`).toHaveLength(1);
+      expect(done[0]!.MESSAGE).toMatch(done[0]!.MESSAGE_ID === MessageId.stepFinished ? /step finished/ : /nothing to do/);
       expect(Number(done[0]!.SNO_RELOCATE_DURATION_MS)).toBeGreaterThanOrEqual(0);
       expect(mono(done[0]!)).toBeGreaterThan(mono(started.find((e) => e.SNO_RELOCATE_STEP === s)!));
     }
-    // in the order of the run
-    expect(finished.map((e) => e.SNO_RELOCATE_STEP)).toEqual([...NODE_STEPS]);
+    // in the order of the run; every step but internal-ip (see above) changed this factory node
+    expect(ended.map((e) => e.SNO_RELOCATE_STEP)).toEqual([...NODE_STEPS]);
+    for (const e of ended) if (e.SNO_RELOCATE_STEP !== 'internal-ip') expect(e.MESSAGE_ID, String(e.SNO_RELOCATE_STEP)).toBe(MessageId.stepFinished);
     expect(await events(v, 'runFinished')).toHaveLength(1);
     expect(await events(v, 'kubeletGateOpened')).toHaveLength(1);
     expect(await events(v, 'stepFailed')).toHaveLength(0);
@@ -156,10 +165,12 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(statusOf(cut1, 'network')).toBe('running');
     expect(statusOf(cut1, 'hostname')).toBeUndefined();
 
-    // 2: the network step is done, the hostname step has not run
+    // 2: the network step is done, the hostname step has not run. The next steps take well under a
+    // second, less than an ssh round trip, so the guest resets itself the moment the state file says
+    // so: an immediate reset (sysrq b) syncs nothing, which for the disk is a power cut
     await v.bootAgain();
     await v.waitSsh();
-    await waitInGuest(v, `grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "done"'`, 8 * MIN);
+    await waitInGuest(v, `grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "done"'`, 8 * MIN, 'echo b > /proc/sysrq-trigger');
     await v.powerCut();
     const cut2 = await stateOnDisk();
     expect(statusOf(cut2, 'network')).toBe('done');
