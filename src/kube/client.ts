@@ -1,0 +1,207 @@
+/**
+ * The Kube port over @kubernetes/client-node: generic objects through KubernetesObjectApi (the
+ * typed APIs drop fields they do not model, and OpenShift's kinds are custom resources anyway),
+ * discovery through the group-version resource lists, CSR approval through CertificatesV1Api.
+ * Every call retries transient failures (withRetry); updates re-read and re-apply on 409.
+ */
+import {
+  ApiException,
+  CertificatesV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
+import { errorMessage, StepError } from '../engine/errors.js';
+import { timed, type Logger } from '../log/logger.js';
+import { pollUntil, systemClock, type Clock } from '../ports/clock.js';
+import { describeRef, type Kube, type KubeObject, type ListOptions, type ObjectRef } from '../ports/kube.js';
+import { DEFAULT_RETRY, describeFailure, isTransient, statusOf, withRetry, type RetryPolicy } from './retry.js';
+
+/** re-reads after 409 Conflict before giving up: enough for a busy operator, bounded for a stuck one */
+const MAX_CONFLICTS = 10;
+
+export interface KubeClientOptions {
+  clock?: Clock;
+  retry?: RetryPolicy;
+}
+
+const headerOf = (ref: ObjectRef): KubernetesObject & { metadata: { name: string; namespace?: string } } => ({
+  apiVersion: ref.apiVersion,
+  kind: ref.kind,
+  metadata: { name: ref.name, ...(ref.namespace !== undefined && { namespace: ref.namespace }) },
+});
+
+const splitApiVersion = (apiVersion: string): { group: string; version: string } => {
+  const slash = apiVersion.indexOf('/');
+  return slash < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+};
+
+export function createKube(config: KubeConfig, log: Logger, options: KubeClientOptions = {}): Kube {
+  const clock = options.clock ?? systemClock;
+  const policy = options.retry ?? DEFAULT_RETRY;
+  const objects = KubernetesObjectApi.makeApiClient(config);
+  const custom = config.makeApiClient(CustomObjectsApi);
+  const core = config.makeApiClient(CoreV1Api);
+  const certificates = config.makeApiClient(CertificatesV1Api);
+  const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(clock, log, what, fn, policy);
+  const served = new Map<string, Promise<Set<string>>>();
+
+  const resources = (apiVersion: string): Promise<Set<string>> => {
+    let found = served.get(apiVersion);
+    if (!found) {
+      const { group, version } = splitApiVersion(apiVersion);
+      found = retry(`discover ${apiVersion}`, async () => {
+        try {
+          const list = group === '' ? await core.getAPIResources() : await custom.getAPIResources({ group, version });
+          return new Set(list.resources.map((r) => r.kind));
+        } catch (err) {
+          if (statusOf(err) === 404) return new Set<string>();
+          throw err;
+        }
+      });
+      // a failed discovery is asked again next time, not remembered
+      found.catch(() => served.delete(apiVersion));
+      served.set(apiVersion, found);
+    }
+    return found;
+  };
+  const serves = async (apiVersion: string, kind: string) => (await resources(apiVersion)).has(kind);
+
+  const fail = (verb: string, what: string, err: unknown): never => {
+    throw new StepError(`failed to ${verb} ${what}: ${describeFailure(err)}`, { cause: err, retryable: isTransient(err) || statusOf(err) === 409 });
+  };
+
+  const get = async <T extends KubeObject>(ref: ObjectRef): Promise<T | undefined> => {
+    if (!(await serves(ref.apiVersion, ref.kind))) return undefined;
+    try {
+      return (await retry(`read ${describeRef(ref)}`, () => objects.read(headerOf(ref)))) as unknown as T;
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      return fail('read', describeRef(ref), err);
+    }
+  };
+
+  const replace = async <T extends KubeObject>(obj: T): Promise<T> =>
+    (await retry(`replace ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () =>
+      objects.replace(obj as unknown as KubernetesObject),
+    )) as unknown as T;
+
+  return {
+    config,
+    get,
+    async list<T extends KubeObject>(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<T[]> {
+      if (!(await serves(apiVersion, kind))) return [];
+      try {
+        const list = await retry(`list ${kind}`, () =>
+          objects.list(apiVersion, kind, opts.namespace, undefined, undefined, undefined, undefined, opts.labelSelector),
+        );
+        // list items come without apiVersion and kind; callers use them as refs
+        return list.items.map((item) => ({ ...item, apiVersion, kind }) as unknown as T);
+      } catch (err) {
+        return fail('list', kind, err);
+      }
+    },
+    async create<T extends KubeObject>(obj: T): Promise<T> {
+      try {
+        return (await retry(`create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () =>
+          objects.create(obj as unknown as KubernetesObject),
+        )) as unknown as T;
+      } catch (err) {
+        return fail('create', describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind }), err);
+      }
+    },
+    async mergePatch<T extends KubeObject>(ref: ObjectRef, patch: object): Promise<T> {
+      try {
+        return (await retry(`patch ${describeRef(ref)}`, () =>
+          objects.patch({ ...headerOf(ref), ...patch, metadata: { ...(patch as { metadata?: object }).metadata, ...headerOf(ref).metadata } }, undefined, undefined, 'sno-relocate', undefined, PatchStrategy.MergePatch),
+        )) as unknown as T;
+      } catch (err) {
+        return fail('patch', describeRef(ref), err);
+      }
+    },
+    async update<T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T> {
+      for (let attempt = 1; ; attempt++) {
+        const current = await get<T>(ref);
+        if (!current) throw new StepError(`failed to update ${describeRef(ref)}: it does not exist`);
+        const next = change(structuredClone(current));
+        if (next === undefined) return current;
+        try {
+          return await replace({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } });
+        } catch (err) {
+          if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('update', describeRef(ref), err);
+          log.info({ target: describeRef(ref), attempt }, `${describeRef(ref)} changed while it was being updated: reading it again`);
+        }
+      }
+    },
+    async delete(ref: ObjectRef): Promise<boolean> {
+      try {
+        await retry(`delete ${describeRef(ref)}`, () => objects.delete(headerOf(ref)));
+        return true;
+      } catch (err) {
+        if (statusOf(err) === 404) return false;
+        return fail('delete', describeRef(ref), err);
+      }
+    },
+    serves,
+    async approveCsr(name: string, reason: string, message: string): Promise<void> {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const csr = await retry(`read CertificateSigningRequest ${name}`, () => certificates.readCertificateSigningRequest({ name }));
+          const conditions = csr.status?.conditions ?? [];
+          if (conditions.some((c) => c.type === 'Approved' && c.status === 'True')) return;
+          csr.status = { ...csr.status, conditions: [...conditions, { type: 'Approved', status: 'True', reason, message, lastUpdateTime: clock.now() }] };
+          await retry(`approve CertificateSigningRequest ${name}`, () => certificates.replaceCertificateSigningRequestApproval({ name, body: csr }));
+          return;
+        } catch (err) {
+          if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('approve', `CertificateSigningRequest ${name}`, err);
+        }
+      }
+    },
+  };
+}
+
+export interface ConnectOptions extends KubeClientOptions {
+  /** how long to wait for the API to answer; kubelet was just started, so this is minutes */
+  readyTimeoutMs?: number;
+}
+
+/**
+ * Loads the kubeconfig and waits (bounded, logged) until the API answers a cheap list.
+ */
+export async function connectKube(kubeconfigPath: string, log: Logger, options: ConnectOptions = {}): Promise<Kube> {
+  const config = new KubeConfig();
+  try {
+    config.loadFromFile(kubeconfigPath);
+  } catch (err) {
+    throw new StepError(`kubeconfig ${kubeconfigPath} cannot be read: ${errorMessage(err)}`, { cause: err });
+  }
+  const clock = options.clock ?? systemClock;
+  const core = config.makeApiClient(CoreV1Api);
+  const server = config.getCurrentCluster()?.server ?? '(no server)';
+  const timeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
+  let last = '';
+  const ready = await timed(log, `waiting for the API at ${server}`, () =>
+    pollUntil(
+      clock,
+      async () => {
+        try {
+          await core.listNamespace({ limit: 1 });
+          return true;
+        } catch (err) {
+          // an answer that no retry changes (401, 403) ends the wait at once
+          if (err instanceof ApiException && !isTransient(err)) throw new StepError(`the API at ${server} refused the agent: ${describeFailure(err)}`, { cause: err });
+          const reason = describeFailure(err);
+          if (reason !== last) log.info({ server, reason }, 'the API is not answering yet');
+          last = reason;
+          return undefined;
+        }
+      },
+      { timeoutMs, intervalMs: 200, maxIntervalMs: 5_000 },
+    ),
+  );
+  if (!ready) throw new StepError(`the API at ${server} did not answer within ${Math.round(timeoutMs / 1000)} s: ${last}`, { retryable: true });
+  return createKube(config, log, options);
+}
