@@ -30,7 +30,8 @@ describe('invalid site-configs', () => {
   it('accepts the unchanged base document, so each case fails for its own reason', () => {
     const { root, config } = prepare('base', { name: 'base', names: '' });
     const result = runCli(['validate', config, '--root', root]);
-    expect(result.stderr).toBe('');
+    // no finding at all; only the note that, with no trust anchor here, nobody vouched for it
+    expect(result.stderr.split('\n').filter((l) => l && !l.includes('site-config is not authenticated'))).toEqual([]);
     expect(result.code).toBe(0);
   });
 
