@@ -12,6 +12,7 @@ import {
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
+  setHeaderOptions,
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { errorMessage, StepError } from '../engine/errors.js';
@@ -22,6 +23,13 @@ import { DEFAULT_RETRY, describeFailure, isTransient, statusOf, withRetry, type 
 
 /** re-reads after 409 Conflict before giving up: enough for a busy operator, bounded for a stuck one */
 const MAX_CONFLICTS = 10;
+
+interface Resource {
+  group: string;
+  version: string;
+  plural: string;
+  namespaced: boolean;
+}
 
 export interface KubeClientOptions {
   clock?: Clock;
@@ -43,22 +51,23 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
   const clock = options.clock ?? systemClock;
   const policy = options.retry ?? DEFAULT_RETRY;
   const objects = KubernetesObjectApi.makeApiClient(config);
-  const custom = config.makeApiClient(CustomObjectsApi);
+  const customApi = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
   const certificates = config.makeApiClient(CertificatesV1Api);
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(clock, log, what, fn, policy);
-  const served = new Map<string, Promise<Set<string>>>();
+  const served = new Map<string, Promise<Map<string, Resource>>>();
 
-  const resources = (apiVersion: string): Promise<Set<string>> => {
+  const resources = (apiVersion: string): Promise<Map<string, Resource>> => {
     let found = served.get(apiVersion);
     if (!found) {
       const { group, version } = splitApiVersion(apiVersion);
       found = retry(`discover ${apiVersion}`, async () => {
         try {
-          const list = group === '' ? await core.getAPIResources() : await custom.getAPIResources({ group, version });
-          return new Set(list.resources.map((r) => r.kind));
+          const list = group === '' ? await core.getAPIResources() : await customApi.getAPIResources({ group, version });
+          // subresources (routes/status) share their kind: keep the resource itself
+          return new Map(list.resources.filter((r) => !r.name.includes('/')).map((r) => [r.kind, { group, version, plural: r.name, namespaced: r.namespaced }]));
         } catch (err) {
-          if (statusOf(err) === 404) return new Set<string>();
+          if (statusOf(err) === 404) return new Map<string, Resource>();
           throw err;
         }
       });
@@ -69,14 +78,35 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     return found;
   };
   const serves = async (apiVersion: string, kind: string) => (await resources(apiVersion)).has(kind);
+  const resourceOf = async (apiVersion: string, kind: string) => (await resources(apiVersion)).get(kind);
+  const mergePatchOptions = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+  /**
+   * Custom resources go through CustomObjectsApi, which hands back the JSON as sent: the generic
+   * KubernetesObjectApi deserializes unknown kinds into a bare object and drops their spec. Core
+   * kinds (Secret) have models and go through KubernetesObjectApi.
+   */
+  const custom = <T>(r: Resource, ref: { namespace?: string; name?: string }) => ({
+    read: () => (r.namespaced ? customApi.getNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name! }) : customApi.getClusterCustomObject({ ...r, name: ref.name! })) as Promise<T>,
+    create: (body: object) => (r.namespaced ? customApi.createNamespacedCustomObject({ ...r, namespace: ref.namespace!, body }) : customApi.createClusterCustomObject({ ...r, body })) as Promise<T>,
+    replace: (body: object) =>
+      (r.namespaced ? customApi.replaceNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name!, body }) : customApi.replaceClusterCustomObject({ ...r, name: ref.name!, body })) as Promise<T>,
+    patch: (body: object) =>
+      (r.namespaced
+        ? customApi.patchNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name!, body }, mergePatchOptions)
+        : customApi.patchClusterCustomObject({ ...r, name: ref.name!, body }, mergePatchOptions)) as Promise<T>,
+    delete: () => (r.namespaced ? customApi.deleteNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name! }) : customApi.deleteClusterCustomObject({ ...r, name: ref.name! })) as Promise<unknown>,
+  });
 
   const fail = (verb: string, what: string, err: unknown): never => {
     throw new StepError(`failed to ${verb} ${what}: ${describeFailure(err)}`, { cause: err, retryable: isTransient(err) || statusOf(err) === 409 });
   };
 
   const get = async <T extends KubeObject>(ref: ObjectRef): Promise<T | undefined> => {
-    if (!(await serves(ref.apiVersion, ref.kind))) return undefined;
+    const r = await resourceOf(ref.apiVersion, ref.kind);
+    if (!r) return undefined;
     try {
+      if (r.group !== '') return await retry(`read ${describeRef(ref)}`, () => custom<T>(r, ref).read());
       return (await retry(`read ${describeRef(ref)}`, () => objects.read(headerOf(ref)))) as unknown as T;
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
@@ -84,17 +114,30 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     }
   };
 
-  const replace = async <T extends KubeObject>(obj: T): Promise<T> =>
-    (await retry(`replace ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () =>
-      objects.replace(obj as unknown as KubernetesObject),
-    )) as unknown as T;
+  const replace = async <T extends KubeObject>(obj: T): Promise<T> => {
+    const ref = { ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind };
+    const r = await resourceOf(obj.apiVersion, obj.kind);
+    if (r && r.group !== '') return retry(`replace ${describeRef(ref)}`, () => custom<T>(r, ref).replace(obj));
+    return (await retry(`replace ${describeRef(ref)}`, () => objects.replace(obj as unknown as KubernetesObject))) as unknown as T;
+  };
 
   return {
     config,
     get,
     async list<T extends KubeObject>(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<T[]> {
-      if (!(await serves(apiVersion, kind))) return [];
+      const r = await resourceOf(apiVersion, kind);
+      if (!r) return [];
       try {
+        if (r.group !== '') {
+          const page = (await retry(`list ${kind}`, () =>
+            r.namespaced && opts.namespace
+              ? customApi.listNamespacedCustomObject({ ...r, namespace: opts.namespace, labelSelector: opts.labelSelector })
+              : r.namespaced
+                ? customApi.listCustomObjectForAllNamespaces({ ...r, labelSelector: opts.labelSelector })
+                : customApi.listClusterCustomObject({ ...r, labelSelector: opts.labelSelector }),
+          )) as { items: T[] };
+          return page.items.map((item) => ({ ...item, apiVersion, kind }));
+        }
         const list = await retry(`list ${kind}`, () =>
           objects.list(apiVersion, kind, opts.namespace, undefined, undefined, undefined, undefined, opts.labelSelector),
         );
@@ -105,7 +148,9 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       }
     },
     async create<T extends KubeObject>(obj: T): Promise<T> {
+      const r = await resourceOf(obj.apiVersion, obj.kind);
       try {
+        if (r && r.group !== '') return await retry(`create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () => custom<T>(r, obj.metadata).create(obj));
         return (await retry(`create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () =>
           objects.create(obj as unknown as KubernetesObject),
         )) as unknown as T;
@@ -114,7 +159,9 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       }
     },
     async mergePatch<T extends KubeObject>(ref: ObjectRef, patch: object): Promise<T> {
+      const r = await resourceOf(ref.apiVersion, ref.kind);
       try {
+        if (r && r.group !== '') return await retry(`patch ${describeRef(ref)}`, () => custom<T>(r, ref).patch(patch));
         return (await retry(`patch ${describeRef(ref)}`, () =>
           objects.patch({ ...headerOf(ref), ...patch, metadata: { ...(patch as { metadata?: object }).metadata, ...headerOf(ref).metadata } }, undefined, undefined, 'sno-relocate', undefined, PatchStrategy.MergePatch),
         )) as unknown as T;
@@ -137,8 +184,10 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       }
     },
     async delete(ref: ObjectRef): Promise<boolean> {
+      const r = await resourceOf(ref.apiVersion, ref.kind);
       try {
-        await retry(`delete ${describeRef(ref)}`, () => objects.delete(headerOf(ref)));
+        if (r && r.group !== '') await retry(`delete ${describeRef(ref)}`, () => custom(r, ref).delete());
+        else await retry(`delete ${describeRef(ref)}`, () => objects.delete(headerOf(ref)));
         return true;
       } catch (err) {
         if (statusOf(err) === 404) return false;
