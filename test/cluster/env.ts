@@ -1,0 +1,115 @@
+/**
+ * What the cluster step tests share: a real kube-apiserver with the test CRDs and a seeded factory
+ * cluster, and step contexts connected to it through the real Kube adapter, over a temporary root.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Site } from '../../src/config/site.js';
+import { planSteps, runSteps } from '../../src/engine/engine.js';
+import { createBanner } from '../../src/engine/banner.js';
+import { StateStore } from '../../src/engine/state.js';
+import type { StepContext, StepName } from '../../src/engine/step.js';
+import { connectKube } from '../../src/kube/client.js';
+import { createLogger } from '../../src/log/logger.js';
+import { systemClock } from '../../src/ports/clock.js';
+import { createExec } from '../../src/ports/exec.js';
+import { createRootFs } from '../../src/ports/fs.js';
+import type { Kube } from '../../src/ports/kube.js';
+import { STEPS } from '../../src/steps/index.js';
+import { startCluster, type TestCluster } from '../kube/cluster.js';
+import { FACTORY_NODE_IP, FACTORY_NODE_NAME, seedFactoryCluster, type FactoryCluster, type SeedOptions } from '../kube/factory-cluster.js';
+import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
+import { testSite } from '../node/context.js';
+
+export const STATE_DIR = '/var/lib/sno-relocate';
+/** the cluster steps the agent runs before health (which is another step's business) */
+export const CLUSTER_PHASE: StepName[] = ['csr-approval', 'domain', 'routes', 'cluster-pull-secret', 'mirrors'];
+
+export interface ClusterEnv {
+  cluster: TestCluster;
+  factory: FactoryCluster;
+  stop(): Promise<void>;
+}
+
+export async function startFactory(opts: { crds?: ApplyCrdsOptions; seed?: SeedOptions } = {}): Promise<ClusterEnv> {
+  const cluster = await startCluster();
+  try {
+    await applyCrds(cluster.kubeconfigPath, opts.crds);
+    const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
+    return { cluster, factory, stop: () => cluster.stop() };
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+}
+
+/** The site the cluster tests relocate to: the factory node, keeping its name and internal IP. */
+export function storeSite(parts: Partial<Site> = {}): Site {
+  return testSite({
+    name: 'store-0042',
+    baseDomain: 'store42.example.com',
+    hostname: FACTORY_NODE_NAME,
+    network: { internalIP: `${FACTORY_NODE_IP}/24`, nmstate: { interfaces: [] } },
+    pullSecret: { auths: { 'registry.store42.example.com:5000': { auth: Buffer.from('store:store-secret-token').toString('base64') } } },
+    imageDigestMirrors: [{ source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store42.example.com:5000/ocp/release'] }],
+    imageTagMirrors: [{ source: 'registry.redhat.io/redhat', mirrors: ['registry.store42.example.com:5000/redhat'] }],
+    ...parts,
+  });
+}
+
+export interface Agent {
+  ctx: StepContext;
+  root: string;
+  logs: string[];
+  kube: Kube;
+  plan(selected?: StepName[]): ReturnType<typeof planSteps>;
+  run(selected?: StepName[]): ReturnType<typeof runSteps>;
+}
+
+/** A step context on a fresh temporary root (or the given one), connected to the test API. */
+export async function agent(env: ClusterEnv, site: Site, root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')), onLog?: (entry: LogEntry) => void): Promise<Agent> {
+  const logs: string[] = [];
+  const log = createLogger({
+    format: 'json',
+    level: 'debug',
+    journal: false,
+    write: (l) => {
+      logs.push(l);
+      onLog?.(JSON.parse(l) as LogEntry);
+    },
+  });
+  const fs = createRootFs(root);
+  const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000 });
+  const ctx: StepContext = {
+    site,
+    fs,
+    exec: createExec(log),
+    systemd: () => Promise.reject(new Error('no systemd in cluster tests')),
+    nmstate: { show: () => Promise.reject(new Error('no nmstate in cluster tests')) } as unknown as StepContext['nmstate'],
+    kube: async () => kube,
+    clock: systemClock,
+    log,
+    stateDir: STATE_DIR,
+    options: { healthTimeoutSeconds: 1 },
+  };
+  const store = new StateStore(fs, STATE_DIR);
+  return {
+    ctx,
+    root,
+    logs,
+    kube,
+    plan: (selected = CLUSTER_PHASE) => planSteps({ steps: STEPS, selected: new Set(selected), ctx }),
+    run: (selected = CLUSTER_PHASE) => runSteps({ steps: STEPS, selected: new Set(selected), ctx, store, banner: createBanner(undefined), configHash: 'cluster-test' }),
+  };
+}
+
+export interface LogEntry {
+  level: number;
+  msg: string;
+  step?: string;
+  event?: string;
+}
+
+/** Log lines at warn or above, parsed. */
+export const problems = (logs: string[]) => logs.map((l) => JSON.parse(l) as LogEntry).filter((l) => l.level >= 40);
