@@ -1,3 +1,132 @@
-import { pendingStep } from './pending.js';
+/**
+ * [csr-approval] Kubelet, started under the site's hostname, asks for a client certificate (through
+ * the node-bootstrapper) and, once it has one, for a serving certificate. Nobody else approves them
+ * on a single node that has just changed its name, so the agent does: only this node's requests,
+ * checked by src/kube/csr.ts (subject, usages, requestor, names); every other request is left alone
+ * and logged with the reason. Done when the node has an approved client and serving request, or
+ * kubelet already holds valid certificates for its name.
+ */
+import { X509Certificate } from 'node:crypto';
+import { StepError, VerificationError } from '../engine/errors.js';
+import type { Change, Step, StepContext } from '../engine/step.js';
+import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
+import { canonicalIp, parseCidr } from '../node/addresses.js';
+import { readStaticHostname } from '../node/hostname.js';
+import { KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
+import { pollUntil } from '../ports/clock.js';
+import type { Kube, KubeObject } from '../ports/kube.js';
 
-export const csrApprovalStep = pendingStep('csr-approval');
+const CSR_API = 'certificates.k8s.io/v1';
+/** kubelet retries its requests every few seconds; a quarter of an hour covers a slow first start */
+export const CSR_WAIT_MS = 15 * 60_000;
+/** the certificates kubelet writes once a request is signed */
+export const KUBELET_CERTIFICATES: Record<CsrKind, string> = {
+  client: '/var/lib/kubelet/pki/kubelet-client-current.pem',
+  serving: '/var/lib/kubelet/pki/kubelet-server-current.pem',
+};
+
+type Csr = KubeObject & CsrObject;
+
+async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
+  const hostname = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
+  if (!hostname) throw new StepError('csr-approval: the node has no hostname to match requests against', { step: 'csr-approval' });
+  const ips = new Set<string>();
+  const internal = ctx.site.network.internalIP ?? /KUBELET_NODE_IP=([^"\s]+)/.exec((await ctx.fs.readText(KUBELET_NODE_IP_DROP_IN)) ?? '')?.[1];
+  if (internal) ips.add(parseCidr(internal).ip);
+  for (const iface of ctx.site.network.nmstate.interfaces ?? []) {
+    for (const family of [iface.ipv4, iface.ipv6]) for (const a of family?.address ?? []) ips.add(canonicalIp(a.ip));
+  }
+  return { hostname, ips: [...ips] };
+}
+
+/** Kinds for which kubelet already holds a valid certificate under this node's name. */
+async function issuedOnDisk(ctx: StepContext, node: NodeIdentity): Promise<Set<CsrKind>> {
+  const issued = new Set<CsrKind>();
+  for (const kind of ['client', 'serving'] as const) {
+    const pem = await ctx.fs.readText(KUBELET_CERTIFICATES[kind]);
+    if (!pem?.includes('BEGIN CERTIFICATE')) continue;
+    try {
+      const cert = new X509Certificate(pem);
+      const valid = new Date(cert.validTo).getTime() > ctx.clock.now().getTime();
+      if (valid && cert.subject.split('\n').includes(`CN=system:node:${node.hostname}`)) issued.add(kind);
+    } catch {
+      // unreadable: kubelet will ask again, and that request is approved here
+    }
+  }
+  return issued;
+}
+
+interface Survey {
+  node: NodeIdentity;
+  toApprove: { name: string; kind: CsrKind; why: string }[];
+  leftAlone: { name: string; why: string }[];
+  /** kinds this node already has: an approved request of its own, or a certificate on disk */
+  done: Set<CsrKind>;
+}
+
+async function survey(ctx: StepContext, kube: Kube, node: NodeIdentity): Promise<Survey> {
+  const csrs = await kube.list<Csr>(CSR_API, 'CertificateSigningRequest');
+  const result: Survey = { node, toApprove: [], leftAlone: [], done: await issuedOnDisk(ctx, node) };
+  for (const csr of csrs) {
+    const state = csrState(csr);
+    if (state === 'denied' || state === 'failed') continue;
+    const verdict = judgeCsr(csr, node);
+    if (state === 'approved') {
+      if (verdict.approve) result.done.add(verdict.kind);
+    } else if (verdict.approve) result.toApprove.push({ name: csr.metadata.name, kind: verdict.kind, why: verdict.why });
+    else result.leftAlone.push({ name: csr.metadata.name, why: verdict.why });
+  }
+  return result;
+}
+
+const missing = (s: Survey): CsrKind[] => (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
+
+export const csrApprovalStep: Step = {
+  name: 'csr-approval',
+  group: 'cluster',
+  inputs: (site) => ({ hostname: site.hostname ?? null, internalIP: site.network.internalIP ?? null, nmstate: site.network.nmstate }),
+
+  async plan(ctx) {
+    const s = await survey(ctx, await ctx.kube(), await nodeIdentity(ctx));
+    for (const l of s.leftAlone) ctx.log.debug({ csr: l.name, reason: l.why }, `CSR ${l.name} is not this node's: ${l.why}`);
+    if (s.toApprove.length === 0 && s.done.size === 2) return { action: 'noop', reason: `node ${s.node.hostname} has its client and serving certificates approved` };
+    const changes: Change[] = s.toApprove.map((a) => ({ action: 'approve', target: `CertificateSigningRequest ${a.name}`, summary: a.why }));
+    const waiting = missing(s);
+    const wait = waiting.length > 0 ? `; then wait for kubelet's ${waiting.join(' and ')} request` : '';
+    return { action: 'change', summary: `approve node ${s.node.hostname}'s kubelet certificate requests${wait}`, changes };
+  },
+
+  async apply(ctx) {
+    const kube = await ctx.kube();
+    const node = await nodeIdentity(ctx);
+    const reported = new Set<string>();
+    let last: Survey | undefined;
+    const settled = await pollUntil(
+      ctx.clock,
+      async () => {
+        const s = await survey(ctx, kube, node);
+        last = s;
+        for (const l of s.leftAlone.filter((l) => !reported.has(l.name))) {
+          reported.add(l.name);
+          ctx.log.info({ csr: l.name, reason: l.why }, `CSR ${l.name} left alone: ${l.why}`);
+        }
+        for (const a of s.toApprove) {
+          await kube.approveCsr(a.name, 'SnoRelocateApproved', `approved by sno-relocate: ${a.why}`);
+          s.done.add(a.kind);
+          ctx.log.info({ csr: a.name, kind: a.kind, reason: a.why }, `CSR ${a.name} approved: ${a.why}`);
+        }
+        return s.done.size === 2 ? true : undefined;
+      },
+      { timeoutMs: CSR_WAIT_MS, intervalMs: 500, maxIntervalMs: 5_000 },
+    );
+    if (!settled) {
+      const waiting = last ? missing(last).join(' and ') : 'client and serving';
+      throw new StepError(`csr-approval: kubelet filed no ${waiting} request for node ${node.hostname} within ${CSR_WAIT_MS / 60_000} min`, { step: 'csr-approval', retryable: true });
+    }
+  },
+
+  async verify(ctx) {
+    const s = await survey(ctx, await ctx.kube(), await nodeIdentity(ctx));
+    if (s.done.size < 2) throw new VerificationError(`csr-approval: node ${s.node.hostname} has no approved ${missing(s).join(' and ')} request`, { step: 'csr-approval', retryable: true });
+  },
+};

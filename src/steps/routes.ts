@@ -1,3 +1,84 @@
-import { pendingStep } from './pending.js';
+/**
+ * [routes] Every route whose host lies under an old apps domain moves to the site's: the part
+ * before the domain, the namespace, the name and the rest of the spec stay. Routes with hosts of
+ * their own (a shop's public name) are not touched. Each route is one merge patch of spec.host,
+ * sent in parallel with a bound so a node with a thousand routes neither waits on them one by one
+ * nor floods an API server that has just restarted.
+ */
+import pLimit from 'p-limit';
+import { VerificationError } from '../engine/errors.js';
+import type { Step, StepContext } from '../engine/step.js';
+import { oldAppsDomains, readIngressConfig, siteDomains } from '../kube/openshift.js';
+import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
-export const routesStep = pendingStep('routes');
+const ROUTE_API = 'route.openshift.io/v1';
+/** parallel patches: enough to hide the round trips, few enough for a single-node API server */
+export const ROUTE_CONCURRENCY = 16;
+
+type Route = KubeObject & { spec?: { host?: string } };
+
+interface Move {
+  route: Route;
+  from: string;
+  to: string;
+}
+
+/** The host under the new domain, or undefined when `host` is under none of the old ones. */
+export function movedHost(host: string, oldDomains: readonly string[], newDomain: string): string | undefined {
+  const old = oldDomains.find((d) => host.endsWith(`.${d}`));
+  return old === undefined ? undefined : `${host.slice(0, host.length - old.length)}${newDomain}`;
+}
+
+async function survey(ctx: StepContext): Promise<{ moves: Move[]; newDomain: string; oldDomains: string[] }> {
+  const kube = await ctx.kube();
+  const ingress = await readIngressConfig(kube);
+  const { apps } = await siteDomains(kube, ctx.site, ingress);
+  const oldDomains = await oldAppsDomains(ctx.fs, ctx.stateDir, ingress, apps);
+  const routes = await kube.list<Route>(ROUTE_API, 'Route');
+  const moves: Move[] = [];
+  for (const route of routes) {
+    const from = route.spec?.host;
+    const to = from === undefined ? undefined : movedHost(from, oldDomains, apps);
+    if (from !== undefined && to !== undefined) moves.push({ route, from, to });
+  }
+  return { moves, newDomain: apps, oldDomains };
+}
+
+export const routesStep: Step = {
+  name: 'routes',
+  group: 'cluster',
+  inputs: (site) => ({ baseDomain: site.baseDomain, clusterName: site.clusterName ?? null }),
+
+  async plan(ctx) {
+    const { moves, newDomain, oldDomains } = await survey(ctx);
+    if (moves.length === 0) return { action: 'noop', reason: `no route is left under ${oldDomains.join(' or ') || 'an old apps domain'}` };
+    return {
+      action: 'change',
+      summary: `move ${moves.length} route${moves.length === 1 ? '' : 's'} from ${oldDomains.join(', ')} to ${newDomain}`,
+      changes: moves.map((m) => ({ action: 'update', target: describeRef(refOf(m.route)), diff: [`- spec.host: ${m.from}`, `+ spec.host: ${m.to}`] })),
+    };
+  },
+
+  async apply(ctx) {
+    const kube = await ctx.kube();
+    const { moves } = await survey(ctx);
+    const limit = pLimit(ROUTE_CONCURRENCY);
+    await Promise.all(
+      moves.map((m) =>
+        limit(async () => {
+          // a merge patch of the host alone: whatever else the route's owner changes meanwhile stays
+          await kube.mergePatch(refOf(m.route), { spec: { host: m.to } });
+          ctx.log.debug({ route: describeRef(refOf(m.route)), from: m.from, to: m.to }, 'route moved');
+        }),
+      ),
+    );
+    ctx.log.info({ routes: moves.length }, `${moves.length} routes moved`);
+  },
+
+  async verify(ctx) {
+    const { moves } = await survey(ctx);
+    if (moves.length > 0) {
+      throw new VerificationError(`routes: ${moves.length} still under the old domain, e.g. ${describeRef(refOf(moves[0]!.route))} (${moves[0]!.from})`, { step: 'routes', retryable: true });
+    }
+  },
+};

@@ -1,0 +1,92 @@
+/**
+ * The site CA and the serving certificates it signs. The CA's key lives in the state folder (0600)
+ * so that a rerun, or a second pass after a power cut, signs with the same CA instead of minting a
+ * new one the technician's browsers would have to learn again. Serving keys never touch the disk:
+ * they go straight into TLS secrets.
+ */
+import type { KeyObject, X509Certificate } from 'node:crypto';
+import path from 'node:path';
+import type { CertificatePair } from '../config/site.js';
+import type { RootFs } from '../ports/fs.js';
+import { certificatesIn, issue, keyToPem, matchesKey, newKey, parseKey, validFor, type Issuer } from './x509.js';
+
+export const SITE_CA_DIR = 'site-ca';
+const CA_VALIDITY_DAYS = 3650;
+/** shorter than the CA: a node at a store is rarely touched, so the certificates outlive a few upgrades */
+const SERVING_VALIDITY_DAYS = 825;
+/** a certificate that expires sooner than this is issued again */
+export const RENEW_MARGIN_DAYS = 30;
+/** clocks of freshly installed machines run behind; backdating keeps the certificate valid for them */
+const BACKDATE_MS = 60 * 60_000;
+
+export interface SiteCa extends Issuer {
+  certPem: string;
+}
+
+const caPaths = (stateDir: string) => ({ cert: path.join(stateDir, SITE_CA_DIR, 'ca.crt'), key: path.join(stateDir, SITE_CA_DIR, 'ca.key') });
+
+/** The site CA kept in the state folder; undefined when there is none yet (or it is unreadable or expiring). */
+export async function loadSiteCa(fs: RootFs, stateDir: string, now: Date): Promise<SiteCa | undefined> {
+  const paths = caPaths(stateDir);
+  const [certPem, keyPem] = await Promise.all([fs.readText(paths.cert), fs.readText(paths.key)]);
+  if (!certPem || !keyPem) return undefined;
+  try {
+    const cert = certificatesIn(certPem)[0];
+    const key = parseKey(keyPem);
+    if (!cert || !matchesKey(cert, key) || !validFor(cert, now, RENEW_MARGIN_DAYS)) return undefined;
+    return { cert, key, certPem };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kept site CA, or a new one written to the state folder (key 0600) first. */
+export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: string, now: Date): Promise<SiteCa> {
+  const kept = await loadSiteCa(fs, stateDir, now);
+  if (kept) return kept;
+  const key = newKey();
+  const certPem = issue({ commonName: `sno-relocate site CA ${siteName}`, isCA: true, notBefore: new Date(now.getTime() - BACKDATE_MS), validityDays: CA_VALIDITY_DAYS }, key);
+  const paths = caPaths(stateDir);
+  await fs.mkdirp(path.dirname(paths.key), 0o700);
+  // the key first: a certificate without its key would be unusable after a power cut
+  await fs.writeAtomic(paths.key, keyToPem(key), { mode: 0o600 });
+  await fs.writeAtomic(paths.cert, certPem, { mode: 0o644 });
+  return { cert: certificatesIn(certPem)[0]!, key, certPem };
+}
+
+/** A serving certificate for `names` (the first is the subject), with the CA appended as its chain. */
+export function issueServing(names: readonly string[], ca: SiteCa, now: Date): CertificatePair {
+  const key: KeyObject = newKey();
+  const leaf = issue({ commonName: names[0]!, dnsNames: [...names], notBefore: new Date(now.getTime() - BACKDATE_MS), validityDays: SERVING_VALIDITY_DAYS }, key, ca);
+  return { certPem: leaf + ca.certPem, keyPem: keyToPem(key) };
+}
+
+const dnsNamesOf = (cert: X509Certificate): string[] =>
+  (cert.subjectAltName ?? '')
+    .split(', ')
+    .filter((n) => n.startsWith('DNS:'))
+    .map((n) => n.slice(4));
+
+/**
+ * Why a certificate and key pair does not serve `names` signed by `ca`, or undefined when it does:
+ * it must be readable, match its key, name every one of `names`, chain to the CA and stay valid.
+ */
+export function servingProblem(pair: CertificatePair, names: readonly string[], ca: SiteCa | undefined, now: Date): string | undefined {
+  let leaf: X509Certificate | undefined;
+  let key: KeyObject;
+  try {
+    leaf = certificatesIn(pair.certPem)[0];
+    key = parseKey(pair.keyPem);
+  } catch {
+    return 'the certificate or key cannot be read';
+  }
+  if (!leaf) return 'no certificate';
+  if (!matchesKey(leaf, key)) return 'the key does not match the certificate';
+  const sans = new Set(dnsNamesOf(leaf));
+  const absent = names.filter((n) => !sans.has(n));
+  if (absent.length > 0) return `it does not name ${absent.join(', ')}`;
+  if (!validFor(leaf, now, RENEW_MARGIN_DAYS)) return `it expires within ${RENEW_MARGIN_DAYS} days`;
+  if (!ca) return 'the site CA that signed it is gone';
+  if (!leaf.checkIssued(ca.cert) || !leaf.verify(ca.cert.publicKey)) return 'it is not signed by the site CA';
+  return undefined;
+}

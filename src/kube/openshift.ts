@@ -1,0 +1,143 @@
+/**
+ * The OpenShift objects the cluster steps read and change, the mark on the ones the agent owns,
+ * and the cluster's names (domain, apps domain, cluster name) as the steps derive them.
+ */
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { StepError } from '../engine/errors.js';
+import type { RootFs } from '../ports/fs.js';
+import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
+
+/** On every object the agent creates; reruns replace or delete only objects carrying it. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'sno-relocate';
+export const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY}`;
+export const managedLabels = { [MANAGED_BY_LABEL]: MANAGED_BY } as const;
+/** Secrets the agent writes into openshift-config start with this; entries naming them are the agent's. */
+export const SECRET_PREFIX = 'sno-relocate-';
+
+export const CONFIG_NAMESPACE = 'openshift-config';
+export const INGRESS_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' };
+export const APISERVER_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'APIServer', name: 'cluster' };
+export const INFRASTRUCTURE_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Infrastructure', name: 'cluster' };
+
+export interface IngressConfig extends KubeObject {
+  spec?: {
+    domain?: string;
+    appsDomain?: string;
+    componentRoutes?: ComponentRoute[];
+    [field: string]: unknown;
+  };
+}
+
+export interface ComponentRoute {
+  namespace: string;
+  name: string;
+  hostname: string;
+  servingCertKeyPairSecret?: { name: string };
+}
+
+export interface NamedCertificate {
+  names?: string[];
+  servingCertificate: { name: string };
+}
+
+export interface APIServerConfig extends KubeObject {
+  spec?: { servingCerts?: { namedCertificates?: NamedCertificate[] }; [field: string]: unknown };
+}
+
+export interface SecretObject extends KubeObject {
+  type?: string;
+  data?: Record<string, string>;
+}
+
+export async function readIngressConfig(kube: Kube): Promise<IngressConfig> {
+  const ingress = await kube.get<IngressConfig>(INGRESS_CONFIG);
+  if (!ingress?.spec?.domain) throw new StepError('ingress.config.openshift.io/cluster has no spec.domain: this does not look like an OpenShift cluster');
+  return ingress;
+}
+
+/**
+ * The cluster's name: the site's, else the first label after `api.` in the Infrastructure's API
+ * URL, else the first label after `apps.` in the ingress domain (api.<name>.<base>, apps.<name>.<base>).
+ */
+export async function clusterName(kube: Kube, siteName: string | undefined, ingress: IngressConfig): Promise<string> {
+  if (siteName) return siteName;
+  const infrastructure = await kube.get<KubeObject & { status?: { apiServerURL?: string } }>(INFRASTRUCTURE_CONFIG);
+  const url = infrastructure?.status?.apiServerURL;
+  const fromApi = url ? /^api\.([^.]+)\./.exec(new URL(url).hostname)?.[1] : undefined;
+  if (fromApi) return fromApi;
+  const fromApps = /^apps\.([^.]+)\./.exec(ingress.spec?.domain ?? '')?.[1];
+  if (fromApps) return fromApps;
+  throw new StepError(`cannot tell the cluster's name from ingress domain ${ingress.spec?.domain ?? '(none)'}: set spec.clusterName in the site-config`);
+}
+
+/** Flattened `path: value` lines of a JSON value, for plan diffs. */
+function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
+  if (value !== null && typeof value === 'object' && !(Array.isArray(value) && value.length === 0)) {
+    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [prefix ? `.${k}` : k, v] as const);
+    if (entries.length === 0) out.set(prefix, '{}');
+    for (const [key, v] of entries) flatten(v, `${prefix}${key}`, out);
+    return;
+  }
+  out.set(prefix, JSON.stringify(value));
+}
+
+/** `- path: old` / `+ path: new` lines for what differs between two JSON values; [] when equal. */
+export function diffLines(before: unknown, after: unknown, prefix = ''): string[] {
+  if (isDeepStrictEqual(before, after)) return [];
+  const a = new Map<string, string>();
+  const b = new Map<string, string>();
+  if (before !== undefined) flatten(before, prefix, a);
+  if (after !== undefined) flatten(after, prefix, b);
+  const lines: string[] = [];
+  for (const key of new Set([...a.keys(), ...b.keys()])) {
+    const old = a.get(key);
+    const now = b.get(key);
+    if (old === now) continue;
+    if (old !== undefined) lines.push(`- ${key}: ${old}`);
+    if (now !== undefined) lines.push(`+ ${key}: ${now}`);
+  }
+  return lines;
+}
+
+export interface SiteDomains {
+  cluster: string;
+  /** apps.<cluster>.<baseDomain> */
+  apps: string;
+  /** api.<cluster>.<baseDomain> */
+  api: string;
+}
+
+export async function siteDomains(kube: Kube, site: { clusterName?: string; baseDomain: string }, ingress: IngressConfig): Promise<SiteDomains> {
+  const cluster = await clusterName(kube, site.clusterName, ingress);
+  return { cluster, apps: `apps.${cluster}.${site.baseDomain}`, api: `api.${cluster}.${site.baseDomain}` };
+}
+
+/**
+ * Apps domains the routes may still use. spec.domain never changes (OpenShift forbids it), but a
+ * node relocated before moved its routes to an appsDomain that the next relocation replaces; the
+ * domain step writes that one down here before it changes the ingress config, so the routes step
+ * finds it on a rerun even though the ingress config no longer shows it.
+ */
+const APPS_DOMAINS_FILE = 'previous-apps-domains.json';
+
+async function rememberedAppsDomains(fs: RootFs, stateDir: string): Promise<string[]> {
+  const text = await fs.readText(path.join(stateDir, APPS_DOMAINS_FILE));
+  if (text === undefined) return [];
+  const parsed = JSON.parse(text) as unknown;
+  return Array.isArray(parsed) ? parsed.filter((d): d is string => typeof d === 'string') : [];
+}
+
+export async function rememberAppsDomain(fs: RootFs, stateDir: string, domain: string): Promise<void> {
+  const known = await rememberedAppsDomains(fs, stateDir);
+  if (known.includes(domain)) return;
+  await fs.mkdirp(stateDir, 0o700);
+  await fs.writeAtomic(path.join(stateDir, APPS_DOMAINS_FILE), `${JSON.stringify([...known, domain])}\n`, { mode: 0o644 });
+}
+
+/** Every apps domain routes may have been created under, except the site's. */
+export async function oldAppsDomains(fs: RootFs, stateDir: string, ingress: IngressConfig, newDomain: string): Promise<string[]> {
+  const candidates = [ingress.spec?.domain, ingress.spec?.appsDomain, ...(await rememberedAppsDomains(fs, stateDir))];
+  return [...new Set(candidates.filter((d): d is string => !!d && d !== newDomain))];
+}
