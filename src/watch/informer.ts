@@ -1,0 +1,159 @@
+/**
+ * One resource followed the way client-go's reflector does it: a paged list, then a watch from the
+ * list's resourceVersion (bookmarks on, server-side timeout), again and again; after any failure a
+ * backoff and a fresh list, which is also the periodic resync. Built on client-node's Watch and
+ * CustomObjectsApi rather than its ListWatch, which keeps whole objects (a CSV with its icon and
+ * install strategy), stops for good after the first error and never resyncs.
+ */
+import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import { describeFailure } from '../kube/retry.js';
+import type { Clock } from '../ports/clock.js';
+import type { WatchedObject } from './model.js';
+import type { RawObject, WatchedResource } from './resources.js';
+
+export interface InformerSink {
+  replace(objects: WatchedObject[]): void;
+  upsert(object: WatchedObject): void;
+  delete(object: WatchedObject): void;
+  /** a list or watch failed; the informer backs off and lists again */
+  error(message: string): void;
+  /** a list succeeded: the resource is in sync */
+  synced(): void;
+}
+
+export interface InformerOptions {
+  clock: Clock;
+  /** a full list at least this often, even when watches run fine */
+  resyncMs: number;
+  pageSize: number;
+  firstBackoffMs: number;
+  maxBackoffMs: number;
+}
+
+export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock'> = { resyncMs: 10 * 60_000, pageSize: 500, firstBackoffMs: 500, maxBackoffMs: 30_000 };
+
+class Gone extends Error {}
+
+interface WatchEventLine {
+  type?: string;
+  object?: RawObject & { code?: number; message?: string };
+}
+
+export class Informer {
+  private stopped = false;
+  private readonly abort = new AbortController();
+  private request: AbortController | undefined;
+  private readonly custom: CustomObjectsApi;
+  private readonly watcher: Watch;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    config: KubeConfig,
+    private readonly resource: WatchedResource,
+    private readonly version: string,
+    private readonly sink: InformerSink,
+    private readonly options: InformerOptions,
+  ) {
+    this.custom = config.makeApiClient(CustomObjectsApi);
+    this.watcher = new Watch(config);
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    this.request?.abort();
+    await this.running;
+  }
+
+  private get path(): string {
+    return `/apis/${this.resource.group}/${this.version}/${this.resource.plural}`;
+  }
+
+  private async run(): Promise<void> {
+    let backoff = this.options.firstBackoffMs;
+    while (!this.stopped) {
+      try {
+        const listedAt = this.options.clock.monotonic();
+        let resourceVersion = await this.list();
+        this.sink.synced();
+        backoff = this.options.firstBackoffMs;
+        while (!this.stopped && this.options.clock.monotonic() - listedAt < this.options.resyncMs) {
+          resourceVersion = await this.watchOnce(resourceVersion, Math.ceil((this.options.resyncMs - (this.options.clock.monotonic() - listedAt)) / 1000));
+        }
+      } catch (err) {
+        if (this.stopped) return;
+        if (!(err instanceof Gone)) {
+          this.sink.error(`${this.resource.kind}: ${describeFailure(err)}`);
+          await this.options.clock.sleep(backoff, this.abort.signal).catch(() => undefined);
+          backoff = Math.min(backoff * 2, this.options.maxBackoffMs);
+        }
+      }
+    }
+  }
+
+  private async list(): Promise<string> {
+    const objects: WatchedObject[] = [];
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = (await this.custom.listClusterCustomObject({
+        group: this.resource.group,
+        version: this.version,
+        plural: this.resource.plural,
+        limit: this.options.pageSize,
+        ...(continueToken && { _continue: continueToken }),
+        ...(this.resource.fieldSelector && { fieldSelector: this.resource.fieldSelector }),
+      })) as { items?: RawObject[]; metadata?: { continue?: string; resourceVersion?: string } };
+      for (const item of page.items ?? []) {
+        const projected = this.resource.project(item);
+        if (projected) objects.push(projected);
+      }
+      continueToken = page.metadata?.continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+    } while (continueToken && !this.stopped);
+    this.sink.replace(objects);
+    return resourceVersion;
+  }
+
+  /** Resolves with the last resourceVersion seen when the server ends the watch; rejects on failure. */
+  private watchOnce(resourceVersion: string, timeoutSeconds: number): Promise<string> {
+    let latest = resourceVersion;
+    let gone = false;
+    return new Promise<string>((resolve, reject) => {
+      const onEvent = (type: string, object: WatchEventLine['object']): void => {
+        if (!object) return;
+        if (type === 'ERROR') {
+          // 410: the version is too old for a watch; a fresh list follows
+          if (object.code === 410) gone = true;
+          else reject(new Error(`watch error ${object.code ?? ''}: ${object.message ?? 'unknown'}`));
+          return;
+        }
+        latest = object.metadata?.resourceVersion ?? latest;
+        if (type === 'BOOKMARK') return;
+        const projected = this.resource.project(object);
+        if (type === 'DELETED' || !projected) this.sink.delete(projected ?? { metadata: { name: object.metadata?.name ?? '', ...(object.metadata?.namespace && { namespace: object.metadata.namespace }) } });
+        else this.sink.upsert(projected);
+      };
+      const onDone = (err: unknown): void => {
+        this.request = undefined;
+        if (gone) reject(new Gone());
+        else if (err && !this.stopped) reject(err);
+        else resolve(latest);
+      };
+      const query = {
+        resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: Math.max(1, Math.min(timeoutSeconds, 300 + Math.floor(Math.random() * 300))),
+        ...(this.resource.fieldSelector && { fieldSelector: this.resource.fieldSelector }),
+      };
+      void this.watcher.watch(this.path, query, onEvent, onDone).then((request) => {
+        if (this.stopped) request.abort();
+        else this.request = request;
+      }, reject);
+    });
+  }
+}

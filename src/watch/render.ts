@@ -1,0 +1,31 @@
+/** Findings for people: a table for `watch --once` and `status`, with how long each has held. */
+import type { Finding, Health } from './model.js';
+
+/** 45s, 5m, 2h10m, 3d */
+export function formatAge(fromIso: string | undefined, now: Date): string {
+  if (!fromIso) return '';
+  const s = Math.max(0, Math.floor((now.getTime() - Date.parse(fromIso)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+}
+
+export function renderFindings(findings: readonly Finding[], now: Date): string[] {
+  if (findings.length === 0) return ['No findings.'];
+  const rows = [['SEVERITY', 'COMPONENT', 'OBJECT', 'FOR', 'REASON']];
+  for (const f of findings) rows.push([f.severity, f.component, f.object, formatAge(f.since, now), f.reason]);
+  const lines = table(rows);
+  const hints = findings.filter((f) => f.hint && f.severity !== 'info');
+  if (hints.length > 0) lines.push('', 'Hints:', ...hints.map((f) => `  ${f.object}: ${f.hint}`));
+  return lines;
+}
+
+export function renderHealth(health: Health, findings: readonly Finding[], now: Date, header: string[] = []): string {
+  return `${[...header, `Health:   ${health}`, '', ...renderFindings(findings, now)].join('\n')}\n`;
+}

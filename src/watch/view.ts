@@ -1,0 +1,81 @@
+/**
+ * The cluster as the checks see it: a ClusterSource feeding an ObjectStore (and a recording, when
+ * asked), evaluated on demand. Shared by `watch`, `watch --once` and the health step.
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { errorMessage, StepError } from '../engine/errors.js';
+import type { Logger } from '../log/logger.js';
+import type { Clock } from '../ports/clock.js';
+import { runChecks } from './checks/index.js';
+import type { WatchContext } from './model.js';
+import type { Recorder } from './record.js';
+import { ClusterSource, type SourceStatus } from './source.js';
+import { ObjectStore, type WatchEvent } from './store.js';
+import { evaluate, type Evaluation } from './track.js';
+
+export interface ClusterViewOptions {
+  clock: Clock;
+  log: Logger;
+  ctx: WatchContext;
+  recorder?: Recorder;
+  /** called after each event, for a consumer that reacts to changes */
+  onChange?(): void;
+  resyncMs?: number;
+}
+
+export class ClusterView {
+  readonly store = new ObjectStore();
+  private readonly source: ClusterSource;
+  private last: Evaluation = { findings: [], firstSeen: new Map() };
+
+  constructor(
+    readonly config: KubeConfig,
+    private readonly options: ClusterViewOptions,
+  ) {
+    const emit = (event: WatchEvent): void => {
+      this.store.apply(event);
+      options.recorder?.write({ ...event, at: options.clock.now().toISOString() });
+      options.onChange?.();
+    };
+    this.source = new ClusterSource(config, {
+      clock: options.clock,
+      emit,
+      onError: (resource, message) => options.log.warn({ resource }, `watch ${resource}: ${message}; listing again after a backoff`),
+      ...(options.resyncMs !== undefined && { resyncMs: options.resyncMs }),
+    });
+  }
+
+  get server(): string {
+    return this.config.getCurrentCluster()?.server ?? '(no server)';
+  }
+
+  start(): void {
+    this.source.start();
+  }
+
+  /** Waits for a full sync, bounded; the error names what failed last. */
+  async synced(timeoutMs: number): Promise<void> {
+    try {
+      await this.source.synced(AbortSignal.timeout(timeoutMs));
+    } catch (err) {
+      const status = this.source.snapshotStatus();
+      throw new StepError(`no full sync with the API at ${this.server} within ${Math.round(timeoutMs / 1000)}s${status.lastError ? `: ${status.lastError}` : ` (${errorMessage(err)})`}`, { retryable: true });
+    }
+  }
+
+  status(): SourceStatus {
+    return this.source.snapshotStatus();
+  }
+
+  /** Runs the checks over what is observed now; findings keep the time they were first seen. */
+  evaluate(): Evaluation {
+    this.last = evaluate(runChecks(this.store, this.options.ctx), this.last.firstSeen, this.options.clock.now());
+    this.options.recorder?.write({ type: 'evaluate', at: this.options.clock.now().toISOString() });
+    return this.last;
+  }
+
+  async stop(): Promise<void> {
+    await this.source.stop();
+    await this.options.recorder?.close();
+  }
+}
