@@ -8,7 +8,6 @@
  * not be mirrored at all, so they are reported in the plan and the log.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
 import { VerificationError } from '../engine/errors.js';
 import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
