@@ -86,7 +86,8 @@ export interface StepContextHandle {
   close(): void;
 }
 
-export function createStepContext(rt: Runtime, loaded: LoadedSite, options: RunOptions): StepContextHandle {
+/** `kubeReadyTimeoutMs`: how long to wait for the API; `run` waits for kubelet to bring it up, `plan` does not. */
+export function createStepContext(rt: Runtime, loaded: LoadedSite, options: RunOptions, connect: { kubeReadyTimeoutMs?: number } = {}): StepContextHandle {
   const kubeconfig = async (): Promise<string> => {
     if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
     if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
@@ -94,7 +95,7 @@ export function createStepContext(rt: Runtime, loaded: LoadedSite, options: RunO
     throw new Error(`no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`);
   };
   const systemd = lazy<Systemd>(() => connectSystemd(rt.log));
-  const kube = lazy<Kube>(async () => connectKube(await kubeconfig(), rt.log));
+  const kube = lazy<Kube>(async () => connectKube(await kubeconfig(), rt.log, { readyTimeoutMs: connect.kubeReadyTimeoutMs }));
   let systemdUsed = false;
   return {
     ctx: {

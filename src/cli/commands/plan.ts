@@ -7,13 +7,16 @@ import { renderPlan, type ShownPlan } from '../render-plan.js';
 import { createRuntime, createStepContext, loadSite } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
+const PLAN_API_WAIT_MS = 5000;
+
 export async function planCommand(inv: Invocation): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json', 'yaml'] as const, 'text');
   const selected = selectSteps(inv.flags.only, inv.flags.skip);
   const rt = createRuntime(inv.flags);
   const loaded = await loadSite(rt, atMostOnePath('plan', inv.positionals));
   if (!loaded) return { exitCode: 0, stdout: 'no site-config found: nothing to plan\n' };
-  const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) });
+  // a plan is a look, not a wait: an API that does not answer within seconds defers the cluster steps
+  const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) }, { kubeReadyTimeoutMs: PLAN_API_WAIT_MS });
   const steps: ShownPlan[] = [];
   try {
     for (const step of STEPS.filter((s) => selected.has(s.name))) {
