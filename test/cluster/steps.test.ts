@@ -1,0 +1,211 @@
+/**
+ * The cluster phase (csr-approval .. mirrors) on a seeded factory cluster served by a real
+ * kube-apiserver, through the real engine: what it plans, what the cluster holds afterwards, and
+ * that a rerun and a second relocation change only what they must.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planSteps } from '../../src/engine/engine.js';
+import { STEPS } from '../../src/steps/index.js';
+import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
+import { agentFor, CLUSTER_PHASE, clusterSite, kubeSkipped, openssl, problems, SITE_HOSTNAME, startFactory, STATE_DIR, type Factory } from './harness.js';
+
+const NEW_APPS = 'apps.sno.store42.example.com';
+const NEW_API = 'api.sno.store42.example.com';
+const cfg = { group: 'config.openshift.io', version: 'v1' };
+
+describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
+  let factory: Factory;
+  let kc: KubeConfig;
+  let root: string;
+
+  beforeAll(async () => {
+    factory = await startFactory();
+    kc = factory.cluster.kubeConfig();
+  });
+  afterAll(async () => {
+    await factory?.stop();
+  });
+
+  const custom = () => kc.makeApiClient(CustomObjectsApi);
+  const core = () => kc.makeApiClient(CoreV1Api);
+  const routes = async () =>
+    ((await custom().listClusterCustomObject({ group: 'route.openshift.io', version: 'v1', plural: 'routes' })) as { items: { metadata: { namespace: string; name: string; resourceVersion: string }; spec: Record<string, unknown> & { host: string } }[] }).items;
+  const csrState = async (name: string) => {
+    const csr = await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name });
+    return csr.status?.conditions?.find((c) => c.type === 'Approved')?.status === 'True' ? 'approved' : 'pending';
+  };
+  const secret = async (name: string) => core().readNamespacedSecret({ namespace: 'openshift-config', name });
+
+  it('plans from the live API without changing it: approvals, certificates, config diffs, routes, a redacted pull secret, mirrors', async () => {
+    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite());
+    const before = await routes();
+    const plans = await planSteps({ steps: STEPS, selected: new Set(CLUSTER_PHASE), ctx: agent.ctx });
+    const byStep = Object.fromEntries(plans.map((p) => [p.step, p]));
+    expect(byStep['csr-approval']).toMatchObject({ action: 'change' });
+    const approvals = byStep['csr-approval']!.action === 'change' ? byStep['csr-approval']!.changes.map((c) => c.target) : [];
+    expect(approvals.sort()).toEqual([`CertificateSigningRequest ${factory.seeded.csrs.nodeClient}`, `CertificateSigningRequest ${factory.seeded.csrs.nodeServing}`].sort());
+    const domain = byStep.domain!;
+    expect(domain.action).toBe('change');
+    const domainText = JSON.stringify(domain);
+    expect(domainText).toContain(`+ spec.appsDomain: \\"${NEW_APPS}\\"`);
+    expect(domainText).toContain('Secret openshift-config/sno-relocate-api');
+    expect(domainText).not.toMatch(/PRIVATE KEY|BEGIN CERTIFICATE/);
+    const routesPlan = byStep.routes!;
+    expect(routesPlan.action === 'change' && routesPlan.changes.length).toBe(factory.seeded.oldDomainRoutes.length);
+    expect(JSON.stringify(byStep['cluster-pull-secret'])).toContain('- <redacted: 2 registries>');
+    expect(JSON.stringify(byStep['cluster-pull-secret'])).toContain('+ <redacted: 1 registry>');
+    expect(JSON.stringify(plans)).not.toContain('site-registry-token');
+    expect(JSON.stringify(plans)).not.toContain(Buffer.from('store42:site-registry-token').toString('base64'));
+    expect(byStep.mirrors).toMatchObject({ action: 'change', changes: [{ action: 'create', target: 'ImageDigestMirrorSet sno-relocate-digest-mirrors' }, { action: 'create', target: 'ImageTagMirrorSet sno-relocate-tag-mirrors' }] });
+    // nothing changed
+    expect(await routes()).toEqual(before);
+    expect(await csrState(factory.seeded.csrs.nodeClient!)).toBe('pending');
+    agent.close();
+  });
+
+  it('runs the cluster phase: only this node is approved, the cluster serves the site domain with verifiable certificates', async () => {
+    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite());
+    root = agent.root;
+    const state = await agent.run();
+    expect(state.result).toBe('succeeded');
+    expect(problems(agent.logs)).toEqual([]);
+
+    // CSRs: this node's approved, the intruder's left alone with the reason logged
+    expect(await csrState(factory.seeded.csrs.nodeClient!)).toBe('approved');
+    expect(await csrState(factory.seeded.csrs.nodeServing!)).toBe('approved');
+    expect(await csrState(factory.seeded.csrs.otherNodeClient!)).toBe('pending');
+    expect(agent.logs.join('\n')).toMatch(new RegExp(`CSR ${factory.seeded.csrs.otherNodeClient} left alone: it is for node intruder-node, not this node \\(${SITE_HOSTNAME}\\)`));
+
+    // the site CA is kept, its key 0600
+    const caDir = path.join(root, STATE_DIR, 'site-ca');
+    expect(statSync(path.join(caDir, 'ca.key')).mode & 0o777).toBe(0o600);
+    const caFile = path.join(caDir, 'ca.crt');
+
+    // every serving certificate verifies against it with the real openssl, names its host, and matches its key
+    const expectations: [string, string][] = [
+      ['sno-relocate-console', `console-openshift-console.${NEW_APPS}`],
+      ['sno-relocate-downloads', `downloads-openshift-console.${NEW_APPS}`],
+      ['sno-relocate-oauth', `oauth-openshift.${NEW_APPS}`],
+      ['sno-relocate-api', NEW_API],
+      ['sno-relocate-apps-wildcard', `anything.${NEW_APPS}`],
+    ];
+    for (const [name, host] of expectations) {
+      const s = await secret(name);
+      expect(s.type).toBe('kubernetes.io/tls');
+      const crt = Buffer.from(s.data!['tls.crt']!, 'base64').toString();
+      const key = Buffer.from(s.data!['tls.key']!, 'base64').toString();
+      const leafFile = path.join(root, `${name}.crt`);
+      writeFileSync(leafFile, crt);
+      expect(openssl(['verify', '-CAfile', caFile, leafFile])).toContain(': OK');
+      expect(openssl(['x509', '-noout', '-checkhost', host, '-in', leafFile])).toContain('does match certificate');
+      expect(openssl(['x509', '-noout', '-checkhost', 'console.apps.sno.factory.example.com', '-in', leafFile])).toContain('does NOT match');
+      expect(openssl(['x509', '-noout', '-checkend', String(365 * 86400), '-in', leafFile])).toContain('will not expire');
+      expect(openssl(['x509', '-noout', '-pubkey', '-in', leafFile])).toBe(openssl(['pkey', '-pubout'], key));
+    }
+
+    // ingress and apiserver config: the site's entries, the foreign named certificate kept
+    const ingress = (await custom().getClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster' })) as { spec: { domain: string; appsDomain: string; componentRoutes: unknown[] } };
+    expect(ingress.spec.domain).toBe(FACTORY_APPS_DOMAIN);
+    expect(ingress.spec.appsDomain).toBe(NEW_APPS);
+    expect(ingress.spec.componentRoutes).toEqual([
+      { namespace: 'openshift-console', name: 'console', hostname: `console-openshift-console.${NEW_APPS}`, servingCertKeyPairSecret: { name: 'sno-relocate-console' } },
+      { namespace: 'openshift-console', name: 'downloads', hostname: `downloads-openshift-console.${NEW_APPS}`, servingCertKeyPairSecret: { name: 'sno-relocate-downloads' } },
+      { namespace: 'openshift-authentication', name: 'oauth-openshift', hostname: `oauth-openshift.${NEW_APPS}`, servingCertKeyPairSecret: { name: 'sno-relocate-oauth' } },
+    ]);
+    const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as { spec: { audit: unknown; servingCerts: { namedCertificates: unknown[] } } };
+    expect(apiserver.spec.audit).toEqual({ profile: 'Default' });
+    expect(apiserver.spec.servingCerts.namedCertificates).toEqual([
+      { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
+      { names: [NEW_API], servingCertificate: { name: 'sno-relocate-api' } },
+    ]);
+
+    // routes: under the new domain with the rest of the spec kept; custom hosts untouched
+    const seededByKey = new Map(factory.seeded.routes.map((r) => [`${r.namespace}/${r.name}`, r]));
+    for (const r of await routes()) {
+      const seeded = seededByKey.get(`${r.metadata.namespace}/${r.metadata.name}`)!;
+      if (CUSTOM_HOSTS.includes(seeded.host)) expect(r.spec.host).toBe(seeded.host);
+      else expect(r.spec.host).toBe(seeded.host.replace(FACTORY_APPS_DOMAIN, NEW_APPS));
+    }
+    const console = (await routes()).find((r) => r.metadata.name === 'console')!;
+    expect(console.spec).toEqual({ host: `console-openshift-console.${NEW_APPS}`, to: { kind: 'Service', name: 'console', weight: 100 }, port: { targetPort: 'https' }, tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' }, wildcardPolicy: 'None' });
+
+    // pull secret replaced
+    const pull = JSON.parse(Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString()) as { auths: object };
+    expect(Object.keys(pull.auths)).toEqual(['registry.store42.example.com:5000']);
+
+    // mirrors: ours labelled, the factory's ICSP untouched
+    const idms = (await custom().getClusterCustomObject({ ...cfg, plural: 'imagedigestmirrorsets', name: 'sno-relocate-digest-mirrors' })) as { metadata: { labels: Record<string, string> }; spec: unknown };
+    expect(idms.metadata.labels['app.kubernetes.io/managed-by']).toBe('sno-relocate');
+    expect(idms.spec).toEqual({ imageDigestMirrors: [{ source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store42.example.com:5000/ocp/release'] }] });
+    await custom().getClusterCustomObject({ ...cfg, plural: 'imagetagmirrorsets', name: 'sno-relocate-tag-mirrors' });
+    await custom().getClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', name: FACTORY_ICSP_NAME });
+
+    // secrets reach neither the logs nor the state
+    const everything = agent.logs.join('\n') + readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8');
+    for (const leak of ['site-registry-token', Buffer.from('store42:site-registry-token').toString('base64'), 'PRIVATE KEY']) expect(everything).not.toContain(leak);
+  });
+
+  it('reruns as a no-op: the same CA, the same secrets, no duplicated named certificate', async () => {
+    const caBefore = readFileSync(path.join(root, STATE_DIR, 'site-ca', 'ca.crt'), 'utf8');
+    const versions = await Promise.all(['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion));
+    const routeVersions = (await routes()).map((r) => r.metadata.resourceVersion);
+    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite(), { root });
+    const plans = await planSteps({ steps: STEPS, selected: new Set(CLUSTER_PHASE), ctx: agent.ctx });
+    expect(plans.map((p) => [p.step, p.action])).toEqual(CLUSTER_PHASE.map((s) => [s, 'noop']));
+    expect((await agent.run()).result).toBe('succeeded');
+    expect(readFileSync(path.join(root, STATE_DIR, 'site-ca', 'ca.crt'), 'utf8')).toBe(caBefore);
+    expect(await Promise.all(['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion))).toEqual(versions);
+    expect((await routes()).map((r) => r.metadata.resourceVersion)).toEqual(routeVersions);
+    expect(problems(agent.logs)).toEqual([]);
+  });
+
+  it('relocates again to another domain: routes follow from the remembered domain, the agent entries are replaced, tag mirrors dropped', async () => {
+    const site = clusterSite({ baseDomain: 'store77.example.com', pullSecretPolicy: 'merge', imageTagMirrors: [], pullSecret: { auths: { 'registry.store77.example.com': { auth: 'czc3OnRva2Vu' } } } });
+    const agent = agentFor(factory.cluster.kubeconfigPath, site, { root });
+    expect((await agent.run()).result).toBe('succeeded');
+    const apps77 = 'apps.sno.store77.example.com';
+    const hosts = (await routes()).map((r) => r.spec.host);
+    expect(hosts.filter((h) => h.endsWith(NEW_APPS))).toEqual([]);
+    expect(hosts.filter((h) => h.endsWith(apps77)).length).toBe(factory.seeded.oldDomainRoutes.length);
+    expect(hosts).toEqual(expect.arrayContaining(CUSTOM_HOSTS));
+    const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as { spec: { servingCerts: { namedCertificates: unknown[] } } };
+    expect(apiserver.spec.servingCerts.namedCertificates).toEqual([
+      { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
+      { names: ['api.sno.store77.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
+    ]);
+    // merged: the first site's registry stays beside the new one
+    const pull = JSON.parse(Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString()) as { auths: object };
+    expect(Object.keys(pull.auths).sort()).toEqual(['registry.store42.example.com:5000', 'registry.store77.example.com']);
+    await expect(custom().getClusterCustomObject({ ...cfg, plural: 'imagetagmirrorsets', name: 'sno-relocate-tag-mirrors' })).rejects.toMatchObject({ code: 404 });
+    expect(problems(agent.logs)).toEqual([]);
+  });
+
+  it('reports a CatalogSource pulled by tag from a registry with only digest mirrors', async () => {
+    await custom().createNamespacedCustomObject({
+      group: 'operators.coreos.com',
+      version: 'v1alpha1',
+      namespace: 'openshift-marketplace',
+      plural: 'catalogsources',
+      body: { apiVersion: 'operators.coreos.com/v1alpha1', kind: 'CatalogSource', metadata: { name: 'store-operators', namespace: 'openshift-marketplace' }, spec: { sourceType: 'grpc', image: 'quay.io/openshift-release-dev/ocp-release/index:v4.16' } },
+    });
+    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), { root });
+    const [plan] = await planSteps({ steps: STEPS, selected: new Set(['mirrors']), ctx: agent.ctx });
+    expect(plan).toMatchObject({ action: 'noop', reason: expect.stringContaining('CatalogSource openshift-marketplace/store-operators pulls quay.io/openshift-release-dev/ocp-release/index:v4.16 by tag') });
+    expect(problems(agent.logs).map((l) => l.msg)).toEqual([expect.stringContaining('has only digest mirrors')]);
+  });
+
+  it('refuses tag mirrors on a cluster without ImageTagMirrorSet and falls back to ImageContentSourcePolicy for digests', async () => {
+    execFileSync('kubectl', ['--kubeconfig', factory.cluster.kubeconfigPath, 'delete', 'crd', 'imagetagmirrorsets.config.openshift.io', 'imagedigestmirrorsets.config.openshift.io', '--wait=true'], { stdio: 'pipe' });
+    const tagged = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: 'store77.example.com' }), { root });
+    const [refused] = await planSteps({ steps: STEPS, selected: new Set(['mirrors']), ctx: tagged.ctx });
+    expect(refused).toMatchObject({ action: 'conflict', reason: expect.stringContaining('does not serve ImageTagMirrorSet') });
+    const digestOnly = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), { root });
+    expect((await digestOnly.run(['mirrors'])).result).toBe('succeeded');
+    const icsps = (await custom().listClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' })) as { items: { metadata: { name: string } }[] };
+    expect(icsps.items.map((i) => i.metadata.name).sort()).toEqual([FACTORY_ICSP_NAME, 'sno-relocate-digest-mirrors']);
+  });
+});
