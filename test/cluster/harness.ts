@@ -58,10 +58,14 @@ export interface Agent {
 }
 
 /** An agent on a fresh root (or the given one, to model the next boot) talking to `kubeconfigPath`. */
-export function agentFor(kubeconfigPath: string, site: Site, options: { root?: string; clock?: Clock } = {}): Agent {
+export function agentFor(kubeconfigPath: string, site: Site, options: { root?: string; clock?: Clock; onLog?: (entry: { step?: string; msg: string }) => void } = {}): Agent {
   const root = options.root ?? mkdtempSync(path.join(tmpdir(), 'cluster-steps-'));
   const logs: string[] = [];
-  const log = createLogger({ format: 'json', level: 'debug', journal: false, write: (l) => logs.push(l) });
+  const write = (line: string) => {
+    logs.push(line);
+    options.onLog?.(JSON.parse(line) as { step?: string; msg: string });
+  };
+  const log = createLogger({ format: 'json', level: 'debug', journal: false, write });
   let kube: Promise<Kube> | undefined;
   const ctx: StepContext = {
     site,
