@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events, journal, unitProps } from './node-checks.js';
-import { announceSkip, KUBELET, MIN } from './scenario.js';
+import { announceSkip, KUBELET, MIN, skipVm } from './scenario.js';
 import { DEAD_GATEWAY, FACTORY_UPLINK_ADDRESS, GATEWAY, newSecret, siteSpec, siteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('network rollback scenario');
 
-describe.skipIf(process.env.VM_E2E === '0')('a site network that cuts the node off', () => {
+describe.skipIf(skipVm)('a site network that cuts the node off', () => {
   let image: NodeImage | undefined;
   let vm: Vm | undefined;
   let stickDir = '';

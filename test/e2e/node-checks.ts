@@ -79,12 +79,6 @@ export async function readState(vm: Vm): Promise<RunState | undefined> {
   return r.code === 0 ? (JSON.parse(r.stdout) as RunState) : undefined;
 }
 
-/** The agent unit's last exit: status and systemd's result. */
-export async function agentExit(vm: Vm, unit: string): Promise<{ status: number; result: string; activeState: string; restarts: number }> {
-  const p = await unitProps(vm, unit, ['ExecMainStatus', 'Result', 'ActiveState', 'NRestarts']);
-  return { status: Number(p.ExecMainStatus), result: p.Result!, activeState: p.ActiveState!, restarts: Number(p.NRestarts) };
-}
-
 /**
  * Every file, folder and link under `roots`: type, mode, owner, and the sha256 of a regular
  * file's contents (or a link's target). NetworkManager keyfiles get their uuids numbered in order

@@ -19,8 +19,6 @@ export function announceSkip(what: string): void {
   if (skipVm) console.log(`VM end-to-end ${what} skipped: VM_E2E=0`);
 }
 
-export const seconds = (us: number): string => `${(us / 1e6).toFixed(1)} s`;
-
 /** Scenario timings, one JSON file per scenario under .artifacts/e2e-timings/, read by bench/e2e.ts. */
 export async function recordTimings(scenario: string, timings: Record<string, number | string>): Promise<void> {
   const dir = join(REPO_ROOT, '.artifacts', 'e2e-timings');
