@@ -13,6 +13,7 @@ import { runCommand } from './commands/run.js';
 import { signCommand } from './commands/sign.js';
 import { statusCommand } from './commands/status.js';
 import { validateCommand } from './commands/validate.js';
+import { watchCommand } from './commands/watch.js';
 
 const COMMANDS: Record<string, (inv: Invocation) => Promise<CommandResult>> = {
   validate: validateCommand,
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, (inv: Invocation) => Promise<CommandResult>> = {
   status: statusCommand,
   keygen: keygenCommand,
   sign: signCommand,
+  watch: watchCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

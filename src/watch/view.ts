@@ -20,6 +20,8 @@ export interface ClusterViewOptions {
   recorder?: Recorder;
   /** called after each event, for a consumer that reacts to changes */
   onChange?(): void;
+  /** called after a list or watch failed (the view logs it already) */
+  onSyncError?(resource: string): void;
   resyncMs?: number;
 }
 
@@ -40,7 +42,10 @@ export class ClusterView {
     this.source = new ClusterSource(config, {
       clock: options.clock,
       emit,
-      onError: (resource, message) => options.log.warn({ resource }, `watch ${resource}: ${message}; listing again after a backoff`),
+      onError: (resource, message) => {
+        options.log.warn({ resource }, `watch ${resource}: ${message}; listing again after a backoff`);
+        options.onSyncError?.(resource);
+      },
       ...(options.resyncMs !== undefined && { resyncMs: options.resyncMs }),
     });
   }

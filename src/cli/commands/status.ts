@@ -1,5 +1,7 @@
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEP_NAMES } from '../../engine/step.js';
+import { renderFindings } from '../../watch/render.js';
+import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
 import { type Invocation, oneOf } from '../args.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
@@ -25,10 +27,26 @@ export function renderRunState(state: RunState | undefined): string {
   return `${[...lines, ...table(rows)].join('\n')}\n`;
 }
 
+export function renderWatchStatus(watch: WatchStatus | undefined, now: Date): string {
+  if (!watch) return 'Watcher:  no findings recorded yet.\n';
+  const errors = Object.values(watch.syncErrors).reduce((a, b) => a + b, 0);
+  const lines = [
+    `Watcher:  ${watch.health}   Updated: ${watch.updatedAt}${watch.lastSyncAt ? `   Last sync: ${watch.lastSyncAt}` : ''}`,
+    ...(errors > 0 ? [`Sync errors: ${errors}${watch.lastSyncError ? ` (last: ${watch.lastSyncError})` : ''}`] : []),
+    '',
+    ...renderFindings(watch.findings, now),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
 export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
   const rt = createRuntime(inv.flags);
   const state = await new StateStore(rt.fs, rt.stateDir).load();
-  const stdout = format === 'json' ? `${JSON.stringify({ run: state ?? null }, null, 2)}\n` : renderRunState(state);
+  const watch = await readWatchStatus(rt.fs, rt.stateDir);
+  const stdout =
+    format === 'json'
+      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null }, null, 2)}\n`
+      : `${renderRunState(state)}\n${renderWatchStatus(watch, rt.clock.now())}`;
   return { exitCode: 0, stdout };
 }
