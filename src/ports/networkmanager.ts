@@ -2,14 +2,16 @@
  * The Nmstate port through NetworkManager's own D-Bus API, for nodes without nmstatectl (it is not
  * packaged for Debian). The same contract as the nmstatectl adapter:
  *   apply  = CheckpointCreate (NetworkManager rolls back by itself when the timeout passes), then
- *            each profile added or updated (persistently, as keyfiles) and activated, waiting for it;
+ *            each profile added or updated (persistently, as keyfiles) and activated, waiting for
+ *            all activations; a failure rolls the checkpoint back at once, as nmstatectl does;
  *   commit = CheckpointDestroy; rollback = CheckpointRollback;
  *   show   = devices, their IP configuration, their applied profiles and the DNS manager, as nmstate.
- * Only the interfaces the desired state names are touched.
+ * Only the interfaces the desired state names are touched. An interface's profile is the one active
+ * on its device, else the one bound to its name; further profiles bound to its name are deleted so
+ * that the next boot cannot pick a stale one.
  */
 import type { NmstateState } from '../config/v1/schema.js';
 import type { Logger } from '../log/logger.js';
-import { type Clock, pollUntil, systemClock } from './clock.js';
 import {
   type DeviceData,
   type IpConfigData,
@@ -19,9 +21,10 @@ import {
   profilesFor,
   type Settings,
   stateFromDevices,
+  type TranslationOptions,
 } from './nm-settings.js';
 import type { Nmstate } from './nmstate.js';
-import { connectSystemBus, PROPERTIES, type SystemBus } from './system-bus.js';
+import { bounded, connectSystemBus, PROPERTIES, type SystemBus } from './system-bus.js';
 
 const NM = 'org.freedesktop.NetworkManager';
 const NM_PATH = '/org/freedesktop/NetworkManager';
@@ -32,16 +35,59 @@ const DEVICE = 'org.freedesktop.NetworkManager.Device';
 const ACTIVE = 'org.freedesktop.NetworkManager.Connection.Active';
 const DNS_MANAGER_PATH = '/org/freedesktop/NetworkManager/DnsManager';
 /** NM_CHECKPOINT_CREATE_FLAG_DESTROY_ALL | DELETE_NEW_CONNECTIONS | DISCONNECT_NEW_DEVICES */
-const CHECKPOINT_FLAGS = 0x01 | 0x02 | 0x04;
+export const CHECKPOINT_FLAGS = 0x01 | 0x02 | 0x04;
 /** NMActiveConnectionState */
 const ACTIVATED = 2;
 const DEACTIVATED = 4;
+/** NMDeviceState */
+const DEVICE_ACTIVATED = 100;
+/** NMActiveConnectionStateReason, by value */
+const ACTIVE_REASONS = [
+  'UNKNOWN',
+  'NONE',
+  'USER_DISCONNECTED',
+  'DEVICE_DISCONNECTED',
+  'SERVICE_STOPPED',
+  'IP_CONFIG_INVALID',
+  'CONNECT_TIMEOUT',
+  'SERVICE_START_TIMEOUT',
+  'SERVICE_START_FAILED',
+  'NO_SECRETS',
+  'LOGIN_FAILED',
+  'CONNECTION_REMOVED',
+  'DEPENDENCY_FAILED',
+  'DEVICE_REALIZE_FAILED',
+  'DEVICE_REMOVED',
+];
+/** NMRollbackResult, by value */
+const ROLLBACK_RESULTS = ['OK', 'ERR_NO_DEVICE', 'ERR_DEVICE_UNMANAGED', 'ERR_FAILED'];
+/** bonds and DHCP can take a while; the checkpoint protects the node meanwhile */
 const ACTIVATION_TIMEOUT_MS = 90_000;
 
+const reasonName = (names: readonly string[], code: number) => names[code] ?? `reason ${code}`;
+
+export interface NetworkManagerOptions extends TranslationOptions {
+  /** bound on waiting for each profile to be activated */
+  activationTimeoutMs?: number;
+}
+
+export interface NetworkManagerNmstate extends Nmstate {
+  /** drops the bus connection, if one was made */
+  close(): void;
+}
+
+interface Device {
+  path: string;
+  /** the saved profile active on the device, if any */
+  activeProfile?: string;
+  data: DeviceData;
+}
+
 /** The adapter; it connects to the system bus on first use. */
-export function createNetworkManager(log: Logger, clock: Clock = systemClock): Nmstate {
-  let connection: SystemBus | undefined;
-  const bus = async () => (connection ??= await connectSystemBus(log, 'NetworkManager'));
+export function createNetworkManager(log: Logger, options: NetworkManagerOptions = {}): NetworkManagerNmstate {
+  const activationTimeoutMs = options.activationTimeoutMs ?? ACTIVATION_TIMEOUT_MS;
+  let connection: Promise<SystemBus> | undefined;
+  const bus = () => (connection ??= connectSystemBus(log, 'NetworkManager'));
 
   const props = async (path: string, iface: string): Promise<Record<string, unknown>> => {
     const b = await bus();
@@ -69,19 +115,28 @@ export function createNetworkManager(log: Logger, clock: Clock = systemClock): N
     };
   };
 
-  const devices = async (): Promise<{ path: string; data: DeviceData }[]> => {
+  const activeProfile = async (active: unknown): Promise<string | undefined> => {
+    if (typeof active !== 'string' || active === '/') return undefined;
+    // the activation may end between the two reads; then no profile is active
+    const p = await props(active, ACTIVE).catch(() => undefined);
+    return typeof p?.Connection === 'string' && p.Connection !== '/' ? p.Connection : undefined;
+  };
+
+  const devices = async (): Promise<Device[]> => {
     const paths = await method<string[]>(NM_PATH, NM, 'GetDevices');
     return Promise.all(
-      paths.map(async (path) => {
+      paths.map(async (path): Promise<Device> => {
         const p = await props(path, DEVICE);
         let applied: PlainSettings | undefined;
-        if (p.State === 100) {
+        if (p.State === DEVICE_ACTIVATED) {
           // the profile as it runs on the device, which may differ from the saved one
           const [settings] = await method<[Settings, bigint]>(path, DEVICE, 'GetAppliedConnection', 0);
           applied = plain(settings) as PlainSettings;
         }
+        const profile = await activeProfile(p.ActiveConnection);
         return {
           path,
+          ...(profile ? { activeProfile: profile } : {}),
           data: {
             name: p.Interface as string,
             deviceType: p.DeviceType as number,
@@ -97,69 +152,121 @@ export function createNetworkManager(log: Logger, clock: Clock = systemClock): N
     );
   };
 
-  /** saved profiles by the interface they are bound to */
-  const profilesByInterface = async (): Promise<Map<string, { path: string; settings: Settings }[]>> => {
+  /** every saved profile with its settings */
+  const profiles = async (): Promise<{ path: string; settings: Settings }[]> => {
     const paths = await method<string[]>(SETTINGS_PATH, SETTINGS, 'ListConnections');
-    const out = new Map<string, { path: string; settings: Settings }[]>();
-    for (const path of paths) {
-      const settings = await method<Settings>(path, CONNECTION, 'GetSettings');
-      const name = settings.connection?.['interface-name']?.value as string | undefined;
-      if (name) out.set(name, [...(out.get(name) ?? []), { path, settings }]);
-    }
-    return out;
+    return Promise.all(paths.map(async (path) => ({ path, settings: await method<Settings>(path, CONNECTION, 'GetSettings') })));
   };
 
+  /** the profiles that belong to an interface: the one active on its device first, then those bound to its name */
+  const profilesOf = (name: string, all: { path: string; settings: Settings }[], device: Device | undefined) => {
+    const bound = all.filter((p) => p.settings.connection?.['interface-name']?.value === name);
+    const active = all.find((p) => p.path === device?.activeProfile);
+    return active ? [active, ...bound.filter((p) => p !== active)] : bound;
+  };
+
+  /**
+   * Resolves when the activation reaches ACTIVATED, rejects with NetworkManager's reason when it
+   * is deactivated instead or does not finish in time.
+   */
   const waitActivated = async (active: string, name: string): Promise<void> => {
-    const state = await pollUntil(
-      clock,
-      async () => {
-        const s = (await props(active, ACTIVE).catch(() => ({ State: DEACTIVATED }))).State as number;
-        return s === ACTIVATED || s === DEACTIVATED ? s : undefined;
-      },
-      { timeoutMs: ACTIVATION_TIMEOUT_MS, intervalMs: 200, maxIntervalMs: 1000 },
-    );
-    if (state !== ACTIVATED) throw new Error(`NetworkManager could not activate ${name}${state === DEACTIVATED ? ' (it was deactivated)' : ` within ${ACTIVATION_TIMEOUT_MS / 1000} s`}`);
+    const b = await bus();
+    let settle: (outcome: { state: number; reason?: number }) => void = () => undefined;
+    const outcome = new Promise<{ state: number; reason?: number }>((resolve) => (settle = resolve));
+    let proxy: Awaited<ReturnType<SystemBus['iface']>> | undefined;
+    const onStateChanged = (state: number, reason: number) => {
+      if (state === ACTIVATED || state === DEACTIVATED) settle({ state, reason });
+    };
+    try {
+      proxy = await b.iface(NM, active, ACTIVE);
+      // subscribed before the state is read, so a change in between is not missed
+      proxy.on('StateChanged', onStateChanged);
+      const state = (await props(active, ACTIVE)).State as number;
+      if (state === ACTIVATED || state === DEACTIVATED) settle({ state });
+    } catch {
+      // the object is gone: NetworkManager has already given up on this activation
+      settle({ state: DEACTIVATED });
+    }
+    try {
+      const result = await bounded(outcome, activationTimeoutMs, `activating ${name}`);
+      if (result.state === ACTIVATED) return;
+      const why = result.reason !== undefined ? `: ${reasonName(ACTIVE_REASONS, result.reason)}` : '';
+      throw new Error(`NetworkManager could not activate ${name}${why}`);
+    } finally {
+      proxy?.off('StateChanged', onStateChanged);
+    }
+  };
+
+  const rollback = async (checkpoint: string, names: Map<string, string>): Promise<void> => {
+    const results = await method<Record<string, number>>(NM_PATH, NM, 'CheckpointRollback', checkpoint);
+    const described = Object.entries(results).map(([path, code]) => ({ device: names.get(path) ?? path, result: reasonName(ROLLBACK_RESULTS, code), ok: code === 0 }));
+    log.info({ checkpoint, devices: Object.fromEntries(described.map((d) => [d.device, d.result])) }, `NetworkManager rolled back checkpoint ${checkpoint}`);
+    const failed = described.filter((d) => !d.ok);
+    if (failed.length) throw new Error(`NetworkManager could not roll back ${failed.map((d) => `${d.device} (${d.result})`).join(', ')}`);
+  };
+
+  const deviceNames = async (): Promise<Map<string, string>> => new Map((await devices()).map((d) => [d.path, d.data.name]));
+
+  const applyProfiles = async (plan: ReturnType<typeof profilesFor>, checkpoint: string): Promise<void> => {
+    const existing = await profiles();
+    const byName = new Map((await devices()).map((d) => [d.data.name, d]));
+
+    for (const name of [...plan.absent, ...plan.down]) {
+      const device = byName.get(name);
+      if (device && device.data.state === DEVICE_ACTIVATED) await method(device.path, DEVICE, 'Disconnect');
+      if (plan.absent.includes(name)) {
+        for (const p of profilesOf(name, existing, device)) await method(p.path, CONNECTION, 'Delete');
+        log.info({ iface: name, checkpoint }, `deleted the NetworkManager profiles of ${name}`);
+      }
+    }
+
+    const activations: { name: string; active: string }[] = [];
+    for (const profile of plan.profiles) {
+      const [first, ...others] = profilesOf(profile.name, existing, byName.get(profile.name));
+      let path: string;
+      if (first) {
+        await method(first.path, CONNECTION, 'Update', mergeSettings(first.settings, profile.settings));
+        path = first.path;
+        for (const other of others) await method(other.path, CONNECTION, 'Delete');
+      } else {
+        path = await method<string>(SETTINGS_PATH, SETTINGS, 'AddConnection', profile.settings);
+      }
+      log.info({ iface: profile.name, profile: path, updated: Boolean(first), removed: others.length }, `${first ? 'updated' : 'added'} the NetworkManager profile for ${profile.name}`);
+      // controllers first, then their ports, then the rest; NetworkManager holds each until what it depends on is up
+      activations.push({ name: profile.name, active: await method<string>(NM_PATH, NM, 'ActivateConnection', path, '/', '/') });
+    }
+    await Promise.all(activations.map((a) => waitActivated(a.active, a.name)));
   };
 
   return {
     async show() {
       const dns = await props(DNS_MANAGER_PATH, 'org.freedesktop.NetworkManager.DnsManager').catch(() => ({}) as Record<string, unknown>);
       const entries = (dns.Configuration as { nameservers?: string[]; domains?: string[] }[] | undefined) ?? [];
-      const running = { server: entries.flatMap((e) => e.nameservers ?? []), search: entries.flatMap((e) => e.domains ?? []) };
+      const running = { server: [...new Set(entries.flatMap((e) => e.nameservers ?? []))], search: [...new Set(entries.flatMap((e) => e.domains ?? []))] };
       return stateFromDevices(
         (await devices()).map((d) => d.data),
         running,
+        options,
       );
     },
 
     async apply(state: NmstateState, { timeoutSeconds }) {
       // before anything changes: an unsupported state is refused, not half applied
-      const plan = profilesFor(state);
+      const plan = profilesFor(state, options);
       const checkpoint = await method<string>(NM_PATH, NM, 'CheckpointCreate', [], timeoutSeconds, CHECKPOINT_FLAGS);
       log.info({ checkpoint, timeoutSeconds }, `NetworkManager checkpoint ${checkpoint} created; it rolls back by itself after ${timeoutSeconds} s`);
-      const existing = await profilesByInterface();
-      const byName = new Map((await devices()).map((d) => [d.data.name, d]));
-
-      for (const name of [...plan.absent, ...plan.down]) {
-        const device = byName.get(name);
-        if (device) await method(device.path, DEVICE, 'Disconnect');
-        if (plan.absent.includes(name)) for (const p of existing.get(name) ?? []) await method(p.path, CONNECTION, 'Delete');
-      }
-
-      for (const profile of plan.profiles) {
-        const [first, ...others] = existing.get(profile.name) ?? [];
-        let path: string;
-        if (first) {
-          await method(first.path, CONNECTION, 'Update', mergeSettings(first.settings, profile.settings));
-          path = first.path;
-          // one profile per interface, so the next boot cannot pick an old one
-          for (const other of others) await method(other.path, CONNECTION, 'Delete');
-        } else {
-          path = await method<string>(SETTINGS_PATH, SETTINGS, 'AddConnection', profile.settings);
+      try {
+        await applyProfiles(plan, checkpoint);
+      } catch (err) {
+        // undone now rather than at the timeout, so that the node is back on its network at once
+        const reason = err instanceof Error ? err.message : String(err);
+        let undone = 'the change was rolled back';
+        try {
+          await rollback(checkpoint, await deviceNames());
+        } catch (rollbackErr) {
+          undone = `the rollback failed too (${rollbackErr instanceof Error ? rollbackErr.message : String(rollbackErr)}); NetworkManager rolls back by itself after ${timeoutSeconds} s`;
         }
-        log.info({ iface: profile.name, profile: path, updated: Boolean(first) }, `${first ? 'updated' : 'added'} the NetworkManager profile for ${profile.name}`);
-        const active = await method<string>(NM_PATH, NM, 'ActivateConnection', path, '/', '/');
-        await waitActivated(active, profile.name);
+        throw new Error(`${reason}; ${undone}`, { cause: err });
       }
       return { checkpoint };
     },
@@ -169,9 +276,11 @@ export function createNetworkManager(log: Logger, clock: Clock = systemClock): N
     },
 
     async rollback(checkpoint) {
-      const results = await method<Record<string, number>>(NM_PATH, NM, 'CheckpointRollback', checkpoint);
-      const failed = Object.entries(results).filter(([, code]) => code !== 0);
-      if (failed.length) throw new Error(`NetworkManager could not roll back ${failed.map(([device, code]) => `${device} (result ${code})`).join(', ')}`);
+      await rollback(checkpoint, await deviceNames());
+    },
+
+    close() {
+      void connection?.then((b) => b.bus.disconnect(), () => undefined);
     },
   };
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { NmstateState } from '../config/v1/schema.js';
 import { compareNetworkState } from '../node/network-state.js';
 import {
+  brExAsLinuxBridge,
   type DeviceData,
   ipv4ToNetworkOrder,
   mergeSettings,
@@ -30,7 +31,7 @@ const BRIDGE_SITE: NmstateState = {
     { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
   ],
   routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '192.0.2.1', 'next-hop-interface': 'br-ex' }, { destination: '10.9.0.0/16', 'next-hop-address': '192.0.2.254', 'next-hop-interface': 'br-ex', metric: 50 }] },
-  'dns-resolver': { config: { server: ['192.0.2.53', '2001:db8::53'], search: ['store.example.com'] } },
+  'dns-resolver': { config: { server: ['192.0.2.53'], search: ['store.example.com'] } },
 } as NmstateState;
 
 describe('profilesFor', () => {
@@ -60,23 +61,40 @@ describe('profilesFor', () => {
   it('writes IPv4 DNS servers in network byte order and IPv6 ones as 16 bytes', () => {
     expect(ipv4ToNetworkOrder('192.0.2.53')).toBe(0x350200c0);
     expect(networkOrderToIpv4(0x350200c0)).toBe('192.0.2.53');
-    const plan = profilesFor({ ...BRIDGE_SITE, interfaces: [{ name: 'br-ex', type: 'linux-bridge', ipv4: { enabled: true, dhcp: true }, ipv6: { enabled: true, autoconf: true } }] } as NmstateState);
+    const dualStack = { ...BRIDGE_SITE, 'dns-resolver': { config: { server: ['192.0.2.53', '2001:db8::53'], search: ['store.example.com'] } } } as NmstateState;
+    const plan = profilesFor({ ...dualStack, interfaces: [{ name: 'br-ex', type: 'linux-bridge', ipv4: { enabled: true, dhcp: true }, ipv6: { enabled: true, autoconf: true } }] } as NmstateState);
     const ipv6 = plan.profiles[0]!.settings.ipv6!;
     expect(ipv6.dns!.signature).toBe('aay');
     expect(plain(ipv6.dns)).toEqual([[0x20, 0x01, 0x0d, 0xb8, ...Array(11).fill(0), 0x53]]);
     expect(signed(plan.profiles[0]!.settings).ipv4).toMatchObject({ method: ['s', 'auto'], 'ignore-auto-dns': ['b', true] });
   });
 
+  it('puts each family\'s DNS servers on an interface with that family, and refuses servers no interface can carry', () => {
+    const state = {
+      interfaces: [
+        { name: 'ens4', type: 'ethernet', ipv4: { enabled: true, dhcp: true }, ipv6: { enabled: false } },
+        { name: 'ens5', type: 'ethernet', ipv4: { enabled: false }, ipv6: { enabled: true, autoconf: true } },
+      ],
+      'dns-resolver': { config: { server: ['2001:db8::53', '192.0.2.53'], search: ['store.example.com'] } },
+    } as NmstateState;
+    const [ens4, ens5] = profilesFor(state).profiles.map((p) => signed(p.settings));
+    expect([ens4!.ipv4!.dns, ens4!.ipv4!['dns-search'], ens4!.ipv6!.dns]).toEqual([['au', [ipv4ToNetworkOrder('192.0.2.53')]], ['as', ['store.example.com']], undefined]);
+    expect([ens5!.ipv4!.dns, ens5!.ipv6!.dns]).toEqual([undefined, ['aay', [[0x20, 0x01, 0x0d, 0xb8, ...Array(11).fill(0), 0x53]]]]);
+    const v4only = { ...state, interfaces: [state.interfaces![0]!] } as NmstateState;
+    expect(() => profilesFor(v4only)).toThrow('dns-resolver.config.server: no interface in the site network has IPv6 enabled to carry 2001:db8::53');
+  });
+
   it('makes vlans and bonds, and sorts the bond before its ports', () => {
     const state = { interfaces: [
       { name: 'eno1', type: 'ethernet' },
-      { name: 'bond0', type: 'bond', 'link-aggregation': { mode: '802.3ad', port: ['eno1', 'eno2'] }, ipv4: { enabled: false } },
+      { name: 'bond0', type: 'bond', 'link-aggregation': { mode: '802.3ad', port: ['eno1', 'eno2'], options: { miimon: 100 } }, ipv4: { enabled: false } },
       { name: 'eno2', type: 'ethernet' },
       { name: 'bond0.42', type: 'vlan', vlan: { 'base-iface': 'bond0', id: 42 }, ipv4: { enabled: true, address: [{ ip: '10.42.0.2', 'prefix-length': 24 }] } },
     ] } as NmstateState;
     const plan = profilesFor(state);
     expect(plan.profiles.map((p) => `${p.name}:${p.role}`)).toEqual(['bond0:controller', 'eno1:port', 'eno2:port', 'bond0.42:plain']);
-    expect(signed(plan.profiles[0]!.settings).bond).toEqual({ options: ['a{ss}', { mode: '802.3ad' }] });
+    expect(() => profilesFor({ interfaces: [{ name: 'a', type: 'bond', 'link-aggregation': { mode: 'active-backup', port: ['b'] } }, { name: 'b', type: 'bond', 'link-aggregation': { mode: 'active-backup', port: ['a'] } }] } as NmstateState)).toThrow('controllers form a loop');
+    expect(signed(plan.profiles[0]!.settings).bond).toEqual({ options: ['a{ss}', { mode: '802.3ad', miimon: '100' }] });
     expect(signed(plan.profiles[3]!.settings).vlan).toEqual({ parent: ['s', 'bond0'], id: ['u', 42] });
   });
 
@@ -90,13 +108,41 @@ describe('profilesFor', () => {
     expect(() => profilesFor({ interfaces: [{ name: 'br-ex', type: 'ovs-interface' }] } as NmstateState)).toThrow('OVS needs nmstatectl');
   });
 
-  it.each(['dhcp', 'dual-stack', 'vlan', 'bond'])('translates the %s example without refusing it', (example) => {
-    const dir = path.join(__dirname, '../../nmstate-examples', example);
+  /** profile name, connection type, controller, ipv4 method, ipv4 addresses, gateway: how each profile reads */
+  const outline = (settings: Settings) => {
+    const s = signed(settings);
+    return [s.connection!.id![1], s.connection!.type![1], s.connection!.master?.[1] ?? '-', s.ipv4?.method?.[1] ?? '-', (s.ipv4?.['address-data']?.[1] as { address: string; prefix: number }[] | undefined)?.map((a) => `${a.address}/${a.prefix}`).join(' ') ?? '-', s.ipv4?.gateway?.[1] ?? '-'];
+  };
+  const examples: [string, string[][]][] = [
+    ['nmstate-examples/dhcp', [['br-ex', 'bridge', '-', 'auto', '-', '-']]],
+    ['nmstate-examples/static-ipv4', [['br-ex', 'bridge', '-', 'manual', '10.42.0.20/24', '10.42.0.1']]],
+    ['nmstate-examples/dual-stack', [['br-ex', 'bridge', '-', 'manual', '172.20.8.20/24', '172.20.8.1']]],
+    ['nmstate-examples/vlan', [['ens3', '802-3-ethernet', '-', 'disabled', '-', '-'], ['br-ex', 'bridge', '-', 'manual', '10.100.0.20/24', '10.100.0.1'], ['ens3.100', 'vlan', 'br-ex', '-', '-', '-']]],
+    ['nmstate-examples/bond', [['br-ex', 'bridge', '-', 'manual', '10.61.0.20/24', '10.61.0.1'], ['bond0', 'bond', 'br-ex', '-', '-', '-'], ['ens3', '802-3-ethernet', 'bond0', '-', '-', '-'], ['ens4', '802-3-ethernet', 'bond0', '-', '-', '-']]],
+    ['examples/store-0042', [['br-ex', 'bridge', '-', 'manual', '10.42.0.20/24', '10.42.0.1']]],
+  ];
+
+  it.each(examples)('%s: refused as OVS by default; with br-ex as a Linux bridge, made as these profiles', (folder, profiles) => {
+    const dir = path.join(__dirname, '../..', folder);
     const site = yaml.load(readFileSync(path.join(dir, 'site-config.yaml'), 'utf8')) as { spec: { network: { nmstateFile?: string; nmstate?: NmstateState } } };
     const state = site.spec.network.nmstate ?? (yaml.load(readFileSync(path.join(dir, site.spec.network.nmstateFile!), 'utf8')) as NmstateState);
-    const ovs = (state.interfaces ?? []).some((i) => i.type?.startsWith('ovs-'));
-    if (ovs) expect(() => profilesFor(state)).toThrow('OVS needs nmstatectl');
-    else expect(profilesFor(state).profiles.length).toBeGreaterThan(0);
+    expect(() => profilesFor(state)).toThrow('OVS needs nmstatectl, or SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE=1 to make br-ex a Linux bridge');
+    const plan = profilesFor(state, { brExAsLinuxBridge: true });
+    expect(plan.profiles.map((p) => outline(p.settings))).toEqual(profiles);
+    // the DNS servers are all on the profiles, each family on an interface that has it
+    const dns = (state['dns-resolver']?.config?.server ?? []).length;
+    const written = plan.profiles.flatMap((p) => [...((plain(p.settings.ipv4?.dns) as unknown[] | undefined) ?? []), ...((plain(p.settings.ipv6?.dns) as unknown[] | undefined) ?? [])]);
+    expect(written).toHaveLength(dns);
+  });
+
+  it('takes the OVS bridge\'s ports for the Linux bridge, without br-ex itself, and its IP settings from the ovs-interface', () => {
+    const state = brExAsLinuxBridge({
+      interfaces: [
+        { name: 'br-ex', type: 'ovs-bridge', bridge: { options: { stp: true }, port: [{ name: 'ens3' }, { name: 'br-ex' }] } },
+        { name: 'br-ex', type: 'ovs-interface', ipv4: { enabled: true, dhcp: true } },
+      ],
+    } as NmstateState);
+    expect(state.interfaces).toEqual([{ name: 'br-ex', type: 'linux-bridge', ipv4: { enabled: true, dhcp: true }, bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens3' }] } }]);
   });
 });
 

@@ -5,7 +5,9 @@
  *
  * The subset is what site-configs use: ethernet, linux-bridge with ports, vlan, bond, IPv4/IPv6
  * static, DHCP/autoconf or disabled, routes, DNS. OVS interfaces need nmstatectl (OVS is
- * configured through its own database, not through profiles alone).
+ * configured through its own database, not through profiles alone), except that with
+ * `brExAsLinuxBridge` an OVS br-ex (the ovs-bridge and its ovs-interface) is made as a Linux
+ * bridge of that name with the OVS bridge's ports, for nodes without Open vSwitch.
  */
 import { isIPv4 } from 'node:net';
 import dbus from 'dbus-next';
@@ -38,7 +40,7 @@ const UNMANAGED = 10;
 
 export interface Profile {
   name: string;
-  /** controllers are activated before their ports, ports before the rest */
+  /** controllers are activated before their ports, at every level, and plain interfaces last */
   role: 'controller' | 'port' | 'plain';
   settings: Settings;
 }
@@ -52,6 +54,9 @@ export interface ProfilePlan {
 }
 
 export class UnsupportedStateError extends Error {}
+
+/** the switch that sets TranslationOptions.brExAsLinuxBridge on a node */
+export const BR_EX_AS_LINUX_BRIDGE_ENV = 'SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE';
 
 /** An IPv4 address as NetworkManager's `au` DNS entries hold it: the bytes in network order. */
 export function ipv4ToNetworkOrder(ip: string): number {
@@ -122,24 +127,85 @@ function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], 
   return out;
 }
 
-/** The interface that carries the site's DNS servers: the one with the default route, else the first with IP. */
-function dnsCarrier(state: NmstateState, ports: Map<string, unknown>): string | undefined {
-  const withDefault = (state.routes?.config ?? []).find((r) => isDefault(r.destination) && r['next-hop-interface'])?.['next-hop-interface'];
-  if (withDefault) return withDefault;
-  return (state.interfaces ?? []).find((i) => !ports.has(i.name) && i.state !== 'absent' && (i.ipv4?.enabled || i.ipv6?.enabled))?.name;
+/**
+ * The interfaces that carry the site's DNS servers, per address family (NetworkManager keeps them
+ * in each profile's ipv4 and ipv6 settings): the one with the family's default route, else the
+ * first with that family enabled. The search domains go with the IPv4 servers, else the IPv6 ones.
+ */
+function dnsCarriers(state: NmstateState, ports: Map<string, unknown>): { 4?: string; 6?: string } {
+  const dns = state['dns-resolver']?.config;
+  if (!dns) return {};
+  const up = (state.interfaces ?? []).filter((i) => !ports.has(i.name) && (i.state ?? 'up') === 'up');
+  const enabled = (i: Interface, family: 4 | 6) => {
+    const block = family === 4 ? i.ipv4 : i.ipv6;
+    return block !== undefined && block.enabled !== false;
+  };
+  const carrier = (family: 4 | 6): string | undefined => {
+    const viaDefault = (state.routes?.config ?? []).find((r) => isDefault(r.destination) && familyOf(r.destination) === family && r['next-hop-interface'])?.['next-hop-interface'];
+    const candidates = up.filter((i) => enabled(i, family));
+    return candidates.find((i) => i.name === viaDefault)?.name ?? candidates[0]?.name;
+  };
+  const out: { 4?: string; 6?: string } = {};
+  for (const family of [4, 6] as const) {
+    const servers = (dns.server ?? []).filter((s) => isIPv4(s) === (family === 4));
+    const searchHere = family === 4 || out[4] === undefined;
+    if (servers.length === 0 && !(searchHere && dns.search?.length)) continue;
+    const name = carrier(family);
+    if (name) out[family] = name;
+    else if (servers.length) throw new UnsupportedStateError(`dns-resolver.config.server: no interface in the site network has IPv${family} enabled to carry ${servers.join(', ')}`);
+  }
+  return out;
+}
+
+export interface TranslationOptions {
+  /** make an OVS br-ex a Linux bridge, and show a Linux bridge br-ex also as OVS (nodes without Open vSwitch) */
+  brExAsLinuxBridge?: boolean;
+}
+
+const BR_EX = 'br-ex';
+type BridgePorts = { bridge?: { port?: { name: string }[] } };
+const isOvs = (iface: Interface) => iface.type?.startsWith('ovs-') === true;
+
+/**
+ * The desired state with an OVS br-ex as a Linux bridge: the ovs-interface gives the IP settings,
+ * the ovs-bridge its ports (without br-ex itself, OVS's internal port). A state that lists no OVS
+ * bridge leaves the ports the bridge already has.
+ */
+export function brExAsLinuxBridge(state: NmstateState): NmstateState {
+  const interfaces = state.interfaces ?? [];
+  const ovs = interfaces.filter((i) => i.name === BR_EX && isOvs(i));
+  if (ovs.length === 0) return state;
+  const carrier = ovs.find((i) => i.type === 'ovs-interface') ?? ovs[0]!;
+  const ovsBridge = ovs.find((i) => i.type === 'ovs-bridge') as BridgePorts | undefined;
+  const ports = ovsBridge?.bridge?.port?.filter((p) => p.name !== BR_EX).map((p) => ({ name: p.name }));
+  const { bridge: _ovsOptions, ...rest } = carrier as Interface & BridgePorts;
+  const linux = { ...rest, type: 'linux-bridge', bridge: { options: { stp: { enabled: false } }, ...(ports ? { port: ports } : {}) } } as Interface;
+  return { ...state, interfaces: interfaces.flatMap((i) => (i === ovs[0] ? [linux] : ovs.includes(i) ? [] : [i])) };
+}
+
+/** NetworkManager's connection type for an interface; refuses the types this backend does not make. */
+function connectionType(iface: Interface): string {
+  const type = iface.type ?? 'ethernet';
+  const known = CONNECTION_TYPE[type];
+  if (known) return known;
+  const ovs = type.startsWith('ovs-') ? ` (OVS needs nmstatectl${iface.name === BR_EX ? `, or ${BR_EX_AS_LINUX_BRIDGE_ENV}=1 to make br-ex a Linux bridge` : ''})` : '';
+  throw new UnsupportedStateError(`interface ${iface.name}: type ${type} is not supported through NetworkManager's D-Bus API here${ovs}; supported: ${Object.keys(CONNECTION_TYPE).join(', ')}`);
 }
 
 /** The profiles that make the desired state, in activation order. */
-export function profilesFor(state: NmstateState): ProfilePlan {
+export function profilesFor(desired: NmstateState, options: TranslationOptions = {}): ProfilePlan {
+  const state = options.brExAsLinuxBridge ? brExAsLinuxBridge(desired) : desired;
   const interfaces = state.interfaces ?? [];
   const ports = new Map<string, { controller: string; kind: 'bridge' | 'bond' }>();
   for (const iface of interfaces) {
-    const bridgePorts = (iface as { bridge?: { port?: { name: string }[] } }).bridge?.port ?? [];
-    for (const p of bridgePorts) ports.set(p.name, { controller: iface.name, kind: 'bridge' });
+    const bridgePorts = (iface as BridgePorts).bridge?.port ?? [];
+    // an OVS bridge lists its own internal interface among its ports
+    for (const p of bridgePorts) if (p.name !== iface.name) ports.set(p.name, { controller: iface.name, kind: 'bridge' });
     for (const p of iface['link-aggregation']?.port ?? []) ports.set(p, { controller: iface.name, kind: 'bond' });
   }
   const dnsConfig = state['dns-resolver']?.config;
-  const carrier = dnsConfig ? dnsCarrier(state, ports) : undefined;
+  for (const iface of interfaces) if ((iface.state ?? 'up') === 'up') connectionType(iface);
+  const carriers = dnsCarriers(state, ports);
   const plan: ProfilePlan = { profiles: [], absent: [], down: [] };
   for (const iface of interfaces) {
     const wanted = iface.state ?? 'up';
@@ -153,16 +219,10 @@ export function profilesFor(state: NmstateState): ProfilePlan {
       continue;
     }
     const type = iface.type ?? 'ethernet';
-    const connectionType = CONNECTION_TYPE[type];
-    if (!connectionType) {
-      throw new UnsupportedStateError(
-        `interface ${iface.name}: type ${type} is not supported through NetworkManager's D-Bus API here${type.startsWith('ovs-') ? ' (OVS needs nmstatectl)' : ''}; supported: ${Object.keys(CONNECTION_TYPE).join(', ')}`,
-      );
-    }
     const port = ports.get(iface.name);
     const connection: Record<string, Variant> = {
       id: new Variant('s', iface.name),
-      type: new Variant('s', connectionType),
+      type: new Variant('s', connectionType(iface)),
       'interface-name': new Variant('s', iface.name),
       autoconnect: new Variant('b', true),
       ...(port ? { master: new Variant('s', port.controller), 'slave-type': new Variant('s', port.kind) } : {}),
@@ -177,19 +237,33 @@ export function profilesFor(state: NmstateState): ProfilePlan {
       if (!iface.vlan) throw new UnsupportedStateError(`interface ${iface.name}: a vlan needs vlan.base-iface and vlan.id`);
       settings.vlan = { parent: new Variant('s', iface.vlan['base-iface']), id: new Variant('u', iface.vlan.id) };
     }
-    if (type === 'bond') settings.bond = { options: new Variant('a{ss}', { mode: iface['link-aggregation']?.mode ?? 'active-backup' }) };
+    if (type === 'bond') {
+      const aggregation = iface['link-aggregation'] as { mode?: string; options?: Record<string, unknown> } | undefined;
+      // NetworkManager takes every bond option as a string, as the kernel's sysfs files do
+      const options = Object.fromEntries(Object.entries(aggregation?.options ?? {}).map(([k, v]) => [k, String(v)]));
+      settings.bond = { options: new Variant('a{ss}', { ...options, mode: aggregation?.mode ?? 'active-backup' }) };
+    }
     if (!port) {
       const routes = (state.routes?.config ?? []).filter((r) => r['next-hop-interface'] === iface.name && (r as { state?: string }).state !== 'absent');
-      const servers = iface.name === carrier ? (dnsConfig?.server ?? []) : [];
-      const search = iface.name === carrier ? (dnsConfig?.search ?? []) : [];
-      settings.ipv4 = ipSettings(4, iface.ipv4, routes.filter((r) => familyOf(r.destination) === 4), servers.filter((s) => isIPv4(s)), search);
-      settings.ipv6 = ipSettings(6, iface.ipv6, routes.filter((r) => familyOf(r.destination) === 6), servers.filter((s) => !isIPv4(s)), []);
+      const servers = (family: 4 | 6) => (carriers[family] === iface.name ? (dnsConfig?.server ?? []).filter((s) => isIPv4(s) === (family === 4)) : []);
+      const searchFamily = carriers[4] !== undefined ? 4 : 6;
+      const search = (family: 4 | 6) => (family === searchFamily && carriers[family] === iface.name ? (dnsConfig?.search ?? []) : []);
+      settings.ipv4 = ipSettings(4, iface.ipv4, routes.filter((r) => familyOf(r.destination) === 4), servers(4), search(4));
+      settings.ipv6 = ipSettings(6, iface.ipv6, routes.filter((r) => familyOf(r.destination) === 6), servers(6), search(6));
     }
     const role = port ? 'port' : interfaces.some((i) => ports.get(i.name)?.controller === iface.name) ? 'controller' : 'plain';
     plan.profiles.push({ name: iface.name, role, settings });
   }
-  const order = { controller: 0, port: 1, plain: 2 } as const;
-  plan.profiles.sort((a, b) => order[a.role] - order[b.role]);
+  // controllers before their ports, at every level (a bond in a bridge), VLAN parents early, the rest last
+  const depth = (name: string, seen: readonly string[] = []): number => {
+    const port = ports.get(name);
+    if (!port) return 0;
+    if (seen.includes(name)) throw new UnsupportedStateError(`interface ${name}: its controllers form a loop (${[...seen, name].join(' -> ')})`);
+    return 1 + depth(port.controller, [...seen, name]);
+  };
+  const vlanParents = new Set(interfaces.flatMap((i) => (i.vlan ? [i.vlan['base-iface']] : [])));
+  const rank = (p: Profile) => (p.role === 'plain' && !vlanParents.has(p.name) ? Number.MAX_SAFE_INTEGER : depth(p.name));
+  plan.profiles.sort((a, b) => rank(a) - rank(b));
   return plan;
 }
 
@@ -274,8 +348,8 @@ function configuredDns(applied: PlainSettings | undefined): { server: string[]; 
 }
 
 /** NetworkManager's devices as nmstate's current state (interfaces, routes, dns-resolver). */
-export function stateFromDevices(devices: readonly DeviceData[], runningDns: { server: string[]; search: string[] }): NmstateState {
-  const interfaces = devices.map((d): Interface => {
+export function stateFromDevices(devices: readonly DeviceData[], runningDns: { server: string[]; search: string[] }, options: TranslationOptions = {}): NmstateState {
+  const interfaces = devices.flatMap((d): Interface[] => {
     const type = DEVICE_TYPE[d.deviceType] ?? 'unknown';
     const state = d.state === ACTIVATED ? 'up' : d.state === UNMANAGED ? 'ignore' : 'down';
     const connection = d.applied?.connection;
@@ -293,7 +367,10 @@ export function stateFromDevices(devices: readonly DeviceData[], runningDns: { s
     const portsOf = (kind: string) => devices.filter((p) => p.applied?.connection?.master === d.name && p.applied.connection['slave-type'] === kind).map((p) => p.name);
     if (type === 'bond') iface['link-aggregation'] = { mode: ((d.applied?.bond?.options as Record<string, string> | undefined)?.mode ?? 'balance-rr'), port: portsOf('bond') };
     if (type === 'linux-bridge') iface.bridge = { port: portsOf('bridge').map((name) => ({ name })) };
-    return iface;
+    if (type !== 'linux-bridge' || d.name !== BR_EX || !options.brExAsLinuxBridge) return [iface];
+    // the bridge as a site-config for an OVS node names it: OVS shows br-ex as a bridge and as its internal interface
+    const { bridge: _ports, ...ip } = iface;
+    return [iface, { ...ip, type: 'ovs-interface' }, { name: d.name, type: 'ovs-bridge', state, bridge: { port: [...portsOf('bridge'), BR_EX].map((name) => ({ name })) } } as Interface];
   });
   const running = devices.flatMap((d) =>
     [d.ip4, d.ip6].flatMap((ip) =>

@@ -1,0 +1,586 @@
+/**
+ * A small NetworkManager for tests, served with dbus-next on a private bus (test/dbus/bus.ts): the
+ * members the agent's D-Bus adapter uses (src/ports/networkmanager.ts), with NetworkManager's
+ * names, object paths, signatures and error names. The real NetworkManager cannot run here (it
+ * needs the host's network namespace and root); this one models what the adapter relies on and
+ * checks what it is given:
+ *   - connection settings: every section and key must be one NetworkManager knows, with the
+ *     variant type NetworkManager's D-Bus API has for it (a wrong type is refused with
+ *     Settings.Connection.InvalidProperty, as NetworkManager does);
+ *   - activation: the device is found by interface-name (virtual ones are created), a port needs
+ *     its controller's device, the Active object goes ACTIVATING -> ACTIVATED or DEACTIVATED with a
+ *     reason through StateChanged, once the client has read its state;
+ *   - checkpoints: create (one at a time unless DESTROY_ALL), destroy, rollback (profiles and
+ *     devices as they were, new profiles deleted and new devices removed) with per-device results.
+ * IP configuration follows the applied profile: static addresses, gateway and routes as given,
+ * DHCP from a lease the test sets per interface. IPv4 DNS servers are read back from `au` in
+ * network byte order, so a wrong byte order shows as a wrong server.
+ */
+import { canonicalIp } from '../../src/node/addresses.js';
+import dbus from 'dbus-next';
+
+const { Interface } = dbus.interface;
+const { Variant, DBusError } = dbus;
+type Variant = dbus.Variant;
+type Settings = Record<string, Record<string, Variant>>;
+
+const NM = 'org.freedesktop.NetworkManager';
+const NM_PATH = '/org/freedesktop/NetworkManager';
+const SETTINGS_PATH = `${NM_PATH}/Settings`;
+
+/** NMDeviceType */
+export const DeviceType = { ethernet: 1, bond: 10, vlan: 11, bridge: 13, dummy: 22, loopback: 32 } as const;
+/** NMDeviceState */
+const DEVICE = { unmanaged: 10, disconnected: 30, activated: 100 } as const;
+/** NMActiveConnectionState */
+const ACTIVE = { activating: 1, activated: 2, deactivated: 4 } as const;
+const VIRTUAL: Record<string, number> = { bridge: DeviceType.bridge, bond: DeviceType.bond, vlan: DeviceType.vlan, dummy: DeviceType.dummy };
+/** NMActiveConnectionStateReason */
+const DEPENDENCY_FAILED = 12;
+const CHECKPOINT_DESTROY_ALL = 0x01;
+const CHECKPOINT_FLAGS_KNOWN = 0x01 | 0x02 | 0x04 | 0x08 | 0x10;
+
+/** the keys this NetworkManager knows, with their D-Bus types (nm-settings-dbus(5)) */
+const KNOWN_KEYS: Record<string, Record<string, string>> = {
+  connection: { id: 's', uuid: 's', type: 's', 'interface-name': 's', autoconnect: 'b', master: 's', 'slave-type': 's', timestamp: 't' },
+  '802-3-ethernet': { mtu: 'u', 'mac-address': 'ay', 'auto-negotiate': 'b' },
+  bridge: { stp: 'b', priority: 'u' },
+  vlan: { parent: 's', id: 'u', flags: 'u' },
+  bond: { options: 'a{ss}' },
+  ipv4: { method: 's', 'address-data': 'aa{sv}', addresses: 'aau', gateway: 's', 'route-data': 'aa{sv}', routes: 'aau', dns: 'au', 'dns-search': 'as', 'ignore-auto-dns': 'b' },
+  ipv6: { method: 's', 'address-data': 'aa{sv}', addresses: 'a(ayuay)', gateway: 's', 'route-data': 'aa{sv}', routes: 'a(ayuayu)', dns: 'aay', 'dns-search': 'as', 'ignore-auto-dns': 'b', 'addr-gen-mode': 'i' },
+  proxy: {},
+};
+const ADDRESS_KEYS: Record<string, string> = { address: 's', prefix: 'u' };
+const ROUTE_KEYS: Record<string, string> = { dest: 's', prefix: 'u', 'next-hop': 's', metric: 'u' };
+const METHODS: Record<string, string[]> = { ipv4: ['auto', 'manual', 'disabled', 'link-local', 'shared'], ipv6: ['auto', 'dhcp', 'manual', 'ignore', 'disabled', 'link-local', 'shared'] };
+const TYPES = ['802-3-ethernet', 'bridge', 'bond', 'vlan', 'dummy', 'loopback'];
+
+const invalid = (what: string) => new DBusError('org.freedesktop.NetworkManager.Settings.Connection.InvalidProperty', what);
+
+function checkEntries(where: string, entries: unknown, keys: Record<string, string>, required: string[]): void {
+  if (!Array.isArray(entries)) throw invalid(`${where}: not a list`);
+  for (const [i, entry] of entries.entries()) {
+    for (const [key, value] of Object.entries(entry as Record<string, unknown>)) {
+      if (!(value instanceof Variant) || value.signature !== keys[key]) throw invalid(`${where}[${i}].${key}: expected ${keys[key] ?? 'no such key'}, got ${value instanceof Variant ? value.signature : typeof value}`);
+    }
+    for (const key of required) if (!(key in (entry as object))) throw invalid(`${where}[${i}]: ${key} missing`);
+  }
+}
+
+/** NetworkManager's checks on settings it is given, as far as the adapter's subset goes */
+export function checkSettings(settings: Settings): void {
+  for (const [section, keys] of Object.entries(settings)) {
+    const known = KNOWN_KEYS[section];
+    if (!known) throw invalid(`${section}: unknown setting`);
+    for (const [key, value] of Object.entries(keys)) {
+      if (!(value instanceof Variant)) throw invalid(`${section}.${key}: not a variant`);
+      if (known[key] !== value.signature) throw invalid(`${section}.${key}: expected ${known[key] ?? 'no such property'}, got ${value.signature}`);
+    }
+    if (keys['address-data']) checkEntries(`${section}.address-data`, keys['address-data'].value, ADDRESS_KEYS, ['address', 'prefix']);
+    if (keys['route-data']) checkEntries(`${section}.route-data`, keys['route-data'].value, ROUTE_KEYS, ['dest', 'prefix']);
+    const method = keys.method?.value as string | undefined;
+    if (method !== undefined && !METHODS[section]!.includes(method)) throw invalid(`${section}.method: invalid method ${method}`);
+  }
+  const connection = settings.connection;
+  if (!connection?.id || !connection.type) throw invalid('connection: id and type are required');
+  if (!TYPES.includes(connection.type.value as string)) throw invalid(`connection.type: unknown type ${connection.type.value as string}`);
+  if (settings.ipv4?.method?.value === 'manual' && !settings.ipv4['address-data']) throw invalid('ipv4.method: manual needs addresses');
+}
+
+const clone = (settings: Settings): Settings => Object.fromEntries(Object.entries(settings).map(([s, keys]) => [s, { ...keys }]));
+const str = (v: Variant | undefined) => v?.value as string | undefined;
+
+/** an IPv4 address from NetworkManager's `au` form: the bytes in network order */
+const fromNetworkOrder = (n: number) => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff].join('.');
+const fromBytes = (b: Buffer) => canonicalIp(Array.from({ length: 8 }, (_, i) => b.readUInt16BE(2 * i).toString(16)).join(':'));
+
+export interface Lease {
+  address: string;
+  prefix: number;
+  gateway: string;
+  dns?: string[];
+}
+
+export interface FakeDevice {
+  name: string;
+  type: number;
+  hwAddress?: string;
+  /** false: NetworkManager leaves the device alone (another network stack has it) */
+  managed?: boolean;
+  /** what DHCP hands this device */
+  lease?: Lease;
+}
+
+export interface World {
+  devices: FakeDevice[];
+  /** saved profiles; those with autoconnect and a matching device are active at start */
+  profiles: Settings[];
+}
+
+export interface Behaviour {
+  /** interface -> NMActiveConnectionStateReason: its activation fails with that reason */
+  failActivation?: Record<string, number>;
+  /** interface -> NMRollbackResult reported for it by CheckpointRollback */
+  rollbackResults?: Record<string, number>;
+}
+
+export interface Recorded {
+  member: string;
+  path: string;
+  args: unknown[];
+}
+
+interface Profile {
+  path: string;
+  settings: Settings;
+}
+
+interface DeviceRecord {
+  path: string;
+  spec: FakeDevice;
+  state: number;
+  applied?: Settings;
+  active?: ActiveRecord;
+}
+
+interface ActiveRecord {
+  path: string;
+  state: number;
+  profile: Profile;
+  device: DeviceRecord;
+  iface: ActiveInterface;
+  /** runs the pending outcome once the client has looked */
+  settle?: () => void;
+}
+
+interface Snapshot {
+  profiles: Profile[];
+  devices: { device: DeviceRecord; state: number; profile?: Profile }[];
+}
+
+/** what a value looks like on the wire: [signature, plain value] per key */
+export function signedSettings(settings: Settings): Record<string, Record<string, [string, unknown]>> {
+  const unwrap = (v: unknown): unknown =>
+    v instanceof Variant ? unwrap(v.value) : Buffer.isBuffer(v) ? [...v] : Array.isArray(v) ? v.map(unwrap) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unwrap(x)])) : v;
+  return Object.fromEntries(Object.entries(settings).map(([s, keys]) => [s, Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, [v.signature, unwrap(v)]]))]));
+}
+
+class ActiveInterface extends Interface {
+  constructor(private readonly record: () => ActiveRecord) {
+    super('org.freedesktop.NetworkManager.Connection.Active');
+  }
+  get State() {
+    const active = this.record();
+    // the outcome comes after the client has seen ACTIVATING, as on a node where activation takes time
+    if (active.settle) setImmediate(active.settle);
+    return active.state;
+  }
+  get Connection() {
+    return this.record().profile.path;
+  }
+  get Id() {
+    return str(this.record().profile.settings.connection!.id) ?? '';
+  }
+  get Devices() {
+    return [this.record().device.path];
+  }
+  StateChanged(state: number, reason: number) {
+    return [state, reason];
+  }
+}
+ActiveInterface.configureMembers({
+  properties: {
+    State: { signature: 'u', access: 'read' },
+    Connection: { signature: 'o', access: 'read' },
+    Id: { signature: 's', access: 'read' },
+    Devices: { signature: 'ao', access: 'read' },
+  },
+  signals: { StateChanged: { signature: 'uu' } },
+});
+
+export interface FakeNetworkManager {
+  /** method calls received, in order */
+  calls: Recorded[];
+  behave(behaviour: Behaviour): void;
+  /** the saved profiles as the settings plugin holds them */
+  profiles(): { path: string; settings: Settings }[];
+  /** the open checkpoints */
+  checkpoints(): string[];
+  stop(): Promise<void>;
+}
+
+export async function startFakeNetworkManager(address: string, world: World): Promise<FakeNetworkManager> {
+  const bus = dbus.sessionBus({ busAddress: address });
+  bus.on('error', () => undefined);
+  const calls: Recorded[] = [];
+  let behaviour: Behaviour = {};
+  let profiles: Profile[] = [];
+  const devices: DeviceRecord[] = [];
+  const checkpoints = new Map<string, Snapshot>();
+  const serial = { profile: 0, device: 0, active: 0, ip: 0, checkpoint: 0 };
+  const record = (path: string, member: string, ...args: unknown[]) => calls.push({ member, path, args });
+  const exported = new Map<string, dbus.interface.Interface[]>();
+  const put = (path: string, iface: dbus.interface.Interface) => {
+    bus.export(path, iface);
+    exported.set(path, [...(exported.get(path) ?? []), iface]);
+  };
+  const drop = (path: string) => {
+    for (const iface of exported.get(path) ?? []) bus.unexport(path, iface);
+    exported.delete(path);
+  };
+
+  const profileAt = (path: string) => {
+    const p = profiles.find((x) => x.path === path);
+    if (!p) throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidConnection', `no connection at ${path}`);
+    return p;
+  };
+
+  /** the IP configuration a device runs with: its applied profile, its DHCP lease */
+  const ipData = (device: DeviceRecord, family: 4 | 6) => {
+    const section = device.applied?.[family === 4 ? 'ipv4' : 'ipv6'];
+    const method = str(section?.method);
+    const addresses: { address: string; prefix: number }[] = [];
+    const routes: { dest: string; prefix: number; 'next-hop'?: string; metric: number }[] = [];
+    let gateway = '';
+    if (method === 'manual') {
+      for (const a of (section!['address-data']?.value ?? []) as Record<string, Variant>[]) addresses.push({ address: a.address!.value as string, prefix: a.prefix!.value as number });
+      gateway = str(section!.gateway) ?? '';
+    }
+    const lease = device.spec.lease;
+    if (method === 'auto' && family === 4 && lease) {
+      addresses.push({ address: lease.address, prefix: lease.prefix });
+      gateway = lease.gateway;
+    }
+    if (gateway) routes.push({ dest: family === 4 ? '0.0.0.0' : '::', prefix: 0, 'next-hop': gateway, metric: 425 });
+    for (const r of (section?.['route-data']?.value ?? []) as Record<string, Variant>[]) {
+      routes.push({ dest: r.dest!.value as string, prefix: r.prefix!.value as number, ...(r['next-hop'] ? { 'next-hop': r['next-hop'].value as string } : {}), metric: (r.metric?.value as number | undefined) ?? 425 });
+    }
+    return { addresses, routes, gateway };
+  };
+
+  class IpConfigInterface extends Interface {
+    constructor(
+      private readonly device: DeviceRecord,
+      private readonly family: 4 | 6,
+    ) {
+      super(`org.freedesktop.NetworkManager.IP${family}Config`);
+    }
+    get AddressData() {
+      return ipData(this.device, this.family).addresses.map((a) => ({ address: new Variant('s', a.address), prefix: new Variant('u', a.prefix) }));
+    }
+    get RouteData() {
+      return ipData(this.device, this.family).routes.map((r) => ({
+        dest: new Variant('s', r.dest),
+        prefix: new Variant('u', r.prefix),
+        ...(r['next-hop'] ? { 'next-hop': new Variant('s', r['next-hop']) } : {}),
+        metric: new Variant('u', r.metric),
+      }));
+    }
+    get Gateway() {
+      return ipData(this.device, this.family).gateway;
+    }
+  }
+  const ipProperties = { AddressData: { signature: 'aa{sv}', access: 'read' }, RouteData: { signature: 'aa{sv}', access: 'read' }, Gateway: { signature: 's', access: 'read' } } as const;
+  IpConfigInterface.configureMembers({ properties: ipProperties });
+
+  const ipPaths = new Map<DeviceRecord, [string, string]>();
+  class DeviceInterface extends Interface {
+    constructor(private readonly device: DeviceRecord) {
+      super('org.freedesktop.NetworkManager.Device');
+    }
+    get Interface() {
+      return this.device.spec.name;
+    }
+    get DeviceType() {
+      return this.device.spec.type;
+    }
+    get State() {
+      return this.device.state;
+    }
+    get HwAddress() {
+      return this.device.spec.hwAddress ?? '';
+    }
+    get Mtu() {
+      return (this.device.applied?.['802-3-ethernet']?.mtu?.value as number | undefined) ?? 1500;
+    }
+    get Ip4Config() {
+      return this.device.state === DEVICE.activated ? ipPaths.get(this.device)![0] : '/';
+    }
+    get Ip6Config() {
+      return this.device.state === DEVICE.activated ? ipPaths.get(this.device)![1] : '/';
+    }
+    get ActiveConnection() {
+      return this.device.active?.path ?? '/';
+    }
+    GetAppliedConnection(flags: number) {
+      record(this.device.path, 'GetAppliedConnection', flags);
+      if (!this.device.applied) throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
+      return [this.device.applied, 1n];
+    }
+    Disconnect() {
+      record(this.device.path, 'Disconnect');
+      if (this.device.state !== DEVICE.activated) throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'This device is not active');
+      deactivate(this.device);
+    }
+  }
+  DeviceInterface.configureMembers({
+    properties: {
+      Interface: { signature: 's', access: 'read' },
+      DeviceType: { signature: 'u', access: 'read' },
+      State: { signature: 'u', access: 'read' },
+      HwAddress: { signature: 's', access: 'read' },
+      Mtu: { signature: 'u', access: 'read' },
+      Ip4Config: { signature: 'o', access: 'read' },
+      Ip6Config: { signature: 'o', access: 'read' },
+      ActiveConnection: { signature: 'o', access: 'read' },
+    },
+    methods: { GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' }, Disconnect: {} },
+  });
+
+  const addDevice = (spec: FakeDevice): DeviceRecord => {
+    const device: DeviceRecord = { path: `${NM_PATH}/Devices/${++serial.device}`, spec, state: spec.managed === false ? DEVICE.unmanaged : DEVICE.disconnected };
+    devices.push(device);
+    const ip4 = `${NM_PATH}/IP4Config/${++serial.ip}`;
+    const ip6 = `${NM_PATH}/IP6Config/${++serial.ip}`;
+    ipPaths.set(device, [ip4, ip6]);
+    put(device.path, new DeviceInterface(device));
+    put(ip4, new IpConfigInterface(device, 4));
+    put(ip6, new IpConfigInterface(device, 6));
+    return device;
+  };
+  const removeDevice = (device: DeviceRecord) => {
+    devices.splice(devices.indexOf(device), 1);
+    drop(device.path);
+    for (const p of ipPaths.get(device)!) drop(p);
+  };
+
+  const deactivate = (device: DeviceRecord) => {
+    if (device.active) drop(device.active.path);
+    device.active = undefined;
+    device.applied = undefined;
+    device.state = DEVICE.disconnected;
+  };
+
+  /** ports whose activation waits for their controller's, by the controller's device */
+  const waiting = new Map<DeviceRecord, ActiveRecord[]>();
+  const releasePorts = (controller: DeviceRecord, outcome: (port: ActiveRecord) => void) => {
+    const ports = waiting.get(controller) ?? [];
+    waiting.delete(controller);
+    ports.forEach(outcome);
+  };
+  const fail = (active: ActiveRecord, reason: number) => {
+    active.settle = undefined;
+    active.state = ACTIVE.deactivated;
+    active.iface.StateChanged(ACTIVE.deactivated, reason);
+    deactivate(active.device);
+    releasePorts(active.device, (port) => fail(port, DEPENDENCY_FAILED));
+  };
+  const settle = (active: ActiveRecord) => {
+    active.settle = undefined;
+    const controllerName = str(active.profile.settings.connection!.master);
+    if (controllerName !== undefined) {
+      const controller = devices.find((d) => d.spec.name === controllerName);
+      if (controller?.active?.state === ACTIVE.activating) {
+        waiting.set(controller, [...(waiting.get(controller) ?? []), active]);
+        return;
+      }
+      // NetworkManager would bring the controller up itself; the adapter must not rely on that
+      if (controller?.state !== DEVICE.activated) return fail(active, DEPENDENCY_FAILED);
+    }
+    const reason = behaviour.failActivation?.[active.device.spec.name];
+    if (reason !== undefined) return fail(active, reason);
+    active.state = ACTIVE.activated;
+    active.device.state = DEVICE.activated;
+    active.device.applied = clone(active.profile.settings);
+    active.iface.StateChanged(ACTIVE.activated, 1);
+    releasePorts(active.device, settle);
+  };
+
+  const activate = (profile: Profile): ActiveRecord => {
+    const name = str(profile.settings.connection!['interface-name']);
+    const type = str(profile.settings.connection!.type)!;
+    let device = devices.find((d) => d.spec.name === name);
+    if (!device && name && VIRTUAL[type] !== undefined) device = addDevice({ name, type: VIRTUAL[type] });
+    if (!device) throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', `No suitable device found for this connection (device ${name ?? '(none)'} not available)`);
+    if (device.state === DEVICE.unmanaged) throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', `Device '${device.spec.name}' is not managed by NetworkManager`);
+    deactivate(device);
+    const path = `${NM_PATH}/ActiveConnection/${++serial.active}`;
+    const active: ActiveRecord = { path, state: ACTIVE.activating, profile, device, iface: new ActiveInterface(() => active) };
+    active.settle = () => settle(active);
+    device.active = active;
+    put(path, active.iface);
+    return active;
+  };
+
+  class SettingsConnection extends Interface {
+    constructor(private readonly profile: Profile) {
+      super('org.freedesktop.NetworkManager.Settings.Connection');
+    }
+    GetSettings() {
+      record(this.profile.path, 'GetSettings');
+      return this.profile.settings;
+    }
+    Update(settings: Settings) {
+      record(this.profile.path, 'Update', signedSettings(settings));
+      checkSettings(settings);
+      if (!settings.connection!.uuid) throw invalid('connection.uuid: Update must keep the uuid');
+      this.profile.settings = settings;
+    }
+    Delete() {
+      record(this.profile.path, 'Delete');
+      const device = devices.find((d) => d.active?.profile === this.profile);
+      if (device) deactivate(device);
+      profiles = profiles.filter((p) => p !== this.profile);
+      drop(this.profile.path);
+    }
+  }
+  SettingsConnection.configureMembers({ methods: { GetSettings: { outSignature: 'a{sa{sv}}' }, Update: { inSignature: 'a{sa{sv}}' }, Delete: {} } });
+
+  const exportProfile = (profile: Profile) => put(profile.path, new SettingsConnection(profile));
+  const addProfile = (settings: Settings): Profile => {
+    checkSettings(settings);
+    const withUuid = clone(settings);
+    withUuid.connection!.uuid ??= new Variant('s', `00000000-0000-4000-8000-${String(serial.profile + 1).padStart(12, '0')}`);
+    const profile = { path: `${SETTINGS_PATH}/${++serial.profile}`, settings: withUuid };
+    profiles.push(profile);
+    exportProfile(profile);
+    return profile;
+  };
+
+  class SettingsInterface extends Interface {
+    constructor() {
+      super('org.freedesktop.NetworkManager.Settings');
+    }
+    ListConnections() {
+      record(SETTINGS_PATH, 'ListConnections');
+      return profiles.map((p) => p.path);
+    }
+    AddConnection(settings: Settings) {
+      record(SETTINGS_PATH, 'AddConnection', signedSettings(settings));
+      return addProfile(settings).path;
+    }
+  }
+  SettingsInterface.configureMembers({ methods: { ListConnections: { outSignature: 'ao' }, AddConnection: { inSignature: 'a{sa{sv}}', outSignature: 'o' } } });
+
+  const snapshot = (): Snapshot => ({
+    profiles: profiles.map((p) => ({ path: p.path, settings: clone(p.settings) })),
+    devices: devices.map((d) => ({ device: d, state: d.state, ...(d.active ? { profile: d.active.profile } : {}) })),
+  });
+
+  const rollback = (snap: Snapshot): Record<string, number> => {
+    for (const p of profiles) if (!snap.profiles.some((s) => s.path === p.path)) drop(p.path);
+    profiles = snap.profiles.map((s) => profiles.find((p) => p.path === s.path) ?? s);
+    for (const s of snap.profiles) {
+      const live = profiles.find((p) => p.path === s.path)!;
+      live.settings = s.settings;
+      // a profile deleted since the checkpoint comes back
+      if (!exported.has(live.path)) exportProfile(live);
+    }
+    // devices the change created are disconnected, and software devices go with that
+    for (const d of [...devices]) if (!snap.devices.some((s) => s.device === d)) removeDevice(d);
+    const results: Record<string, number> = {};
+    for (const s of snap.devices) {
+      deactivate(s.device);
+      if (s.state === DEVICE.activated && s.profile) {
+        const active = activate(profiles.find((p) => p.path === s.profile!.path)!);
+        settle(active);
+      } else {
+        s.device.state = s.state;
+      }
+      results[s.device.path] = behaviour.rollbackResults?.[s.device.spec.name] ?? 0;
+    }
+    return results;
+  };
+
+  class Manager extends Interface {
+    constructor() {
+      super(NM);
+    }
+    get Version() {
+      return '1.42.4';
+    }
+    GetDevices() {
+      record(NM_PATH, 'GetDevices');
+      return devices.map((d) => d.path);
+    }
+    ActivateConnection(connection: string, device: string, specific: string) {
+      record(NM_PATH, 'ActivateConnection', connection, device, specific);
+      if (device !== '/' || specific !== '/') throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', 'this test NetworkManager picks the device itself');
+      return activate(profileAt(connection)).path;
+    }
+    CheckpointCreate(paths: string[], timeout: number, flags: number) {
+      record(NM_PATH, 'CheckpointCreate', paths, timeout, flags);
+      if ((flags & ~CHECKPOINT_FLAGS_KNOWN) !== 0) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `unknown checkpoint flags ${flags}`);
+      if (checkpoints.size > 0 && !(flags & CHECKPOINT_DESTROY_ALL)) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', 'a checkpoint for the devices already exists');
+      if (paths.length > 0) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', 'this test NetworkManager checkpoints all devices only');
+      checkpoints.clear();
+      const path = `${NM_PATH}/Checkpoint/${++serial.checkpoint}`;
+      checkpoints.set(path, snapshot());
+      return path;
+    }
+    CheckpointDestroy(path: string) {
+      record(NM_PATH, 'CheckpointDestroy', path);
+      if (!checkpoints.delete(path)) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
+    }
+    CheckpointRollback(path: string) {
+      record(NM_PATH, 'CheckpointRollback', path);
+      const snap = checkpoints.get(path);
+      if (!snap) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
+      checkpoints.delete(path);
+      return rollback(snap);
+    }
+  }
+  Manager.configureMembers({
+    properties: { Version: { signature: 's', access: 'read' } },
+    methods: {
+      GetDevices: { outSignature: 'ao' },
+      ActivateConnection: { inSignature: 'ooo', outSignature: 'o' },
+      CheckpointCreate: { inSignature: 'aouu', outSignature: 'o' },
+      CheckpointDestroy: { inSignature: 'o' },
+      CheckpointRollback: { inSignature: 'o', outSignature: 'a{su}' },
+    },
+  });
+
+  class DnsManager extends Interface {
+    constructor() {
+      super('org.freedesktop.NetworkManager.DnsManager');
+    }
+    get Configuration() {
+      return devices
+        .filter((d) => d.state === DEVICE.activated)
+        .flatMap((d) => {
+          const v4 = ((d.applied?.ipv4?.dns?.value ?? []) as number[]).map(fromNetworkOrder);
+          const v6 = ((d.applied?.ipv6?.dns?.value ?? []) as Buffer[]).map(fromBytes);
+          const leased = d.applied?.ipv4?.method?.value === 'auto' && !d.applied.ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
+          const servers = [...v4, ...v6, ...leased];
+          if (servers.length === 0) return [];
+          return [{ nameservers: new Variant('as', servers), domains: new Variant('as', (d.applied?.ipv4?.['dns-search']?.value ?? []) as string[]), interface: new Variant('s', d.spec.name) }];
+        });
+    }
+  }
+  DnsManager.configureMembers({ properties: { Configuration: { signature: 'aa{sv}', access: 'read' } } });
+
+  put(NM_PATH, new Manager());
+  put(SETTINGS_PATH, new SettingsInterface());
+  put(`${NM_PATH}/DnsManager`, new DnsManager());
+  for (const spec of world.devices) addDevice(spec);
+  for (const settings of world.profiles) {
+    const profile = addProfile(settings);
+    const device = devices.find((d) => d.spec.name === str(settings.connection!['interface-name']));
+    if (device && device.state !== DEVICE.unmanaged && settings.connection!.autoconnect?.value !== false && !device.active) settle(activate(profile));
+  }
+  await bus.requestName(NM, dbus.NameFlag.DO_NOT_QUEUE);
+
+  return {
+    calls,
+    behave: (b) => {
+      behaviour = b;
+    },
+    profiles: () => profiles.map((p) => ({ path: p.path, settings: p.settings })),
+    checkpoints: () => [...checkpoints.keys()],
+    async stop() {
+      bus.disconnect();
+    },
+  };
+}

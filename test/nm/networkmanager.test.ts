@@ -1,0 +1,253 @@
+/**
+ * The NetworkManager D-Bus adapter against a real dbus-daemon and a NetworkManager stand-in
+ * (fake-networkmanager.ts) that checks the signatures and variant types it is given: what the agent
+ * sends over the bus, what it reads back, and what the node is left with after apply, commit,
+ * rollback and failed activations. The node modelled is the VM's: ens3 left to another network
+ * stack, ens4 on DHCP through the profile `uplink`.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import dbus from 'dbus-next';
+import yaml from 'js-yaml';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { NmstateState } from '../../src/config/v1/schema.js';
+import { createLogger } from '../../src/log/logger.js';
+import { compareNetworkState, desiredNetworkState } from '../../src/node/network-state.js';
+import { CHECKPOINT_FLAGS, createNetworkManager, type NetworkManagerNmstate, type NetworkManagerOptions } from '../../src/ports/networkmanager.js';
+import { missingDbusDaemon, type PrivateBus, startPrivateBus } from '../dbus/bus.js';
+import { DeviceType, type FakeNetworkManager, type Recorded, signedSettings, startFakeNetworkManager, type World } from './fake-networkmanager.js';
+
+const { Variant } = dbus;
+const INTERNAL_IP = '192.168.127.10/24';
+
+const uplink = () => ({
+  connection: { id: new Variant('s', 'uplink'), uuid: new Variant('s', '5fb06bd0-0bb0-7ffb-45f1-d6edd65f3e03'), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', 'ens4'), autoconnect: new Variant('b', true) },
+  '802-3-ethernet': {},
+  ipv4: { method: new Variant('s', 'auto') },
+  ipv6: { method: new Variant('s', 'disabled') },
+  proxy: {},
+});
+
+const factory = (): World => ({
+  devices: [
+    { name: 'lo', type: DeviceType.loopback, managed: false },
+    { name: 'ens3', type: DeviceType.ethernet, managed: false, hwAddress: '52:54:00:12:34:56' },
+    { name: 'ens4', type: DeviceType.ethernet, hwAddress: '52:54:00:12:34:57', lease: { address: '192.0.2.100', prefix: 24, gateway: '192.0.2.1' } },
+  ],
+  profiles: [uplink()],
+});
+
+/** the VM's site network: br-ex a Linux bridge over ens4, static addresses, default route, DNS of both families */
+const SITE = {
+  interfaces: [
+    { name: 'br-ex', type: 'linux-bridge', state: 'up', bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] }, ipv4: { enabled: true, dhcp: false, address: [{ ip: '192.0.2.10', 'prefix-length': 24 }] }, ipv6: { enabled: true, dhcp: false, autoconf: false, address: [{ ip: '2001:db8::10', 'prefix-length': 64 }] } },
+    { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
+  ],
+  routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '192.0.2.1', 'next-hop-interface': 'br-ex' }] },
+  'dns-resolver': { config: { server: ['192.0.2.53', '2001:db8::53'], search: ['vm-store-0007.example.com'] } },
+} as NmstateState;
+const DESIRED = desiredNetworkState(SITE, INTERNAL_IP);
+
+const lines: Record<string, unknown>[] = [];
+const log = createLogger({ level: 'debug', format: 'json', journal: false, write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+
+let bus: PrivateBus;
+let nm: FakeNetworkManager;
+let adapter: NetworkManagerNmstate;
+
+const connect = (options: NetworkManagerOptions = {}) => {
+  adapter.close();
+  adapter = createNetworkManager(log, { activationTimeoutMs: 10_000, ...options });
+  return adapter;
+};
+const members = (calls: Recorded[], ...names: string[]) => calls.filter((c) => names.includes(c.member));
+const writes = () => members(nm.calls, 'CheckpointCreate', 'CheckpointDestroy', 'CheckpointRollback', 'AddConnection', 'Update', 'Delete', 'ActivateConnection', 'Disconnect');
+const profileIds = () => nm.profiles().map((p) => p.settings.connection!.id!.value as string).sort();
+const iface = (state: NmstateState, name: string, type?: string) => state.interfaces!.find((i) => i.name === name && (type === undefined || i.type === type));
+
+beforeAll(async () => {
+  const missing = missingDbusDaemon();
+  if (missing) throw new Error(missing);
+  bus = await startPrivateBus();
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+});
+afterAll(async () => {
+  await bus?.stop();
+});
+beforeEach(async () => {
+  lines.length = 0;
+  nm = await startFakeNetworkManager(bus.address, factory());
+  adapter = createNetworkManager(log, { activationTimeoutMs: 10_000 });
+});
+afterEach(async () => {
+  adapter.close();
+  await nm.stop();
+});
+
+describe('show', () => {
+  it('reads the factory network as nmstate: ens3 left alone, ens4 on DHCP with its lease and default route', async () => {
+    const state = await adapter.show();
+    expect(state.interfaces!.map((i) => [i.name, i.type, i.state])).toEqual([
+      ['lo', 'loopback', 'ignore'],
+      ['ens3', 'ethernet', 'ignore'],
+      ['ens4', 'ethernet', 'up'],
+    ]);
+    expect(iface(state, 'ens4')).toMatchObject({ 'mac-address': '52:54:00:12:34:57', ipv4: { enabled: true, dhcp: true, address: [{ ip: '192.0.2.100', 'prefix-length': 24 }] }, ipv6: { enabled: false } });
+    expect((state.routes as { running: unknown[] }).running).toContainEqual({ destination: '0.0.0.0/0', 'next-hop-address': '192.0.2.1', 'next-hop-interface': 'ens4', metric: 425 });
+    expect(compareNetworkState(DESIRED, state, INTERNAL_IP).map((d) => d.path)).toEqual(['interfaces[br-ex].state', 'interfaces[ens4].ipv4.enabled', 'routes.config[0.0.0.0/0 via 192.0.2.1 dev br-ex]', 'dns-resolver.config.server', 'dns-resolver.config.search']);
+    // reading changes nothing
+    expect(writes()).toEqual([]);
+  });
+});
+
+describe('apply, commit', () => {
+  it('applies the site network under a checkpoint, leaves ens3 alone, and the state read back is the desired one', async () => {
+    const { checkpoint } = await adapter.apply(DESIRED, { timeoutSeconds: 75 });
+    expect(checkpoint).toBe('/org/freedesktop/NetworkManager/Checkpoint/1');
+    const calls = writes();
+    expect(calls.map((c) => `${c.member} ${c.path}`)).toEqual([
+      'CheckpointCreate /org/freedesktop/NetworkManager',
+      'AddConnection /org/freedesktop/NetworkManager/Settings',
+      'ActivateConnection /org/freedesktop/NetworkManager',
+      'Update /org/freedesktop/NetworkManager/Settings/1',
+      'ActivateConnection /org/freedesktop/NetworkManager',
+    ]);
+    expect(calls[0]!.args).toEqual([[], 75, CHECKPOINT_FLAGS]);
+    // the bridge profile with NetworkManager's types: the site address and the internal IP, gateway, DNS in network byte order
+    expect(calls[1]!.args[0]).toEqual({
+      connection: { id: ['s', 'br-ex'], type: ['s', 'bridge'], 'interface-name': ['s', 'br-ex'], autoconnect: ['b', true] },
+      bridge: { stp: ['b', false] },
+      ipv4: {
+        method: ['s', 'manual'],
+        'address-data': ['aa{sv}', [{ address: '192.0.2.10', prefix: 24 }, { address: '192.168.127.10', prefix: 24 }]],
+        gateway: ['s', '192.0.2.1'],
+        dns: ['au', [0x350200c0]],
+        'dns-search': ['as', ['vm-store-0007.example.com']],
+      },
+      ipv6: { method: ['s', 'manual'], 'address-data': ['aa{sv}', [{ address: '2001:db8::10', prefix: 64 }]], dns: ['aay', [[0x20, 0x01, 0x0d, 0xb8, ...Array<number>(11).fill(0), 0x53]]] },
+    });
+    // the factory uplink profile becomes the bridge port: same id and uuid, no IP settings of its own
+    expect(calls[3]!.args[0]).toEqual({
+      connection: { id: ['s', 'uplink'], uuid: ['s', '5fb06bd0-0bb0-7ffb-45f1-d6edd65f3e03'], type: ['s', '802-3-ethernet'], 'interface-name': ['s', 'ens4'], autoconnect: ['b', true], master: ['s', 'br-ex'], 'slave-type': ['s', 'bridge'] },
+      '802-3-ethernet': {},
+      proxy: {},
+    });
+    const ens3 = (await adapter.show()).interfaces!.find((i) => i.name === 'ens3');
+    expect(nm.calls.filter((c) => c.args.some((a) => JSON.stringify(a).includes('ens3')))).toEqual([]);
+    expect(ens3?.state).toBe('ignore');
+
+    const state = await adapter.show();
+    expect(compareNetworkState(DESIRED, state, INTERNAL_IP)).toEqual([]);
+    expect(iface(state, 'br-ex')).toMatchObject({ type: 'linux-bridge', state: 'up', bridge: { port: [{ name: 'ens4' }] } });
+    expect(iface(state, 'ens4')).toMatchObject({ state: 'up', controller: 'br-ex' });
+    expect(state['dns-resolver']).toEqual({
+      config: { server: ['192.0.2.53', '2001:db8::53'], search: ['vm-store-0007.example.com'] },
+      running: { server: ['192.0.2.53', '2001:db8::53'], search: ['vm-store-0007.example.com'] },
+    });
+
+    await adapter.commit(checkpoint);
+    expect(nm.checkpoints()).toEqual([]);
+    expect(profileIds()).toEqual(['br-ex', 'uplink']);
+  });
+
+  it('applied again, updates the same profiles and adds none', async () => {
+    await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
+    const before = nm.profiles().map((p) => p.path);
+    nm.calls.length = 0;
+    await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
+    expect(members(nm.calls, 'AddConnection', 'Delete')).toEqual([]);
+    expect(members(nm.calls, 'Update').map((c) => c.path).sort()).toEqual([...before].sort());
+    expect(compareNetworkState(DESIRED, await adapter.show(), INTERNAL_IP)).toEqual([]);
+  });
+
+  it('keeps one profile per interface: another one bound to the same name is deleted', async () => {
+    await nm.stop();
+    const stale = { ...uplink(), connection: { ...uplink().connection, id: new Variant('s', 'Wired connection 1'), uuid: new Variant('s', '11111111-2222-4333-8444-555555555555'), autoconnect: new Variant('b', false) } };
+    nm = await startFakeNetworkManager(bus.address, { ...factory(), profiles: [uplink(), stale] });
+    connect();
+    await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
+    expect(profileIds()).toEqual(['br-ex', 'uplink']);
+  });
+
+  it('takes down and removes the interfaces the state says, and nothing else', async () => {
+    await nm.stop();
+    const eth = (name: string) => ({ connection: { id: new Variant('s', name), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', name) }, ipv4: { method: new Variant('s', 'auto') } });
+    nm = await startFakeNetworkManager(bus.address, {
+      devices: [...factory().devices, { name: 'eth8', type: DeviceType.ethernet }, { name: 'eth9', type: DeviceType.ethernet }],
+      profiles: [uplink(), eth('eth8'), eth('eth9')],
+    });
+    connect();
+    const { checkpoint } = await adapter.apply({ interfaces: [{ name: 'eth8', state: 'down' }, { name: 'eth9', state: 'absent' }] } as NmstateState, { timeoutSeconds: 30 });
+    await adapter.commit(checkpoint);
+    expect(writes().map((c) => c.member)).toEqual(['CheckpointCreate', 'Disconnect', 'Delete', 'Disconnect', 'CheckpointDestroy']);
+    expect(profileIds()).toEqual(['eth8', 'uplink']);
+    const state = await adapter.show();
+    expect([iface(state, 'eth8')?.state, iface(state, 'eth9')?.state, iface(state, 'ens4')?.state]).toEqual(['down', 'down', 'up']);
+  });
+
+  it('refuses OVS before anything changes, naming the way out', async () => {
+    const ovs = { interfaces: [{ name: 'br-ex', type: 'ovs-interface', ipv4: { enabled: true, dhcp: true } }] } as NmstateState;
+    await expect(adapter.apply(ovs, { timeoutSeconds: 30 })).rejects.toThrow(/br-ex: type ovs-interface .*SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE=1/);
+    expect(writes()).toEqual([]);
+  });
+
+  it('with br-ex as a Linux bridge, applies an OVS site network (examples/store-0042) and finds it settled', async () => {
+    const example = path.join(__dirname, '../../examples/store-0042/network.yaml');
+    const desired = desiredNetworkState(yaml.load(readFileSync(example, 'utf8')) as NmstateState, INTERNAL_IP);
+    const bridged = connect({ brExAsLinuxBridge: true });
+    await bridged.commit((await bridged.apply(desired, { timeoutSeconds: 30 })).checkpoint);
+    const added = members(nm.calls, 'AddConnection')[0]!.args[0] as Record<string, Record<string, [string, unknown]>>;
+    expect(added.connection!.type).toEqual(['s', 'bridge']);
+    const state = await bridged.show();
+    expect(compareNetworkState(desired, state, INTERNAL_IP)).toEqual([]);
+    expect(iface(state, 'br-ex', 'ovs-interface')?.ipv4).toMatchObject({ address: [{ ip: '10.42.0.20', 'prefix-length': 24 }, { ip: '192.168.127.10', 'prefix-length': 24 }] });
+    // the port-less bridge leaves the uplink as it was
+    expect(iface(state, 'ens4')).toMatchObject({ state: 'up', ipv4: { dhcp: true } });
+  });
+});
+
+describe('failures and rollback', () => {
+  it('a failed activation fails apply with NetworkManager reason, and the checkpoint is rolled back at once', async () => {
+    nm.behave({ failActivation: { 'br-ex': 5 } });
+    const factoryProfile = signedSettings(nm.profiles()[0]!.settings);
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex: IP_CONFIG_INVALID.*rolled back/);
+    expect(members(nm.calls, 'CheckpointRollback')).toHaveLength(1);
+    expect(nm.checkpoints()).toEqual([]);
+    expect(profileIds()).toEqual(['uplink']);
+    expect(signedSettings(nm.profiles()[0]!.settings)).toEqual(factoryProfile);
+    const state = await adapter.show();
+    expect(iface(state, 'ens4')).toMatchObject({ state: 'up', ipv4: { address: [{ ip: '192.0.2.100', 'prefix-length': 24 }] } });
+    expect(iface(state, 'br-ex')).toBeUndefined();
+  });
+
+  it('a port whose bridge fails is reported too, by its reason', async () => {
+    nm.behave({ failActivation: { 'br-ex': 3 } });
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex: DEVICE_DISCONNECTED/);
+  });
+
+  it('rollback restores the factory network and logs each device result', async () => {
+    const { checkpoint } = await adapter.apply(DESIRED, { timeoutSeconds: 75 });
+    lines.length = 0;
+    await adapter.rollback(checkpoint);
+    expect(profileIds()).toEqual(['uplink']);
+    expect(compareNetworkState(DESIRED, await adapter.show(), INTERNAL_IP)).not.toEqual([]);
+    const logged = lines.find((l) => String(l.msg).includes('rolled back checkpoint'));
+    expect(logged?.devices).toMatchObject({ ens3: 'OK', ens4: 'OK' });
+  });
+
+  it('a device NetworkManager could not roll back is named', async () => {
+    const { checkpoint } = await adapter.apply(DESIRED, { timeoutSeconds: 75 });
+    nm.behave({ rollbackResults: { ens4: 3 } });
+    await expect(adapter.rollback(checkpoint)).rejects.toThrow('NetworkManager could not roll back ens4 (ERR_FAILED)');
+  });
+
+  it('commit of a checkpoint that is gone fails with NetworkManager error', async () => {
+    await expect(adapter.commit('/org/freedesktop/NetworkManager/Checkpoint/9')).rejects.toThrow(/CheckpointDestroy .*org.freedesktop.NetworkManager.InvalidArguments: checkpoint .* does not exist/);
+  });
+
+  it('without NetworkManager on the bus, fails naming the service', async () => {
+    await nm.stop();
+    await expect(adapter.show()).rejects.toThrow(/org.freedesktop.DBus.Error.ServiceUnknown/);
+    nm = await startFakeNetworkManager(bus.address, factory());
+  });
+});
