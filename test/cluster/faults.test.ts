@@ -5,23 +5,24 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_APPS_DOMAIN, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
-import { agentFor, clusterSite, kubeSkipped, startFactory, type Factory } from './harness.js';
+import { agent, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';
 
 const cfg = { group: 'config.openshift.io', version: 'v1' };
 type Ingress = { metadata: { resourceVersion: string }; spec: { appsDomain?: string; componentRoutes?: { namespace: string; name: string; hostname: string }[] } };
 type APIServer = { metadata: { resourceVersion: string }; spec: { additionalCORSAllowedOrigins?: string[]; servingCerts?: { namedCertificates?: { names?: string[]; servingCertificate: { name: string } }[] } } };
 
+const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const statusOf = (err: unknown) => (err as { code?: number }).code;
 
 describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
-  let factory: Factory;
+  let env: ClusterEnv;
   let kc: KubeConfig;
   beforeAll(async () => {
-    factory = await startFactory({ seed: { extraRoutes: 300 } });
-    kc = factory.cluster.kubeConfig();
+    env = await startFactory({ seed: { extraRoutes: 300 } });
+    kc = env.cluster.kubeConfig();
   });
   afterAll(async () => {
-    await factory?.stop();
+    await env?.stop();
   });
   const custom = () => kc.makeApiClient(CustomObjectsApi);
   const ingress = async () => (await custom().getClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster' })) as Ingress;
@@ -31,32 +32,29 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
 
   it('completes, or resumes on the next run, when kube-apiserver crashes during domain and restarts during routes: nothing lost or doubled', async () => {
     const restarts: Promise<void>[] = [];
-    const site = clusterSite();
-    const agent = agentFor(factory.cluster.kubeconfigPath, site, {
-      onLog: (entry) => {
-        if (entry.msg !== 'step started') return;
-        if (entry.step === 'domain') restarts.push(factory.cluster.restartApiServer({ signal: 'SIGKILL', downMs: 1_000 }));
-        if (entry.step === 'routes') restarts.push(factory.cluster.restartApiServer({ downMs: 500 }));
-      },
+    const site = storeSite();
+    const a = await agent(env, site, undefined, (entry: LogEntry) => {
+      if (entry.event !== 'stepStarted') return;
+      if (entry.step === 'domain') restarts.push(env.cluster.restartApiServer({ signal: 'SIGKILL', downMs: 1_000 }));
+      if (entry.step === 'routes') restarts.push(env.cluster.restartApiServer({ downMs: 500 }));
     });
     let result: string;
     try {
-      result = (await agent.run()).result;
+      result = (await a.run()).result;
     } catch {
       // a step may run out of patience while the API is down; the next boot runs again and resumes
       await Promise.all(restarts);
-      const next = agentFor(factory.cluster.kubeconfigPath, site, { root: agent.root });
-      result = (await next.run()).result;
+      result = (await (await agent(env, site, a.root)).run()).result;
     }
     await Promise.all(restarts);
     expect(restarts.length).toBe(2);
     expect(result).toBe('succeeded');
     // the API really went away under the agent, and the agent rode it out with retries
-    expect(agent.logs.join('\n')).toMatch(/transient failure, retrying/);
+    expect(a.logs.join('\n')).toMatch(/transient failure, retrying/);
 
     const hosts = await routeHosts();
     expect(hosts.filter((h) => h.endsWith(`.${FACTORY_APPS_DOMAIN}`))).toEqual([]);
-    expect(hosts.filter((h) => h.endsWith('.apps.sno.store42.example.com')).length).toBe(factory.seeded.oldDomainRoutes.length);
+    expect(hosts.filter((h) => h.endsWith('.apps.sno.store42.example.com')).length).toBe(env.factory.oldDomainRoutes.length);
     expect((await apiserver()).spec.servingCerts?.namedCertificates).toEqual([
       { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
       { names: ['api.sno.store42.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
@@ -93,10 +91,9 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
     try {
       // each run moves to another domain, so each changes both objects; repeated until the agent met a 409
       for (; runs < 8 && conflicts === 0; runs++) {
-        const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: `race${runs}.example.com` }));
-        expect((await agent.run(['domain'])).result).toBe('succeeded');
-        conflicts += agent.logs.filter((l) => l.includes('changed while it was being updated')).length;
-        agent.close();
+        const a = await agent(env, storeSite({ baseDomain: `race${runs}.example.com` }));
+        expect((await a.run(['domain'])).result).toBe('succeeded');
+        conflicts += a.logs.filter((l) => l.includes('changed while it was being updated')).length;
       }
     } finally {
       stop = true;

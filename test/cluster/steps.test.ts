@@ -8,26 +8,26 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planSteps } from '../../src/engine/engine.js';
-import { STEPS } from '../../src/steps/index.js';
-import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
-import { agentFor, CLUSTER_PHASE, clusterSite, kubeSkipped, openssl, problems, SITE_HOSTNAME, startFactory, STATE_DIR, type Factory } from './harness.js';
+import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FACTORY_NODE_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
+import { agent, CLUSTER_PHASE, problems, startFactory, STATE_DIR, storeSite, type ClusterEnv } from './env.js';
 
 const NEW_APPS = 'apps.sno.store42.example.com';
 const NEW_API = 'api.sno.store42.example.com';
 const cfg = { group: 'config.openshift.io', version: 'v1' };
+const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
+const openssl = (args: string[], input?: string): string => execFileSync('openssl', args, { encoding: 'utf8', ...(input !== undefined && { input }), stdio: ['pipe', 'pipe', 'pipe'] });
 
 describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
-  let factory: Factory;
+  let env: ClusterEnv;
   let kc: KubeConfig;
   let root: string;
 
   beforeAll(async () => {
-    factory = await startFactory();
-    kc = factory.cluster.kubeConfig();
+    env = await startFactory();
+    kc = env.cluster.kubeConfig();
   });
   afterAll(async () => {
-    await factory?.stop();
+    await env?.stop();
   });
 
   const custom = () => kc.makeApiClient(CustomObjectsApi);
@@ -41,13 +41,13 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
   const secret = async (name: string) => core().readNamespacedSecret({ namespace: 'openshift-config', name });
 
   it('plans from the live API without changing it: approvals, certificates, config diffs, routes, a redacted pull secret, mirrors', async () => {
-    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite());
+    const a = await agent(env, storeSite());
     const before = await routes();
-    const plans = await planSteps({ steps: STEPS, selected: new Set(CLUSTER_PHASE), ctx: agent.ctx });
+    const plans = await a.plan();
     const byStep = Object.fromEntries(plans.map((p) => [p.step, p]));
     expect(byStep['csr-approval']).toMatchObject({ action: 'change' });
     const approvals = byStep['csr-approval']!.action === 'change' ? byStep['csr-approval']!.changes.map((c) => c.target) : [];
-    expect(approvals.sort()).toEqual([`CertificateSigningRequest ${factory.seeded.csrs.nodeClient}`, `CertificateSigningRequest ${factory.seeded.csrs.nodeServing}`].sort());
+    expect(approvals.sort()).toEqual([`CertificateSigningRequest ${env.factory.csrs.nodeClient}`, `CertificateSigningRequest ${env.factory.csrs.nodeServing}`].sort());
     const domain = byStep.domain!;
     expect(domain.action).toBe('change');
     const domainText = JSON.stringify(domain);
@@ -55,30 +55,29 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     expect(domainText).toContain('Secret openshift-config/sno-relocate-api');
     expect(domainText).not.toMatch(/PRIVATE KEY|BEGIN CERTIFICATE/);
     const routesPlan = byStep.routes!;
-    expect(routesPlan.action === 'change' && routesPlan.changes.length).toBe(factory.seeded.oldDomainRoutes.length);
+    expect(routesPlan.action === 'change' && routesPlan.changes.length).toBe(env.factory.oldDomainRoutes.length);
     expect(JSON.stringify(byStep['cluster-pull-secret'])).toContain('- <redacted: 2 registries>');
     expect(JSON.stringify(byStep['cluster-pull-secret'])).toContain('+ <redacted: 1 registry>');
-    expect(JSON.stringify(plans)).not.toContain('site-registry-token');
-    expect(JSON.stringify(plans)).not.toContain(Buffer.from('store42:site-registry-token').toString('base64'));
+    expect(JSON.stringify(plans)).not.toContain('store-secret-token');
+    expect(JSON.stringify(plans)).not.toContain(Buffer.from('store:store-secret-token').toString('base64'));
     expect(byStep.mirrors).toMatchObject({ action: 'change', changes: [{ action: 'create', target: 'ImageDigestMirrorSet sno-relocate-digest-mirrors' }, { action: 'create', target: 'ImageTagMirrorSet sno-relocate-tag-mirrors' }] });
     // nothing changed
     expect(await routes()).toEqual(before);
-    expect(await csrState(factory.seeded.csrs.nodeClient!)).toBe('pending');
-    agent.close();
+    expect(await csrState(env.factory.csrs.nodeClient!)).toBe('pending');
   });
 
   it('runs the cluster phase: only this node is approved, the cluster serves the site domain with verifiable certificates', async () => {
-    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite());
-    root = agent.root;
-    const state = await agent.run();
+    const a = await agent(env, storeSite());
+    root = a.root;
+    const state = await a.run();
     expect(state.result).toBe('succeeded');
-    expect(problems(agent.logs)).toEqual([]);
+    expect(problems(a.logs)).toEqual([]);
 
     // CSRs: this node's approved, the intruder's left alone with the reason logged
-    expect(await csrState(factory.seeded.csrs.nodeClient!)).toBe('approved');
-    expect(await csrState(factory.seeded.csrs.nodeServing!)).toBe('approved');
-    expect(await csrState(factory.seeded.csrs.otherNodeClient!)).toBe('pending');
-    expect(agent.logs.join('\n')).toMatch(new RegExp(`CSR ${factory.seeded.csrs.otherNodeClient} left alone: it is for node intruder-node, not this node \\(${SITE_HOSTNAME}\\)`));
+    expect(await csrState(env.factory.csrs.nodeClient!)).toBe('approved');
+    expect(await csrState(env.factory.csrs.nodeServing!)).toBe('approved');
+    expect(await csrState(env.factory.csrs.otherNodeClient!)).toBe('pending');
+    expect(a.logs.join('\n')).toMatch(new RegExp(`CSR ${env.factory.csrs.otherNodeClient} left alone: it is for node intruder-node, not this node \\(${FACTORY_NODE_NAME}\\)`));
 
     // the site CA is kept, its key 0600
     const caDir = path.join(root, STATE_DIR, 'site-ca');
@@ -124,7 +123,7 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     ]);
 
     // routes: under the new domain with the rest of the spec kept; custom hosts untouched
-    const seededByKey = new Map(factory.seeded.routes.map((r) => [`${r.namespace}/${r.name}`, r]));
+    const seededByKey = new Map(env.factory.routes.map((r) => [`${r.namespace}/${r.name}`, r]));
     for (const r of await routes()) {
       const seeded = seededByKey.get(`${r.metadata.namespace}/${r.metadata.name}`)!;
       if (CUSTOM_HOSTS.includes(seeded.host)) expect(r.spec.host).toBe(seeded.host);
@@ -145,32 +144,32 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     await custom().getClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', name: FACTORY_ICSP_NAME });
 
     // secrets reach neither the logs nor the state
-    const everything = agent.logs.join('\n') + readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8');
-    for (const leak of ['site-registry-token', Buffer.from('store42:site-registry-token').toString('base64'), 'PRIVATE KEY']) expect(everything).not.toContain(leak);
+    const everything = a.logs.join('\n') + readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8');
+    for (const leak of ['store-secret-token', Buffer.from('store:store-secret-token').toString('base64'), 'PRIVATE KEY']) expect(everything).not.toContain(leak);
   });
 
   it('reruns as a no-op: the same CA, the same secrets, no duplicated named certificate', async () => {
     const caBefore = readFileSync(path.join(root, STATE_DIR, 'site-ca', 'ca.crt'), 'utf8');
     const versions = await Promise.all(['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion));
     const routeVersions = (await routes()).map((r) => r.metadata.resourceVersion);
-    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite(), { root });
-    const plans = await planSteps({ steps: STEPS, selected: new Set(CLUSTER_PHASE), ctx: agent.ctx });
+    const a = await agent(env, storeSite(), root);
+    const plans = await a.plan();
     expect(plans.map((p) => [p.step, p.action])).toEqual(CLUSTER_PHASE.map((s) => [s, 'noop']));
-    expect((await agent.run()).result).toBe('succeeded');
+    expect((await a.run()).result).toBe('succeeded');
     expect(readFileSync(path.join(root, STATE_DIR, 'site-ca', 'ca.crt'), 'utf8')).toBe(caBefore);
     expect(await Promise.all(['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion))).toEqual(versions);
     expect((await routes()).map((r) => r.metadata.resourceVersion)).toEqual(routeVersions);
-    expect(problems(agent.logs)).toEqual([]);
+    expect(problems(a.logs)).toEqual([]);
   });
 
   it('relocates again to another domain: routes follow from the remembered domain, the agent entries are replaced, tag mirrors dropped', async () => {
-    const site = clusterSite({ baseDomain: 'store77.example.com', pullSecretPolicy: 'merge', imageTagMirrors: [], pullSecret: { auths: { 'registry.store77.example.com': { auth: 'czc3OnRva2Vu' } } } });
-    const agent = agentFor(factory.cluster.kubeconfigPath, site, { root });
-    expect((await agent.run()).result).toBe('succeeded');
+    const site = storeSite({ baseDomain: 'store77.example.com', pullSecretPolicy: 'merge', imageTagMirrors: [], pullSecret: { auths: { 'registry.store77.example.com': { auth: 'czc3OnRva2Vu' } } } });
+    const a = await agent(env, site, root);
+    expect((await a.run()).result).toBe('succeeded');
     const apps77 = 'apps.sno.store77.example.com';
     const hosts = (await routes()).map((r) => r.spec.host);
     expect(hosts.filter((h) => h.endsWith(NEW_APPS))).toEqual([]);
-    expect(hosts.filter((h) => h.endsWith(apps77)).length).toBe(factory.seeded.oldDomainRoutes.length);
+    expect(hosts.filter((h) => h.endsWith(apps77)).length).toBe(env.factory.oldDomainRoutes.length);
     expect(hosts).toEqual(expect.arrayContaining(CUSTOM_HOSTS));
     const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as { spec: { servingCerts: { namedCertificates: unknown[] } } };
     expect(apiserver.spec.servingCerts.namedCertificates).toEqual([
@@ -181,7 +180,7 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     const pull = JSON.parse(Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString()) as { auths: object };
     expect(Object.keys(pull.auths).sort()).toEqual(['registry.store42.example.com:5000', 'registry.store77.example.com']);
     await expect(custom().getClusterCustomObject({ ...cfg, plural: 'imagetagmirrorsets', name: 'sno-relocate-tag-mirrors' })).rejects.toMatchObject({ code: 404 });
-    expect(problems(agent.logs)).toEqual([]);
+    expect(problems(a.logs)).toEqual([]);
   });
 
   it('reports a CatalogSource pulled by tag from a registry with only digest mirrors', async () => {
@@ -192,18 +191,18 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
       plural: 'catalogsources',
       body: { apiVersion: 'operators.coreos.com/v1alpha1', kind: 'CatalogSource', metadata: { name: 'store-operators', namespace: 'openshift-marketplace' }, spec: { sourceType: 'grpc', image: 'quay.io/openshift-release-dev/ocp-release/index:v4.16' } },
     });
-    const agent = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), { root });
-    const [plan] = await planSteps({ steps: STEPS, selected: new Set(['mirrors']), ctx: agent.ctx });
+    const a = await agent(env, storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), root);
+    const [plan] = await a.plan(['mirrors']);
     expect(plan).toMatchObject({ action: 'noop', reason: expect.stringContaining('CatalogSource openshift-marketplace/store-operators pulls quay.io/openshift-release-dev/ocp-release/index:v4.16 by tag') });
-    expect(problems(agent.logs).map((l) => l.msg)).toEqual([expect.stringContaining('has only digest mirrors')]);
+    expect(problems(a.logs).map((l) => l.msg)).toEqual([expect.stringContaining('has only digest mirrors')]);
   });
 
   it('refuses tag mirrors on a cluster without ImageTagMirrorSet and falls back to ImageContentSourcePolicy for digests', async () => {
-    execFileSync('kubectl', ['--kubeconfig', factory.cluster.kubeconfigPath, 'delete', 'crd', 'imagetagmirrorsets.config.openshift.io', 'imagedigestmirrorsets.config.openshift.io', '--wait=true'], { stdio: 'pipe' });
-    const tagged = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: 'store77.example.com' }), { root });
-    const [refused] = await planSteps({ steps: STEPS, selected: new Set(['mirrors']), ctx: tagged.ctx });
+    execFileSync('kubectl', ['--kubeconfig', env.cluster.kubeconfigPath, 'delete', 'crd', 'imagetagmirrorsets.config.openshift.io', 'imagedigestmirrorsets.config.openshift.io', '--wait=true'], { stdio: 'pipe' });
+    const tagged = await agent(env, storeSite({ baseDomain: 'store77.example.com' }), root);
+    const [refused] = await tagged.plan(['mirrors']);
     expect(refused).toMatchObject({ action: 'conflict', reason: expect.stringContaining('does not serve ImageTagMirrorSet') });
-    const digestOnly = agentFor(factory.cluster.kubeconfigPath, clusterSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), { root });
+    const digestOnly = await agent(env, storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), root);
     expect((await digestOnly.run(['mirrors'])).result).toBe('succeeded');
     const icsps = (await custom().listClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' })) as { items: { metadata: { name: string } }[] };
     expect(icsps.items.map((i) => i.metadata.name).sort()).toEqual([FACTORY_ICSP_NAME, 'sno-relocate-digest-mirrors']);
