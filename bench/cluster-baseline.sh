@@ -20,7 +20,8 @@ for host in "*.$new" "console-openshift-console.$new" "downloads-openshift-conso
   openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 730 -out "$dir/$name.crt" -extfile <(printf 'subjectAltName=DNS:%s' "$host") 2>/dev/null
   $k create secret tls "$name" -n openshift-config --cert "$dir/$name.crt" --key "$dir/$name.key" --dry-run=client -o yaml | $k apply -f - >/dev/null
 done
-$k patch ingresses.config.openshift.io cluster --type merge -p "{\"spec\":{\"appsDomain\":\"$new\"}}" >/dev/null
+routes='[{"namespace":"openshift-console","name":"console","hostname":"console-openshift-console.'$new'","servingCertKeyPairSecret":{"name":"baseline-console-openshift-console-apps-sno"}},{"namespace":"openshift-console","name":"downloads","hostname":"downloads-openshift-console.'$new'","servingCertKeyPairSecret":{"name":"baseline-downloads-openshift-console-apps-s"}},{"namespace":"openshift-authentication","name":"oauth-openshift","hostname":"oauth-openshift.'$new'","servingCertKeyPairSecret":{"name":"baseline-oauth-openshift-apps-sno-store42-e"}}]'
+$k patch ingresses.config.openshift.io cluster --type merge -p "{\"spec\":{\"appsDomain\":\"$new\",\"componentRoutes\":$routes}}" >/dev/null
 $k patch apiservers.config.openshift.io cluster --type merge -p "{\"spec\":{\"servingCerts\":{\"namedCertificates\":[{\"names\":[\"$api\"],\"servingCertificate\":{\"name\":\"baseline-api\"}}]}}}" >/dev/null
 # routes, one patch each
 $k get routes.route.openshift.io -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name} {.spec.host}{"\n"}{end}' >"$dir/routes"
