@@ -74,8 +74,9 @@ export class ClusterView {
 
   /** Runs the checks over what is observed now; findings keep the time they were first seen. */
   evaluate(): Evaluation {
-    this.last = evaluate(runChecks(this.store, this.options.ctx), this.last.firstSeen, this.options.clock.now());
-    this.options.recorder?.write({ type: 'evaluate', at: this.options.clock.now().toISOString() });
+    const now = this.options.clock.now();
+    this.last = evaluate(runChecks(this.store, this.options.ctx), this.last.firstSeen, now);
+    this.options.recorder?.write({ type: 'evaluate', at: now.toISOString() });
     return this.last;
   }
 
