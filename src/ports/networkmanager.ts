@@ -10,6 +10,7 @@
  * on its device, else the one bound to its name; further profiles bound to its name are deleted so
  * that the next boot cannot pick a stale one.
  */
+import type dbus from 'dbus-next';
 import type { NmstateState } from '../config/v1/schema.js';
 import type { Logger } from '../log/logger.js';
 import {
@@ -36,6 +37,10 @@ const ACTIVE = 'org.freedesktop.NetworkManager.Connection.Active';
 const DNS_MANAGER_PATH = '/org/freedesktop/NetworkManager/DnsManager';
 /** NM_CHECKPOINT_CREATE_FLAG_DESTROY_ALL | DELETE_NEW_CONNECTIONS | DISCONNECT_NEW_DEVICES */
 export const CHECKPOINT_FLAGS = 0x01 | 0x02 | 0x04;
+/** NM_SETTINGS_ADD_CONNECTION2_FLAG_TO_DISK | BLOCK_AUTOCONNECT, the same bits for Update2 */
+export const SAVE_WITHOUT_AUTOCONNECT = 0x01 | 0x20;
+/** AddConnection2 (1.20) is the newest member used */
+const NEEDS = 'NetworkManager 1.20 or later is needed';
 /** NMActiveConnectionState */
 const ACTIVATED = 2;
 const DEACTIVATED = 4;
@@ -89,15 +94,36 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
   let connection: Promise<SystemBus> | undefined;
   const bus = () => (connection ??= connectSystemBus(log, 'NetworkManager'));
 
-  const props = async (path: string, iface: string): Promise<Record<string, unknown>> => {
+  // NetworkManager never reuses an object path, so each object is introspected once; a show reads
+  // dozens of objects, and on a slow node each introspection costs a round trip
+  const objects = new Map<string, Promise<dbus.ProxyObject>>();
+  const object = async (path: string): Promise<dbus.ProxyObject> => {
     const b = await bus();
-    const p = await b.iface(NM, path, PROPERTIES);
-    return plain(await b.call(`reading ${iface} of ${path}`, () => p.GetAll!(iface) as Promise<unknown>)) as Record<string, unknown>;
+    let proxy = objects.get(path);
+    if (!proxy) {
+      proxy = b.call(`introspecting ${NM} ${path}`, () => b.bus.getProxyObject(NM, path));
+      objects.set(path, proxy);
+      proxy.catch(() => objects.delete(path));
+    }
+    return proxy;
   };
-  const method = async <T>(path: string, iface: string, name: string, ...args: unknown[]): Promise<T> => {
+  const iface = async (path: string, name: string): Promise<dbus.ClientInterface> => {
+    const proxy = await object(path);
+    const found = proxy.interfaces[name];
+    if (!found) throw new Error(`${path} has no interface ${name}: the object is gone, or ${NEEDS}`);
+    return found;
+  };
+
+  const props = async (path: string, name: string): Promise<Record<string, unknown>> => {
     const b = await bus();
-    const i = await b.iface(NM, path, iface);
-    return (await b.call(`${name} on ${path}`, () => i[name]!(...args) as Promise<T>)) as T;
+    const p = await iface(path, PROPERTIES);
+    return plain(await b.call(`reading ${name} of ${path}`, () => p.GetAll!(name) as Promise<unknown>)) as Record<string, unknown>;
+  };
+  const method = async <T>(path: string, name: string, member: string, ...args: unknown[]): Promise<T> => {
+    const b = await bus();
+    const i = await iface(path, name);
+    if (typeof i[member] !== 'function') throw new Error(`${name} on ${path} has no method ${member}: ${NEEDS}`);
+    return (await b.call(`${member} on ${path}`, () => i[member]!(...args) as Promise<T>)) as T;
   };
 
   const ipConfig = async (path: unknown, family: 4 | 6): Promise<IpConfigData | undefined> => {
@@ -170,15 +196,14 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
    * is deactivated instead or does not finish in time.
    */
   const waitActivated = async (active: string, name: string): Promise<void> => {
-    const b = await bus();
     let settle: (outcome: { state: number; reason?: number }) => void = () => undefined;
     const outcome = new Promise<{ state: number; reason?: number }>((resolve) => (settle = resolve));
-    let proxy: Awaited<ReturnType<SystemBus['iface']>> | undefined;
+    let proxy: dbus.ClientInterface | undefined;
     const onStateChanged = (state: number, reason: number) => {
       if (state === ACTIVATED || state === DEACTIVATED) settle({ state, reason });
     };
     try {
-      proxy = await b.iface(NM, active, ACTIVE);
+      proxy = await iface(active, ACTIVE);
       // subscribed before the state is read, so a change in between is not missed
       proxy.on('StateChanged', onStateChanged);
       const state = (await props(active, ACTIVE)).State as number;
@@ -224,12 +249,13 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
     for (const profile of plan.profiles) {
       const [first, ...others] = profilesOf(profile.name, existing, byName.get(profile.name));
       let path: string;
+      // saved to disk, and not auto-activated in between: the activation below would cut that one short
       if (first) {
-        await method(first.path, CONNECTION, 'Update', mergeSettings(first.settings, profile.settings));
+        await method(first.path, CONNECTION, 'Update2', mergeSettings(first.settings, profile.settings), SAVE_WITHOUT_AUTOCONNECT, {});
         path = first.path;
         for (const other of others) await method(other.path, CONNECTION, 'Delete');
       } else {
-        path = await method<string>(SETTINGS_PATH, SETTINGS, 'AddConnection', profile.settings);
+        [path] = await method<[string, unknown]>(SETTINGS_PATH, SETTINGS, 'AddConnection2', profile.settings, SAVE_WITHOUT_AUTOCONNECT, {});
       }
       log.info({ iface: profile.name, profile: path, updated: Boolean(first), removed: others.length }, `${first ? 'updated' : 'added'} the NetworkManager profile for ${profile.name}`);
       // controllers first, then their ports, then the rest; NetworkManager holds each until what it depends on is up

@@ -33,7 +33,7 @@ const CONNECTION_TYPE: Record<string, string> = {
 };
 
 /** NetworkManager device types (NMDeviceType) to nmstate interface types */
-const DEVICE_TYPE: Record<number, string> = { 1: 'ethernet', 10: 'bond', 11: 'vlan', 13: 'linux-bridge', 22: 'dummy', 32: 'loopback' };
+const DEVICE_TYPE: Record<number, string> = { 1: 'ethernet', 10: 'bond', 11: 'vlan', 13: 'linux-bridge', 22: 'dummy', 24: 'ovs-interface', 26: 'ovs-bridge', 32: 'loopback' };
 /** NM_DEVICE_STATE_ACTIVATED, and UNMANAGED which nmstate shows as ignore */
 const ACTIVATED = 100;
 const UNMANAGED = 10;

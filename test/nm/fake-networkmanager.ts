@@ -10,6 +10,8 @@
  *   - activation: the device is found by interface-name (virtual ones are created), a port needs
  *     its controller's device, the Active object goes ACTIVATING -> ACTIVATED or DEACTIVATED with a
  *     reason through StateChanged, once the client has read its state;
+ *   - profiles: saved with AddConnection2/Update2, which must ask for disk; a profile that may
+ *     autoconnect is activated by itself unless the call blocks that, as NetworkManager's policy does;
  *   - checkpoints: create (one at a time unless DESTROY_ALL), destroy, rollback (profiles and
  *     devices as they were, new profiles deleted and new devices removed) with per-device results.
  * IP configuration follows the applied profile: static addresses, gateway and routes as given,
@@ -55,6 +57,17 @@ const ADDRESS_KEYS: Record<string, string> = { address: 's', prefix: 'u' };
 const ROUTE_KEYS: Record<string, string> = { dest: 's', prefix: 'u', 'next-hop': 's', metric: 'u' };
 const METHODS: Record<string, string[]> = { ipv4: ['auto', 'manual', 'disabled', 'link-local', 'shared'], ipv6: ['auto', 'dhcp', 'manual', 'ignore', 'disabled', 'link-local', 'shared'] };
 const TYPES = ['802-3-ethernet', 'bridge', 'bond', 'vlan', 'dummy', 'loopback'];
+
+/** NM_SETTINGS_ADD_CONNECTION2_FLAG_* and NM_SETTINGS_UPDATE2_FLAG_* share these bits */
+const TO_DISK = 0x01;
+const IN_MEMORY = 0x02;
+const BLOCK_AUTOCONNECT = 0x20;
+
+/** the agent's profiles must survive a reboot: saved to disk, never in memory only */
+function checkSaveFlags(flags: number, args: Record<string, Variant>): void {
+  if (!(flags & TO_DISK) || flags & IN_MEMORY) throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidArguments', `flags ${flags}: exactly one of TO_DISK and IN_MEMORY`);
+  if (Object.keys(args).length > 0) throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidArguments', `unexpected args ${Object.keys(args).join(', ')}`);
+}
 
 const invalid = (what: string) => new DBusError('org.freedesktop.NetworkManager.Settings.Connection.InvalidProperty', what);
 
@@ -421,11 +434,15 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       record(this.profile.path, 'GetSettings');
       return this.profile.settings;
     }
-    Update(settings: Settings) {
-      record(this.profile.path, 'Update', signedSettings(settings));
+    Update2(settings: Settings, flags: number, args: Record<string, Variant>) {
+      record(this.profile.path, 'Update2', signedSettings(settings), flags, args);
       checkSettings(settings);
-      if (!settings.connection!.uuid) throw invalid('connection.uuid: Update must keep the uuid');
+      checkSaveFlags(flags, args);
+      if (!settings.connection!.uuid) throw invalid('connection.uuid: an update must keep the uuid');
       this.profile.settings = settings;
+      // a modified profile that may autoconnect is eligible at once, unless blocked
+      if (!(flags & BLOCK_AUTOCONNECT)) autoconnect(this.profile);
+      return {};
     }
     Delete() {
       record(this.profile.path, 'Delete');
@@ -435,7 +452,19 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       drop(this.profile.path);
     }
   }
-  SettingsConnection.configureMembers({ methods: { GetSettings: { outSignature: 'a{sa{sv}}' }, Update: { inSignature: 'a{sa{sv}}' }, Delete: {} } });
+  SettingsConnection.configureMembers({ methods: { GetSettings: { outSignature: 'a{sa{sv}}' }, Update2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'a{sv}' }, Delete: {} } });
+
+  /** NetworkManager's policy: a profile that may autoconnect comes up on its idle device by itself */
+  const autoconnect = (profile: Profile) => {
+    if (profile.settings.connection!.autoconnect?.value === false) return;
+    const name = str(profile.settings.connection!['interface-name']);
+    const device = devices.find((d) => d.spec.name === name);
+    const virtual = VIRTUAL[str(profile.settings.connection!.type)!] !== undefined;
+    if ((device && device.state === DEVICE.disconnected) || (!device && virtual)) {
+      record(NM_PATH, 'AutoActivate', profile.path);
+      settle(activate(profile));
+    }
+  };
 
   const exportProfile = (profile: Profile) => put(profile.path, new SettingsConnection(profile));
   const addProfile = (settings: Settings): Profile => {
@@ -456,12 +485,15 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       record(SETTINGS_PATH, 'ListConnections');
       return profiles.map((p) => p.path);
     }
-    AddConnection(settings: Settings) {
-      record(SETTINGS_PATH, 'AddConnection', signedSettings(settings));
-      return addProfile(settings).path;
+    AddConnection2(settings: Settings, flags: number, args: Record<string, Variant>) {
+      record(SETTINGS_PATH, 'AddConnection2', signedSettings(settings), flags, args);
+      checkSaveFlags(flags, args);
+      const profile = addProfile(settings);
+      if (!(flags & BLOCK_AUTOCONNECT)) autoconnect(profile);
+      return [profile.path, {}];
     }
   }
-  SettingsInterface.configureMembers({ methods: { ListConnections: { outSignature: 'ao' }, AddConnection: { inSignature: 'a{sa{sv}}', outSignature: 'o' } } });
+  SettingsInterface.configureMembers({ methods: { ListConnections: { outSignature: 'ao' }, AddConnection2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'oa{sv}' } } });
 
   const snapshot = (): Snapshot => ({
     profiles: profiles.map((p) => ({ path: p.path, settings: clone(p.settings) })),

@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { NmstateState } from '../../src/config/v1/schema.js';
 import { createLogger } from '../../src/log/logger.js';
 import { compareNetworkState, desiredNetworkState } from '../../src/node/network-state.js';
-import { CHECKPOINT_FLAGS, createNetworkManager, type NetworkManagerNmstate, type NetworkManagerOptions } from '../../src/ports/networkmanager.js';
+import { CHECKPOINT_FLAGS, createNetworkManager, type NetworkManagerNmstate, type NetworkManagerOptions, SAVE_WITHOUT_AUTOCONNECT } from '../../src/ports/networkmanager.js';
 import { missingDbusDaemon, type PrivateBus, startPrivateBus } from '../dbus/bus.js';
 import { DeviceType, type FakeNetworkManager, type Recorded, signedSettings, startFakeNetworkManager, type World } from './fake-networkmanager.js';
 
@@ -61,7 +61,7 @@ const connect = (options: NetworkManagerOptions = {}) => {
   return adapter;
 };
 const members = (calls: Recorded[], ...names: string[]) => calls.filter((c) => names.includes(c.member));
-const writes = () => members(nm.calls, 'CheckpointCreate', 'CheckpointDestroy', 'CheckpointRollback', 'AddConnection', 'Update', 'Delete', 'ActivateConnection', 'Disconnect');
+const writes = () => members(nm.calls, 'CheckpointCreate', 'CheckpointDestroy', 'CheckpointRollback', 'AddConnection2', 'Update2', 'Delete', 'ActivateConnection', 'AutoActivate', 'Disconnect');
 const profileIds = () => nm.profiles().map((p) => p.settings.connection!.id!.value as string).sort();
 const iface = (state: NmstateState, name: string, type?: string) => state.interfaces!.find((i) => i.name === name && (type === undefined || i.type === type));
 
@@ -107,12 +107,15 @@ describe('apply, commit', () => {
     const calls = writes();
     expect(calls.map((c) => `${c.member} ${c.path}`)).toEqual([
       'CheckpointCreate /org/freedesktop/NetworkManager',
-      'AddConnection /org/freedesktop/NetworkManager/Settings',
+      'AddConnection2 /org/freedesktop/NetworkManager/Settings',
       'ActivateConnection /org/freedesktop/NetworkManager',
-      'Update /org/freedesktop/NetworkManager/Settings/1',
+      'Update2 /org/freedesktop/NetworkManager/Settings/1',
       'ActivateConnection /org/freedesktop/NetworkManager',
     ]);
     expect(calls[0]!.args).toEqual([[], 75, CHECKPOINT_FLAGS]);
+    // saved to disk, autoconnect held back so that NetworkManager does not start an activation the agent's own would cut short
+    expect([calls[1]!.args.slice(1), calls[3]!.args.slice(1)]).toEqual([[SAVE_WITHOUT_AUTOCONNECT, {}], [SAVE_WITHOUT_AUTOCONNECT, {}]]);
+    expect(SAVE_WITHOUT_AUTOCONNECT).toBe(0x21);
     // the bridge profile with NetworkManager's types: the site address and the internal IP, gateway, DNS in network byte order
     expect(calls[1]!.args[0]).toEqual({
       connection: { id: ['s', 'br-ex'], type: ['s', 'bridge'], 'interface-name': ['s', 'br-ex'], autoconnect: ['b', true] },
@@ -155,8 +158,8 @@ describe('apply, commit', () => {
     const before = nm.profiles().map((p) => p.path);
     nm.calls.length = 0;
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
-    expect(members(nm.calls, 'AddConnection', 'Delete')).toEqual([]);
-    expect(members(nm.calls, 'Update').map((c) => c.path).sort()).toEqual([...before].sort());
+    expect(members(nm.calls, 'AddConnection2', 'Delete')).toEqual([]);
+    expect(members(nm.calls, 'Update2').map((c) => c.path).sort()).toEqual([...before].sort());
     expect(compareNetworkState(DESIRED, await adapter.show(), INTERNAL_IP)).toEqual([]);
   });
 
@@ -196,13 +199,31 @@ describe('apply, commit', () => {
     const desired = desiredNetworkState(yaml.load(readFileSync(example, 'utf8')) as NmstateState, INTERNAL_IP);
     const bridged = connect({ brExAsLinuxBridge: true });
     await bridged.commit((await bridged.apply(desired, { timeoutSeconds: 30 })).checkpoint);
-    const added = members(nm.calls, 'AddConnection')[0]!.args[0] as Record<string, Record<string, [string, unknown]>>;
+    const added = members(nm.calls, 'AddConnection2')[0]!.args[0] as Record<string, Record<string, [string, unknown]>>;
     expect(added.connection!.type).toEqual(['s', 'bridge']);
     const state = await bridged.show();
     expect(compareNetworkState(desired, state, INTERNAL_IP)).toEqual([]);
     expect(iface(state, 'br-ex', 'ovs-interface')?.ipv4).toMatchObject({ address: [{ ip: '10.42.0.20', 'prefix-length': 24 }, { ip: '192.168.127.10', 'prefix-length': 24 }] });
     // the port-less bridge leaves the uplink as it was
     expect(iface(state, 'ens4')).toMatchObject({ state: 'up', ipv4: { dhcp: true } });
+  });
+});
+
+describe('the NetworkManager stand-in', () => {
+  it('refuses settings with the wrong variant type, and profiles kept in memory only, as NetworkManager does', async () => {
+    const client = dbus.sessionBus({ busAddress: bus.address });
+    try {
+      const settings = (await client.getProxyObject('org.freedesktop.NetworkManager', '/org/freedesktop/NetworkManager/Settings')).getInterface('org.freedesktop.NetworkManager.Settings');
+      const profile = (ipv4: Record<string, dbus.Variant>) => ({ connection: { id: new Variant('s', 'x'), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', 'ens4') }, ipv4 });
+      // DNS servers as dotted strings instead of NetworkManager's `au`
+      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'auto'), dns: new Variant('as', ['192.0.2.53']) }), SAVE_WITHOUT_AUTOCONNECT, {})).rejects.toThrow('ipv4.dns: expected au, got as');
+      // a prefix as a string inside address-data
+      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'manual'), 'address-data': new Variant('aa{sv}', [{ address: new Variant('s', '192.0.2.10'), prefix: new Variant('s', '24') }]) }), SAVE_WITHOUT_AUTOCONNECT, {})).rejects.toThrow('ipv4.address-data[0].prefix: expected u, got s');
+      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'auto') }), 0x02, {})).rejects.toThrow('exactly one of TO_DISK and IN_MEMORY');
+      expect(profileIds()).toEqual(['uplink']);
+    } finally {
+      client.disconnect();
+    }
   });
 });
 
