@@ -29,6 +29,11 @@ const eventSchema = z.discriminatedUnion('type', [
   z.object({ at, type: z.literal('upsert'), resource, object: watched }),
   z.object({ at, type: z.literal('delete'), resource, object: watched }),
   z.object({ at, type: z.literal('evaluate') }),
+  z.object({
+    at,
+    type: z.literal('context'),
+    context: z.object({ siteRegistries: z.array(z.string()), digestMirrorSources: z.array(z.string()), tagMirrorSources: z.array(z.string()), factoryRegistries: z.array(z.string()) }),
+  }),
 ]);
 
 export interface Recorder {
@@ -78,14 +83,17 @@ export async function readRecording(file: string): Promise<TimedEvent[]> {
 
 /**
  * Feeds the events to a store and evaluates where the recording says the watcher did (and once at
- * the end, if the last event was not an evaluation), at the recorded times.
+ * the end, if the last event was not an evaluation), at the recorded times, with the recorded
+ * context (`ctx` stands in for a recording that has none).
  */
-export function replay(events: readonly TimedEvent[], ctx: WatchContext): Evaluation {
+export function replay(events: readonly TimedEvent[], fallback: WatchContext): Evaluation {
   const store = new ObjectStore();
+  let ctx = fallback;
   let last: Evaluation = { findings: [], firstSeen: new Map() };
   let evaluatedAt = -1;
   for (const [i, event] of events.entries()) {
     store.apply(event);
+    if (event.type === 'context') ctx = event.context;
     if (event.type === 'evaluate') {
       last = evaluate(runChecks(store, ctx), last.firstSeen, new Date(event.at));
       evaluatedAt = i;

@@ -21,8 +21,8 @@ export function renderFindings(findings: readonly Finding[], now: Date): string[
   const rows = [['SEVERITY', 'COMPONENT', 'OBJECT', 'FOR', 'REASON']];
   for (const f of findings) rows.push([f.severity, f.component, f.object, formatAge(f.since, now), f.reason]);
   const lines = table(rows);
-  const hints = findings.filter((f) => f.hint && f.severity !== 'info');
-  if (hints.length > 0) lines.push('', 'Hints:', ...hints.map((f) => `  ${f.object}: ${f.hint}`));
+  const hints = [...new Set(findings.filter((f) => f.hint && f.severity !== 'info').map((f) => `  ${f.object}: ${f.hint}`))];
+  if (hints.length > 0) lines.push('', 'Hints:', ...hints);
   return lines;
 }
 

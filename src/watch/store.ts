@@ -2,7 +2,7 @@
  * The watched objects in memory, fed by events from the cluster or from a recording. Events are
  * plain data, so the same sequence always leaves the same snapshot.
  */
-import type { Snapshot, WatchedObject } from './model.js';
+import type { Snapshot, WatchContext, WatchedObject } from './model.js';
 import { RESOURCE_BY_KEY } from './resources.js';
 
 export type WatchEvent =
@@ -13,7 +13,9 @@ export type WatchEvent =
   | { type: 'upsert'; resource: string; object: WatchedObject }
   | { type: 'delete'; resource: string; object: WatchedObject }
   /** the live watcher evaluated its checks here; a replay evaluates at the same points */
-  | { type: 'evaluate' };
+  | { type: 'evaluate' }
+  /** the context the checks were given: a replay uses it too */
+  | { type: 'context'; context: WatchContext };
 
 const keyOf = (obj: WatchedObject): string => `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
 
@@ -24,7 +26,7 @@ export class ObjectStore implements Snapshot {
   revision = 0;
 
   apply(event: WatchEvent): void {
-    if (event.type === 'evaluate') return;
+    if (event.type === 'evaluate' || event.type === 'context') return;
     if (!RESOURCE_BY_KEY.has(event.resource)) throw new Error(`unknown watched resource "${event.resource}"`);
     this.revision++;
     switch (event.type) {

@@ -34,6 +34,7 @@ export class ClusterView {
     readonly config: KubeConfig,
     private readonly options: ClusterViewOptions,
   ) {
+    options.recorder?.write({ type: 'context', context: options.ctx, at: options.clock.now().toISOString() });
     const emit = (event: WatchEvent): void => {
       this.store.apply(event);
       options.recorder?.write({ ...event, at: options.clock.now().toISOString() });

@@ -36,7 +36,7 @@ export function checkMachineOSConfig(ctx: WatchContext, mosc: WatchedObject, bui
   for (const terminal of ['Failed', 'Interrupted']) {
     const c = conditionOf(build, terminal);
     if (c?.status === 'True') {
-      out.push(finding(buildName, { severity: 'error', reason: `${terminal}${describeCondition(c) ? `: ${describeCondition(c)}` : ''}`, hint: `the build objects in openshift-machine-config-operator are kept for debugging; pool ${object}`, ...(c.lastTransitionTime && { since: c.lastTransitionTime }) }));
+      out.push(finding(buildName, { severity: 'error', reason: `${terminal}${describeCondition(c) ? `: ${describeCondition(c)}` : ''}`, hint: `built for ${object}; its build objects in openshift-machine-config-operator are kept for debugging`, ...(c.lastTransitionTime && { since: c.lastTransitionTime }) }));
       return out;
     }
   }
