@@ -18,6 +18,7 @@ import {
   type IpConfigData,
   mergeSettings,
   type PlainSettings,
+  sameType,
   plain,
   profilesFor,
   type Settings,
@@ -247,13 +248,16 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
 
     const activations: { name: string; active: string }[] = [];
     for (const profile of plan.profiles) {
-      const [first, ...others] = profilesOf(profile.name, existing, byName.get(profile.name));
-      let path: string;
+      const candidates = profilesOf(profile.name, existing, byName.get(profile.name));
+      // one of another type (br-ex an OVS interface before, a Linux bridge now) is replaced, not updated
+      const first = candidates.find((p) => sameType(p.settings, profile.settings));
+      const others = candidates.filter((p) => p !== first);
+      for (const other of others) await method(other.path, CONNECTION, 'Delete');
       // saved to disk, and not auto-activated in between: the activation below would cut that one short
+      let path: string;
       if (first) {
         await method(first.path, CONNECTION, 'Update2', mergeSettings(first.settings, profile.settings), SAVE_WITHOUT_AUTOCONNECT, {});
         path = first.path;
-        for (const other of others) await method(other.path, CONNECTION, 'Delete');
       } else {
         [path] = await method<[string, unknown]>(SETTINGS_PATH, SETTINGS, 'AddConnection2', profile.settings, SAVE_WITHOUT_AUTOCONNECT, {});
       }

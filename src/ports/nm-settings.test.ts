@@ -163,6 +163,18 @@ describe('mergeSettings', () => {
     expect(merged.proxy).toEqual({});
   });
 
+  it('keeps the keys of a section the desired state does not set, and replaces IP sections whole', () => {
+    const tuned: Settings = {
+      ...existing,
+      '802-3-ethernet': { mtu: new Variant('u', 9000), 'mac-address': new Variant('ay', Buffer.from([0x52, 0x54, 0, 0x12, 0x34, 0x57])) },
+      ipv4: { method: new Variant('s', 'manual'), addresses: new Variant('aau', [[0x0a00020a, 24, 0]]), 'address-data': new Variant('aa{sv}', []), 'may-fail': new Variant('b', false) },
+    };
+    const own = profilesFor({ interfaces: [{ name: 'ens4', type: 'ethernet', ipv4: { enabled: true, dhcp: true } }] } as NmstateState).profiles[0]!.settings;
+    const merged = signed(mergeSettings(tuned, own));
+    expect(merged['802-3-ethernet']).toEqual({ mtu: ['u', 9000], 'mac-address': ['ay', [0x52, 0x54, 0, 0x12, 0x34, 0x57]] });
+    expect(merged.ipv4).toEqual({ method: ['s', 'auto'] });
+  });
+
   it('unbinds a former port that now carries its own address', () => {
     const formerPort: Settings = { ...existing, connection: { ...existing.connection, master: new Variant('s', 'br-ex'), 'slave-type': new Variant('s', 'bridge') } };
     const own = profilesFor({ interfaces: [{ name: 'ens4', type: 'ethernet', ipv4: { enabled: true, dhcp: true } }] } as NmstateState).profiles[0]!.settings;

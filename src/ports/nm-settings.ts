@@ -276,18 +276,26 @@ export function plain(value: unknown): unknown {
   return value;
 }
 
+/** whether an existing profile can be updated into the desired one: a profile does not change type */
+export const sameType = (existing: Settings, desired: Settings): boolean => existing.connection?.type?.value === desired.connection?.type?.value;
+
 /**
- * An existing profile updated to the desired settings: sections the desired state sets replace
- * theirs, the rest stays (nmstate leaves what it is not told about), and its identity (id, uuid)
- * is kept so that nothing else that names it breaks.
+ * An existing profile updated to the desired settings. Keys the desired state sets replace theirs
+ * and the rest stays (nmstate leaves what it is not told about: an MTU, a MAC binding), except
+ * that the IP sections are replaced whole: NetworkManager hands out addresses, routes and DNS
+ * twice (address-data and the older addresses, say), and a stale copy must not come back. The
+ * profile's identity (id, uuid) is kept so that nothing else that names it breaks.
  */
 export function mergeSettings(existing: Settings, desired: Settings): Settings {
-  const merged: Settings = { ...existing, ...desired };
-  merged.connection = { ...existing.connection, ...desired.connection };
-  for (const keep of ['id', 'uuid'] as const) if (existing.connection?.[keep]) merged.connection[keep] = existing.connection[keep];
+  const merged: Settings = { ...existing };
+  for (const [section, keys] of Object.entries(desired)) {
+    merged[section] = section === 'ipv4' || section === 'ipv6' ? keys : { ...existing[section], ...keys };
+  }
+  const connection = merged.connection!;
+  for (const keep of ['id', 'uuid'] as const) if (existing.connection?.[keep]) connection[keep] = existing.connection[keep];
   if (!desired.connection?.master) {
-    delete merged.connection.master;
-    delete merged.connection['slave-type'];
+    delete connection.master;
+    delete connection['slave-type'];
   } else {
     // a port carries no IP configuration of its own
     delete merged.ipv4;

@@ -172,6 +172,16 @@ describe('apply, commit', () => {
     expect(profileIds()).toEqual(['br-ex', 'uplink']);
   });
 
+  it('replaces a profile of another type bound to the same interface instead of updating it', async () => {
+    await nm.stop();
+    const dummy = { connection: { id: new Variant('s', 'br-ex'), type: new Variant('s', 'dummy'), 'interface-name': new Variant('s', 'br-ex'), autoconnect: new Variant('b', false) } };
+    nm = await startFakeNetworkManager(bus.address, { ...factory(), profiles: [uplink(), dummy] });
+    connect();
+    await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
+    expect(members(nm.calls, 'Delete').map((c) => c.path)).toEqual(['/org/freedesktop/NetworkManager/Settings/2']);
+    expect(nm.profiles().map((p) => [p.settings.connection!.id!.value, p.settings.connection!.type!.value])).toEqual([['uplink', '802-3-ethernet'], ['br-ex', 'bridge']]);
+  });
+
   it('takes down and removes the interfaces the state says, and nothing else', async () => {
     await nm.stop();
     const eth = (name: string) => ({ connection: { id: new Variant('s', name), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', name) }, ipv4: { method: new Variant('s', 'auto') } });
