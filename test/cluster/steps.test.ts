@@ -9,6 +9,7 @@ import path from 'node:path';
 import { CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FACTORY_NODE_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
+import { runAgent, writeSiteFolder } from '../node/cli.js';
 import { agent, CLUSTER_PHASE, problems, startFactory, STATE_DIR, storeSite, type ClusterEnv } from './env.js';
 
 const NEW_APPS = 'apps.sno.store42.example.com';
@@ -206,5 +207,46 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     expect((await digestOnly.run(['mirrors'])).result).toBe('succeeded');
     const icsps = (await custom().listClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' })) as { items: { metadata: { name: string } }[] };
     expect(icsps.items.map((i) => i.metadata.name).sort()).toEqual([FACTORY_ICSP_NAME, 'sno-relocate-digest-mirrors']);
+  });
+  it("serves the site's own certificates when it gives them, and refuses ones that do not cover the names", async () => {
+    const selfSigned = (name: string) => {
+      const file = path.join(root, `given-${name.replace('*', 'star')}`);
+      openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${file}.key`, '-out', `${file}.crt`, '-subj', `/CN=${name}`, '-days', '90', '-addext', `subjectAltName=DNS:${name}`]);
+      return { certPem: readFileSync(`${file}.crt`, 'utf8'), keyPem: readFileSync(`${file}.key`, 'utf8') };
+    };
+    const ingress = selfSigned('*.apps.sno.store77.example.com');
+    const api = selfSigned('api.sno.store77.example.com');
+    const a = await agent(env, storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [], certificates: { ingress, api } }), root);
+    expect((await a.run(['domain'])).result).toBe('succeeded');
+    for (const [name, pair] of [['sno-relocate-console', ingress], ['sno-relocate-oauth', ingress], ['sno-relocate-api', api]] as const) {
+      const s = await secret(name);
+      expect(Buffer.from(s.data!['tls.crt']!, 'base64').toString()).toBe(pair.certPem);
+      expect(Buffer.from(s.data!['tls.key']!, 'base64').toString()).toBe(pair.keyPem);
+    }
+    const wrong = await agent(env, storeSite({ baseDomain: 'store77.example.com', certificates: { api: selfSigned('api.elsewhere.example.com') } }), root);
+    const [plan] = await wrong.plan(['domain']);
+    expect(plan).toMatchObject({ action: 'conflict', reason: 'spec.certificates.api: the certificate does not cover api.sno.store77.example.com' });
+  });
+  it('runs through the command line: run --only cluster --skip health --kubeconfig, then plan shows nothing left', async () => {
+    const dir = path.join(root, 'stick');
+    writeSiteFolder(dir, 'store-0099', {
+      baseDomain: 'store99.example.com',
+      hostname: FACTORY_NODE_NAME,
+      network: { nmstate: { interfaces: [] }, internalIP: '192.168.127.10/24' },
+      pullSecret: { auths: { 'registry.store99.example.com': { auth: Buffer.from('store99:cli-token').toString('base64') } } },
+      imageDigestMirrors: [{ source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store99.example.com/ocp/release'] }],
+    });
+    const common = ['--root', root, '--kubeconfig', env.cluster.kubeconfigPath, '--log-format', 'json'];
+    const run = runAgent(['run', dir, '--only', 'cluster', '--skip', 'health', ...common], {});
+    // the two warnings this setup earns: no trust anchor on this root, and the catalog an earlier test made
+    const warnings = run.stderr.split('\n').filter((l) => /"level":(40|50|60)/.test(l)).map((l) => (JSON.parse(l) as { msg: string }).msg);
+    expect(warnings).toEqual([expect.stringContaining('no trust anchor is installed'), expect.stringContaining('CatalogSource openshift-marketplace/store-operators pulls')]);
+    expect(run.code).toBe(0);
+    const hosts = (await routes()).map((r) => r.spec.host);
+    expect(hosts.filter((h) => h.endsWith('.apps.sno.store99.example.com')).length).toBe(env.factory.oldDomainRoutes.length);
+    const plan = runAgent(['plan', dir, '--only', 'cluster', '--skip', 'health', '-o', 'json', ...common], {});
+    expect(plan.code).toBe(0);
+    expect((JSON.parse(plan.stdout) as { steps: { action: string }[] }).steps.map((p) => p.action)).toEqual(['noop', 'noop', 'noop', 'noop', 'noop']);
+    expect(run.stderr + plan.stdout + plan.stderr).not.toContain('cli-token');
   });
 });
