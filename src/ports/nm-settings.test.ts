@@ -84,6 +84,23 @@ describe('profilesFor', () => {
     expect(() => profilesFor(v4only)).toThrow('dns-resolver.config.server: no interface in the site network has IPv6 enabled to carry 2001:db8::53');
   });
 
+  it('keeps a site order with IPv6 servers first through DNS priorities, reads it back in that order, and refuses alternating families', () => {
+    const state = {
+      interfaces: [{ name: 'br-ex', type: 'linux-bridge', ipv4: { enabled: true, dhcp: true }, ipv6: { enabled: true, autoconf: true } }],
+      'dns-resolver': { config: { server: ['2001:db8::53', '192.0.2.53', '192.0.2.54'] } },
+    } as NmstateState;
+    const settings = profilesFor(state).profiles[0]!.settings;
+    expect([signed(settings).ipv6!['dns-priority'], signed(settings).ipv4!['dns-priority']]).toEqual([['i', 40], ['i', 50]]);
+    const shown = stateFromDevices([{ name: 'br-ex', deviceType: 13, state: 100, applied: plain(settings) as DeviceData['applied'] }], { server: [], search: [] });
+    expect(shown['dns-resolver']!.config!.server).toEqual(['2001:db8::53', '192.0.2.53', '192.0.2.54']);
+    // IPv4 first needs no priorities: it is NetworkManager's own order
+    const v4first = profilesFor({ ...state, 'dns-resolver': { config: { server: ['192.0.2.53', '2001:db8::53'] } } } as NmstateState).profiles[0]!.settings;
+    expect([v4first.ipv4!['dns-priority'], v4first.ipv6!['dns-priority']]).toEqual([undefined, undefined]);
+    expect(() => profilesFor({ ...state, 'dns-resolver': { config: { server: ['192.0.2.53', '2001:db8::53', '192.0.2.54'] } } } as NmstateState)).toThrow(
+      'dns-resolver.config.server: 192.0.2.53, 2001:db8::53, 192.0.2.54 alternate between IPv4 and IPv6',
+    );
+  });
+
   it('makes vlans and bonds, and sorts the bond before its ports', () => {
     const state = { interfaces: [
       { name: 'eno1', type: 'ethernet' },

@@ -87,7 +87,7 @@ const familyOf = (destination: string) => parseCidr(destination).family;
 
 type IpBlock = NonNullable<Interface['ipv4']>;
 
-function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], dns: string[], search: string[]): Record<string, Variant> {
+function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], dns: string[], search: string[], dnsPriority: number | undefined): Record<string, Variant> {
   const enabled = block?.enabled !== false && block !== undefined;
   if (!enabled) return { method: new Variant('s', 'disabled') };
   const dynamic = block.dhcp === true || block.autoconf === true;
@@ -122,6 +122,7 @@ function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], 
     out.dns = family === 4 ? new Variant('au', dns.map(ipv4ToNetworkOrder)) : new Variant('aay', dns.map((d) => Buffer.from(ipv6Bytes(d))));
     // the site's servers, not whatever a lease hands out
     if (dynamic) out['ignore-auto-dns'] = new Variant('b', true);
+    if (dnsPriority !== undefined) out['dns-priority'] = new Variant('i', dnsPriority);
   }
   if (search.length) out['dns-search'] = new Variant('as', search);
   return out;
@@ -155,6 +156,22 @@ function dnsCarriers(state: NmstateState, ports: Map<string, unknown>): { 4?: st
     else if (servers.length) throw new UnsupportedStateError(`dns-resolver.config.server: no interface in the site network has IPv${family} enabled to carry ${servers.join(', ')}`);
   }
   return out;
+}
+
+/** NetworkManager's default DNS priority of a profile that is not a VPN (what 0 stands for) */
+const DEFAULT_DNS_PRIORITY = 100;
+
+/**
+ * DNS priorities that keep the site's server order: NetworkManager keeps IPv4 and IPv6 servers in
+ * separate lists and puts IPv4 first unless the IPv6 list has the lower (stronger) priority. A
+ * list that alternates between families cannot be kept, and is refused.
+ */
+function dnsPriorities(state: NmstateState): { 4?: number; 6?: number } {
+  const servers = state['dns-resolver']?.config?.server ?? [];
+  const families = servers.map((s) => (isIPv4(s) ? 4 : 6));
+  const switches = families.filter((f, i) => i > 0 && f !== families[i - 1]).length;
+  if (switches > 1) throw new UnsupportedStateError(`dns-resolver.config.server: ${servers.join(', ')} alternate between IPv4 and IPv6; NetworkManager keeps each family's servers together, so list them grouped`);
+  return families[0] === 6 && switches === 1 ? { 6: 40, 4: 50 } : {};
 }
 
 export interface TranslationOptions {
@@ -206,6 +223,7 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
   const dnsConfig = state['dns-resolver']?.config;
   for (const iface of interfaces) if ((iface.state ?? 'up') === 'up') connectionType(iface);
   const carriers = dnsCarriers(state, ports);
+  const dnsPriority = dnsPriorities(state);
   const plan: ProfilePlan = { profiles: [], absent: [], down: [] };
   for (const iface of interfaces) {
     const wanted = iface.state ?? 'up';
@@ -248,8 +266,8 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
       const servers = (family: 4 | 6) => (carriers[family] === iface.name ? (dnsConfig?.server ?? []).filter((s) => isIPv4(s) === (family === 4)) : []);
       const searchFamily = carriers[4] !== undefined ? 4 : 6;
       const search = (family: 4 | 6) => (family === searchFamily && carriers[family] === iface.name ? (dnsConfig?.search ?? []) : []);
-      settings.ipv4 = ipSettings(4, iface.ipv4, routes.filter((r) => familyOf(r.destination) === 4), servers(4), search(4));
-      settings.ipv6 = ipSettings(6, iface.ipv6, routes.filter((r) => familyOf(r.destination) === 6), servers(6), search(6));
+      settings.ipv4 = ipSettings(4, iface.ipv4, routes.filter((r) => familyOf(r.destination) === 4), servers(4), search(4), dnsPriority[4]);
+      settings.ipv6 = ipSettings(6, iface.ipv6, routes.filter((r) => familyOf(r.destination) === 6), servers(6), search(6), dnsPriority[6]);
     }
     const role = port ? 'port' : interfaces.some((i) => ports.get(i.name)?.controller === iface.name) ? 'controller' : 'plain';
     plan.profiles.push({ name: iface.name, role, settings });
@@ -349,10 +367,12 @@ function configuredRoutes(name: string, applied: PlainSettings | undefined): Rou
   return out;
 }
 
-function configuredDns(applied: PlainSettings | undefined): { server: string[]; search: string[] } {
-  const v4 = ((applied?.ipv4?.dns as number[] | undefined) ?? []).map(networkOrderToIpv4);
-  const v6 = ((applied?.ipv6?.dns as number[][] | undefined) ?? []).map(bytesToIpv6);
-  return { server: [...v4, ...v6], search: [...((applied?.ipv4?.['dns-search'] as string[] | undefined) ?? []), ...((applied?.ipv6?.['dns-search'] as string[] | undefined) ?? [])] };
+/** the DNS servers a profile configures, with the priority that orders them among all profiles' */
+function configuredDns(applied: PlainSettings | undefined): { servers: { server: string; priority: number }[]; search: string[] } {
+  const priority = (section: Record<string, unknown> | undefined) => (section?.['dns-priority'] as number | undefined) || DEFAULT_DNS_PRIORITY;
+  const v4 = ((applied?.ipv4?.dns as number[] | undefined) ?? []).map((n) => ({ server: networkOrderToIpv4(n), priority: priority(applied?.ipv4) }));
+  const v6 = ((applied?.ipv6?.dns as number[][] | undefined) ?? []).map((b) => ({ server: bytesToIpv6(b), priority: priority(applied?.ipv6) }));
+  return { servers: [...v4, ...v6], search: [...((applied?.ipv4?.['dns-search'] as string[] | undefined) ?? []), ...((applied?.ipv6?.['dns-search'] as string[] | undefined) ?? [])] };
 }
 
 /** NetworkManager's devices as nmstate's current state (interfaces, routes, dns-resolver). */
@@ -391,7 +411,10 @@ export function stateFromDevices(devices: readonly DeviceData[], runningDns: { s
     ),
   );
   const config = devices.flatMap((d) => configuredRoutes(d.name, d.applied));
-  const dnsConfig = devices.map((d) => configuredDns(d.applied)).reduce((a, b) => ({ server: [...a.server, ...b.server], search: [...a.search, ...b.search] }), { server: [], search: [] });
+  const dns = devices.map((d) => configuredDns(d.applied));
+  // the order NetworkManager writes them in: by priority, then as the profiles list them
+  const servers = dns.flatMap((d) => d.servers).sort((a, b) => a.priority - b.priority);
+  const dnsConfig = { server: servers.map((s) => s.server), search: dns.flatMap((d) => d.search) };
   return {
     interfaces,
     routes: { config, running },

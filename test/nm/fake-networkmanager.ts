@@ -49,8 +49,8 @@ const KNOWN_KEYS: Record<string, Record<string, string>> = {
   bridge: { stp: 'b', priority: 'u' },
   vlan: { parent: 's', id: 'u', flags: 'u' },
   bond: { options: 'a{ss}' },
-  ipv4: { method: 's', 'address-data': 'aa{sv}', addresses: 'aau', gateway: 's', 'route-data': 'aa{sv}', routes: 'aau', dns: 'au', 'dns-search': 'as', 'ignore-auto-dns': 'b' },
-  ipv6: { method: 's', 'address-data': 'aa{sv}', addresses: 'a(ayuay)', gateway: 's', 'route-data': 'aa{sv}', routes: 'a(ayuayu)', dns: 'aay', 'dns-search': 'as', 'ignore-auto-dns': 'b', 'addr-gen-mode': 'i' },
+  ipv4: { method: 's', 'address-data': 'aa{sv}', addresses: 'aau', gateway: 's', 'route-data': 'aa{sv}', routes: 'aau', dns: 'au', 'dns-search': 'as', 'ignore-auto-dns': 'b', 'dns-priority': 'i' },
+  ipv6: { method: 's', 'address-data': 'aa{sv}', addresses: 'a(ayuay)', gateway: 's', 'route-data': 'aa{sv}', routes: 'a(ayuayu)', dns: 'aay', 'dns-search': 'as', 'ignore-auto-dns': 'b', 'dns-priority': 'i', 'addr-gen-mode': 'i' },
   proxy: {},
 };
 const ADDRESS_KEYS: Record<string, string> = { address: 's', prefix: 'u' };
@@ -578,17 +578,26 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     constructor() {
       super('org.freedesktop.NetworkManager.DnsManager');
     }
+    /** one entry per profile and family, strongest priority first, as NetworkManager writes resolv.conf */
     get Configuration() {
+      const priority = (section: Record<string, Variant> | undefined) => (section?.['dns-priority']?.value as number | undefined) || 100;
       return devices
         .filter((d) => d.state === DEVICE.activated)
         .flatMap((d) => {
-          const v4 = ((d.applied?.ipv4?.dns?.value ?? []) as number[]).map(fromNetworkOrder);
+          const ipv4 = d.applied?.ipv4;
+          const leased = ipv4?.method?.value === 'auto' && !ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
+          const v4 = [...((ipv4?.dns?.value ?? []) as number[]).map(fromNetworkOrder), ...leased];
           const v6 = ((d.applied?.ipv6?.dns?.value ?? []) as Buffer[]).map(fromBytes);
-          const leased = d.applied?.ipv4?.method?.value === 'auto' && !d.applied.ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
-          const servers = [...v4, ...v6, ...leased];
-          if (servers.length === 0) return [];
-          return [{ nameservers: new Variant('as', servers), domains: new Variant('as', (d.applied?.ipv4?.['dns-search']?.value ?? []) as string[]), interface: new Variant('s', d.spec.name) }];
-        });
+          const domains = [...((ipv4?.['dns-search']?.value ?? []) as string[]), ...((d.applied?.ipv6?.['dns-search']?.value ?? []) as string[])];
+          return [
+            { servers: v4, priority: priority(ipv4) },
+            { servers: v6, priority: priority(d.applied?.ipv6) },
+          ]
+            .filter((e) => e.servers.length > 0)
+            .map((e) => ({ ...e, domains, name: d.spec.name }));
+        })
+        .sort((a, b) => a.priority - b.priority)
+        .map((e) => ({ nameservers: new Variant('as', e.servers), domains: new Variant('as', e.domains), interface: new Variant('s', e.name), priority: new Variant('i', e.priority) }));
     }
   }
   DnsManager.configureMembers({ properties: { Configuration: { signature: 'aa{sv}', access: 'read' } } });

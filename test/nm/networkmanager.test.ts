@@ -153,6 +153,14 @@ describe('apply, commit', () => {
     expect(profileIds()).toEqual(['br-ex', 'uplink']);
   });
 
+  it('keeps a site order with the IPv6 server first, in the profiles and in what runs', async () => {
+    const reversed = desiredNetworkState({ ...SITE, 'dns-resolver': { config: { server: ['2001:db8::53', '192.0.2.53'] } } } as NmstateState, INTERNAL_IP);
+    await adapter.commit((await adapter.apply(reversed, { timeoutSeconds: 75 })).checkpoint);
+    const state = await adapter.show();
+    expect(compareNetworkState(reversed, state, INTERNAL_IP)).toEqual([]);
+    expect(state['dns-resolver']!.running).toMatchObject({ server: ['2001:db8::53', '192.0.2.53'] });
+  });
+
   it('applied again, updates the same profiles and adds none', async () => {
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
     const before = nm.profiles().map((p) => p.path);
