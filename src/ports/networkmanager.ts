@@ -18,6 +18,7 @@ import {
   type IpConfigData,
   mergeSettings,
   type PlainSettings,
+  withoutAutoconnect,
   sameType,
   plain,
   profilesFor,
@@ -239,10 +240,15 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
 
     for (const name of [...plan.absent, ...plan.down]) {
       const device = byName.get(name);
+      const own = profilesOf(name, existing, device);
       if (device && device.data.state === DEVICE_ACTIVATED) await method(device.path, DEVICE, 'Disconnect');
       if (plan.absent.includes(name)) {
-        for (const p of profilesOf(name, existing, device)) await method(p.path, CONNECTION, 'Delete');
-        log.info({ iface: name, checkpoint }, `deleted the NetworkManager profiles of ${name}`);
+        for (const p of own) await method(p.path, CONNECTION, 'Delete');
+        log.info({ iface: name, checkpoint, removed: own.length }, `deleted the NetworkManager profiles of ${name}`);
+      } else {
+        // kept, but no longer brought up at boot: down is to stay down
+        for (const p of own) await method(p.path, CONNECTION, 'Update2', withoutAutoconnect(p.settings), SAVE_WITHOUT_AUTOCONNECT, {});
+        log.info({ iface: name, checkpoint, profiles: own.length }, `took ${name} down; its profiles no longer autoconnect`);
       }
     }
 

@@ -294,6 +294,11 @@ export function plain(value: unknown): unknown {
   return value;
 }
 
+/** a saved profile that stays, but is no longer brought up by NetworkManager on its own */
+export function withoutAutoconnect(settings: Settings): Settings {
+  return { ...settings, connection: { ...settings.connection, autoconnect: new Variant('b', false) } };
+}
+
 /** whether an existing profile can be updated into the desired one: a profile does not change type */
 export const sameType = (existing: Settings, desired: Settings): boolean => existing.connection?.type?.value === desired.connection?.type?.value;
 

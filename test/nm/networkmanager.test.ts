@@ -200,8 +200,10 @@ describe('apply, commit', () => {
     connect();
     const { checkpoint } = await adapter.apply({ interfaces: [{ name: 'eth8', state: 'down' }, { name: 'eth9', state: 'absent' }] } as NmstateState, { timeoutSeconds: 30 });
     await adapter.commit(checkpoint);
-    expect(writes().map((c) => c.member)).toEqual(['CheckpointCreate', 'Disconnect', 'Delete', 'Disconnect', 'CheckpointDestroy']);
+    expect(writes().map((c) => c.member)).toEqual(['CheckpointCreate', 'Disconnect', 'Delete', 'Disconnect', 'Update2', 'CheckpointDestroy']);
     expect(profileIds()).toEqual(['eth8', 'uplink']);
+    // down stays down across a reboot
+    expect(nm.profiles().find((p) => p.settings.connection!.id!.value === 'eth8')!.settings.connection!.autoconnect).toEqual(new Variant('b', false));
     const state = await adapter.show();
     expect([iface(state, 'eth8')?.state, iface(state, 'eth9')?.state, iface(state, 'ens4')?.state]).toEqual(['down', 'down', 'up']);
   });
