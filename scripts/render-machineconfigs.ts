@@ -11,7 +11,9 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type AgentSources, machineConfigYaml, type MachineConfigOptions, renderMachineConfigs } from '../src/node/machineconfig.js';
+import { parseCidr } from '../src/node/addresses.js';
+import { type AgentSources, machineConfigPayloads, machineConfigYaml, type MachineConfigOptions, type Payload, renderMachineConfigs } from '../src/node/machineconfig.js';
+import { readPublicKey } from '../src/trust/signature.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_INTERNAL_IP = '192.168.127.10/24';
@@ -27,16 +29,61 @@ export function agentSources(dir = path.join(REPO, 'systemd')): AgentSources {
   return { units, udevRule: read('99-sno-relocate.rules'), installScript: read('sno-relocate-install') };
 }
 
+function internalIP(value: string): string {
+  const invalid = new Error(`SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length (CIDR), e.g. ${DEFAULT_INTERNAL_IP}: ${JSON.stringify(value)}`);
+  if (!value.includes('/')) throw invalid;
+  try {
+    parseCidr(value);
+  } catch {
+    throw invalid;
+  }
+  return value;
+}
+
+// the reference goes into install.env, read by systemd: one line of reference characters only
+const IMAGE_REFERENCE = /^[a-z0-9][\w.\-/:@]*$/i;
+
+function image(value: string): string {
+  if (!IMAGE_REFERENCE.test(value)) throw new Error(`SNO_RELOCATE_IMAGE: not a container image reference: ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Every *.pub of the folder, each checked to be a public key the agent will accept. */
+function trustAnchors(dir: string): Record<string, string> {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.pub'));
+  } catch (err) {
+    throw new Error(`SNO_RELOCATE_TRUST_DIR: cannot read ${dir}: ${(err as Error).message}`);
+  }
+  if (names.length === 0) throw new Error(`SNO_RELOCATE_TRUST_DIR: no *.pub key in ${dir}`);
+  return Object.fromEntries(
+    names.map((n) => {
+      const pem = readFileSync(path.join(dir, n), 'utf8');
+      try {
+        readPublicKey(pem, path.join(dir, n));
+      } catch (err) {
+        throw new Error(`SNO_RELOCATE_TRUST_DIR: ${(err as Error).message}`);
+      }
+      return [n, pem];
+    }),
+  );
+}
+
 export function optionsFromEnv(env: NodeJS.ProcessEnv): MachineConfigOptions {
-  const trustDir = env.SNO_RELOCATE_TRUST_DIR;
-  const trustAnchors = trustDir
-    ? Object.fromEntries(
-        readdirSync(trustDir)
-          .filter((n) => n.endsWith('.pub'))
-          .map((n) => [n, readFileSync(path.join(trustDir, n), 'utf8')]),
-      )
-    : undefined;
-  return { internalIP: env.SNO_RELOCATE_INTERNAL_IP ?? DEFAULT_INTERNAL_IP, image: env.SNO_RELOCATE_IMAGE ?? DEFAULT_IMAGE, trustAnchors };
+  return {
+    internalIP: internalIP(env.SNO_RELOCATE_INTERNAL_IP ?? DEFAULT_INTERNAL_IP),
+    image: image(env.SNO_RELOCATE_IMAGE ?? DEFAULT_IMAGE),
+    ...(env.SNO_RELOCATE_TRUST_DIR ? { trustAnchors: trustAnchors(env.SNO_RELOCATE_TRUST_DIR) } : {}),
+  };
+}
+
+/**
+ * The files and units the MachineConfigs carry, decoded, for images built without the Machine
+ * Config Operator; settings as for the render (environment), defaults otherwise.
+ */
+export function factoryPayloads(env: NodeJS.ProcessEnv = {}): Payload[] {
+  return machineConfigPayloads(agentSources(), optionsFromEnv(env));
 }
 
 /** Writes one YAML file per MachineConfig; returns their names and sizes. */
@@ -52,9 +99,14 @@ export function writeMachineConfigs(outDir: string, options: MachineConfigOption
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const outDir = process.argv[2];
-  if (!outDir) throw new Error('usage: render-machineconfigs.ts OUTDIR');
-  const written = writeMachineConfigs(outDir, optionsFromEnv(process.env));
-  const total = written.reduce((sum, w) => sum + w.bytes, 0);
-  for (const w of written) console.log(`  ${w.file}: ${(w.bytes / 1024).toFixed(1)} KiB`);
-  console.log(`  MachineConfigs in all: ${(total / 1024).toFixed(1)} KiB (limit 256 KiB)`);
+  try {
+    if (!outDir) throw new Error('usage: render-machineconfigs.ts OUTDIR');
+    const written = writeMachineConfigs(outDir, optionsFromEnv(process.env));
+    const total = written.reduce((sum, w) => sum + w.bytes, 0);
+    for (const w of written) console.log(`  ${w.file}: ${(w.bytes / 1024).toFixed(1)} KiB`);
+    console.log(`  MachineConfigs in all: ${(total / 1024).toFixed(1)} KiB (limit 256 KiB)`);
+  } catch (err) {
+    console.error(`render-machineconfigs: ${(err as Error).message}`);
+    process.exitCode = 1;
+  }
 }

@@ -5,12 +5,12 @@
  * binary installer, never the executable itself.
  */
 import yaml from 'js-yaml';
+import { TRUST_DIR } from '../trust/check.js';
 import { nodeIpFiles } from './internal-ip.js';
 
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
 export const INSTALL_ENV = '/etc/sno-relocate/install.env';
-export const TRUST_DIR = '/etc/sno-relocate/trust';
 
 /** The units and scripts of the agent, as they are in systemd/ of this repository. */
 export interface AgentSources {
@@ -39,6 +39,29 @@ export interface IgnitionUnit {
   name: string;
   enabled: boolean;
   contents?: string;
+  dropins?: { name: string; contents: string }[];
+}
+
+/** A file a MachineConfig puts on the node, before Ignition's encoding. */
+export interface PayloadFile {
+  path: string;
+  mode: number;
+  contents: string;
+}
+
+/** A systemd unit a MachineConfig installs, or only enables or disables (no contents). */
+export interface PayloadUnit {
+  name: string;
+  enabled: boolean;
+  contents?: string;
+  dropins: { name: string; contents: string }[];
+}
+
+/** What one MachineConfig carries, in the form a node gets it. */
+export interface Payload {
+  name: string;
+  files: PayloadFile[];
+  units: PayloadUnit[];
 }
 
 export interface MachineConfig {
@@ -53,9 +76,38 @@ export function dataUrl(content: string): string {
   return `data:text/plain;charset=utf-8;base64,${Buffer.from(content, 'utf8').toString('base64')}`;
 }
 
-const file = (path: string, content: string, mode: number): IgnitionFile => ({ path, mode, overwrite: true, contents: { source: dataUrl(content) } });
+const byName = <T>(entries: Record<string, T>): [string, T][] => Object.entries(entries).sort(([a], [b]) => a.localeCompare(b));
 
-function machineConfig(name: string, files: IgnitionFile[], units: IgnitionUnit[]): MachineConfig {
+/**
+ * The files and units of every factory MachineConfig, decoded: what a node has once the Machine
+ * Config Operator applied them. Images built without the operator (the end-to-end node image)
+ * install exactly this.
+ */
+export function machineConfigPayloads(sources: AgentSources, options: MachineConfigOptions): Payload[] {
+  const agentFiles: PayloadFile[] = [
+    { path: '/etc/udev/rules.d/99-sno-relocate.rules', mode: 0o644, contents: sources.udevRule },
+    { path: '/usr/local/libexec/sno-relocate-install', mode: 0o755, contents: sources.installScript },
+    ...(options.image ? [{ path: INSTALL_ENV, mode: 0o644, contents: `# the image sno-relocate-install.service extracts the agent from\nSNO_RELOCATE_IMAGE=${options.image}\n` }] : []),
+    ...byName(options.trustAnchors ?? {}).map(([name, pem]) => ({ path: `${TRUST_DIR}/${name}`, mode: 0o644, contents: pem })),
+  ];
+  const agentUnits: PayloadUnit[] = [
+    ...byName(sources.units).map(([name, contents]) => ({ name, enabled: true, contents, dropins: [] })),
+    // the kubelet gate: disabled at the factory, enabled and started by the agent at the site
+    { name: 'kubelet.service', enabled: false, dropins: [] },
+  ];
+  return [
+    { name: `50-${ROLE}-sno-relocate`, files: agentFiles, units: agentUnits },
+    {
+      name: `51-${ROLE}-sno-relocate-internal-ip`,
+      files: nodeIpFiles(options.internalIP).map((f) => ({ path: f.path, mode: f.mode, contents: f.content })),
+      units: [],
+    },
+  ];
+}
+
+function machineConfig({ name, files, units }: Payload): MachineConfig {
+  const ignitionFiles = files.map((f): IgnitionFile => ({ path: f.path, mode: f.mode, overwrite: true, contents: { source: dataUrl(f.contents) } }));
+  const ignitionUnits = units.map(({ dropins, ...unit }): IgnitionUnit => (dropins.length ? { ...unit, dropins } : unit));
   return {
     apiVersion: 'machineconfiguration.openshift.io/v1',
     kind: 'MachineConfig',
@@ -63,37 +115,15 @@ function machineConfig(name: string, files: IgnitionFile[], units: IgnitionUnit[
     spec: {
       config: {
         ignition: { version: IGNITION_VERSION },
-        ...(files.length ? { storage: { files } } : {}),
-        ...(units.length ? { systemd: { units } } : {}),
+        ...(ignitionFiles.length ? { storage: { files: ignitionFiles } } : {}),
+        ...(ignitionUnits.length ? { systemd: { units: ignitionUnits } } : {}),
       },
     },
   };
 }
 
 export function renderMachineConfigs(sources: AgentSources, options: MachineConfigOptions): MachineConfig[] {
-  const agentFiles = [
-    file('/etc/udev/rules.d/99-sno-relocate.rules', sources.udevRule, 0o644),
-    file('/usr/local/libexec/sno-relocate-install', sources.installScript, 0o755),
-    ...(options.image ? [file(INSTALL_ENV, `# the image sno-relocate-install.service extracts the agent from\nSNO_RELOCATE_IMAGE=${options.image}\n`, 0o644)] : []),
-    ...Object.entries(options.trustAnchors ?? {})
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([name, pem]) => file(`${TRUST_DIR}/${name}`, pem, 0o644)),
-  ];
-  const agentUnits: IgnitionUnit[] = [
-    ...Object.entries(sources.units)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([name, contents]) => ({ name, enabled: true, contents })),
-    // the kubelet gate: disabled at the factory, enabled and started by the agent at the site
-    { name: 'kubelet.service', enabled: false },
-  ];
-  return [
-    machineConfig(`50-${ROLE}-sno-relocate`, agentFiles, agentUnits),
-    machineConfig(
-      `51-${ROLE}-sno-relocate-internal-ip`,
-      nodeIpFiles(options.internalIP).map((f) => file(f.path, f.content, f.mode)),
-      [],
-    ),
-  ];
+  return machineConfigPayloads(sources, options).map(machineConfig);
 }
 
 export function machineConfigYaml(mc: MachineConfig): string {

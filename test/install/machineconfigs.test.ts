@@ -3,15 +3,17 @@
  * carry decodes to the byte-identical source with the right path and mode; together they stay far
  * below what etcd takes; and the real kube-apiserver accepts them with the MachineConfig CRD.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentSources, DEFAULT_IMAGE, DEFAULT_INTERNAL_IP, REPO, writeMachineConfigs } from '../../scripts/render-machineconfigs.js';
+import { agentSources, DEFAULT_IMAGE, DEFAULT_INTERNAL_IP, factoryPayloads, optionsFromEnv, REPO, writeMachineConfigs } from '../../scripts/render-machineconfigs.js';
 import { nodeIpFiles } from '../../src/node/internal-ip.js';
-import type { MachineConfig } from '../../src/node/machineconfig.js';
+import { type MachineConfig, renderMachineConfigs } from '../../src/node/machineconfig.js';
+import { generateSigningKey } from '../../src/trust/signature.js';
 import { startCluster, type TestCluster } from '../kube/cluster.js';
 import { applyCrds } from '../kube/install.js';
 
@@ -73,10 +75,85 @@ describe('factory MachineConfigs', () => {
     }
   });
 
+  it('list, decoded, the very files and units they carry (what an image built without the operator installs)', async () => {
+    const payloads = factoryPayloads();
+    expect(payloads.map((p) => p.name)).toEqual(configs.map((mc) => mc.metadata.name));
+    for (const [i, mc] of configs.entries()) {
+      const files = await Promise.all((mc.spec.config.storage?.files ?? []).map(async (f) => ({ path: f.path, mode: f.mode, contents: await decode(f.contents.source) })));
+      expect(payloads[i]!.files).toEqual(files);
+      expect(payloads[i]!.units).toEqual((mc.spec.config.systemd?.units ?? []).map((u) => ({ dropins: [], ...u })));
+    }
+  });
+
+  it('the layering Containerfile takes the agent from the image the installer pulls', () => {
+    expect(readFileSync(path.join(COMMITTED, 'Containerfile'), 'utf8')).toContain(`FROM ${DEFAULT_IMAGE} AS agent\n`);
+  });
+
   it(`stay under ${LIMIT / 1024} KiB together`, () => {
     const total = committed.reduce((sum, c) => sum + Buffer.byteLength(c.text), 0);
     console.log(`MachineConfigs in all: ${(total / 1024).toFixed(1)} KiB (${committed.map((c) => c.file).join(', ')})`);
     expect(total).toBeLessThan(LIMIT);
+  });
+});
+
+describe('render settings', () => {
+  it('install every trust anchor of the folder under /etc/sno-relocate/trust', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'trust-'));
+    try {
+      const { publicPem } = generateSigningKey();
+      writeFileSync(path.join(dir, 'factory-2026.pub'), publicPem);
+      writeFileSync(path.join(dir, 'README'), 'not a key, not installed\n');
+      const files = renderMachineConfigs(agentSources(), optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir }))
+        .flatMap((mc) => mc.spec.config.storage?.files ?? [])
+        .filter((f) => f.path.startsWith('/etc/sno-relocate/trust/'));
+      expect(files.map((f) => [f.path, f.mode])).toEqual([['/etc/sno-relocate/trust/factory-2026.pub', 0o644]]);
+      expect(await decode(files[0]!.contents.source)).toBe(publicPem);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('pin the internal IP the factory chose in every internal-IP file', () => {
+    const [, internal] = renderMachineConfigs(agentSources(), optionsFromEnv({ SNO_RELOCATE_INTERNAL_IP: '10.99.0.5/30' }));
+    expect(internal!.spec.config.storage!.files.map((f) => f.path)).toEqual(nodeIpFiles('10.99.0.5/30').map((f) => f.path));
+    expect(yaml.dump(internal)).not.toContain('192.168.127.10');
+  });
+
+  it.each([
+    [{ SNO_RELOCATE_INTERNAL_IP: '192.168.127.10' }, 'SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length'],
+    [{ SNO_RELOCATE_INTERNAL_IP: '192.168.300.10/24' }, 'SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length'],
+    [{ SNO_RELOCATE_IMAGE: 'registry.example.com/agent:1\nSNO_RELOCATE_IMAGE=evil' }, 'SNO_RELOCATE_IMAGE: not a container image reference'],
+    [{ SNO_RELOCATE_TRUST_DIR: '/nonexistent/trust' }, 'SNO_RELOCATE_TRUST_DIR: cannot read /nonexistent/trust'],
+  ])('refuse %j, naming the setting', (env, message) => {
+    expect(() => optionsFromEnv(env)).toThrow(message);
+  });
+
+  it('refuse a trust folder whose key the agent would not accept', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'trust-'));
+    try {
+      expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir })).toThrow(`SNO_RELOCATE_TRUST_DIR: no *.pub key in ${dir}`);
+      writeFileSync(path.join(dir, 'broken.pub'), 'ssh-ed25519 AAAA factory\n');
+      expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir })).toThrow(`SNO_RELOCATE_TRUST_DIR: ${path.join(dir, 'broken.pub')} is not a PEM public key`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the script reports a bad setting in one line and exits 1, writing nothing', () => {
+    const out = mkdtempSync(path.join(tmpdir(), 'mc-'));
+    try {
+      const result = spawnSync('npx', ['tsx', path.join(REPO, 'scripts/render-machineconfigs.ts'), out], {
+        encoding: 'utf8',
+        env: { ...process.env, SNO_RELOCATE_INTERNAL_IP: 'banana' },
+      });
+      expect(result.status).toBe(1);
+      expect(result.stderr.trim().split('\n').filter((l) => !l.startsWith('npm warn'))).toEqual([
+        'render-machineconfigs: SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length (CIDR), e.g. 192.168.127.10/24: "banana"',
+      ]);
+      expect(readdirSync(out)).toEqual([]);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });
 

@@ -36,21 +36,43 @@ function parseUnit(text: string): Record<string, Record<string, string[]>> {
 
 const unit = (name: string) => parseUnit(readFileSync(path.join(SYSTEMD, name), 'utf8'));
 
-let root: string;
-beforeAll(() => {
-  root = mkdtempSync(path.join(tmpdir(), 'units-'));
-  mkdirSync(path.join(root, 'usr/lib/systemd'), { recursive: true });
-  cpSync('/usr/lib/systemd/system', path.join(root, 'usr/lib/systemd/system'), { recursive: true });
-  mkdirSync(path.join(root, 'etc/systemd/system'), { recursive: true });
-  for (const u of UNITS) cpSync(path.join(SYSTEMD, u), path.join(root, 'etc/systemd/system', u));
-  // systemd-analyze checks that every ExecStart names an executable
-  for (const exe of ['usr/local/bin/sno-relocate', 'usr/local/libexec/sno-relocate-install', 'usr/bin/systemctl']) {
-    mkdirSync(path.dirname(path.join(root, exe)), { recursive: true });
-    writeFileSync(path.join(root, exe), '#!/bin/sh\n');
-    chmodSync(path.join(root, exe), 0o755);
+const LAYERED = path.join(SYSTEMD, 'layered');
+
+/**
+ * A root for `systemd-analyze verify --root`: this machine's system units, the agent's units in
+ * /etc, and stand-in executables (systemd-analyze checks every ExecStart names one). With
+ * `layered`, the OS image of the layering route: the binary in /usr/bin and the drop-ins of
+ * systemd/layered/ in /usr/lib.
+ */
+function unitRoot(layered: boolean): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'units-'));
+  mkdirSync(path.join(dir, 'usr/lib/systemd'), { recursive: true });
+  cpSync('/usr/lib/systemd/system', path.join(dir, 'usr/lib/systemd/system'), { recursive: true });
+  mkdirSync(path.join(dir, 'etc/systemd/system'), { recursive: true });
+  for (const u of UNITS) cpSync(path.join(SYSTEMD, u), path.join(dir, 'etc/systemd/system', u));
+  if (layered) cpSync(LAYERED, path.join(dir, 'usr/lib/systemd/system'), { recursive: true });
+  for (const exe of [layered ? 'usr/bin/sno-relocate' : 'usr/local/bin/sno-relocate', 'usr/local/libexec/sno-relocate-install', 'usr/bin/systemctl']) {
+    mkdirSync(path.dirname(path.join(dir, exe)), { recursive: true });
+    writeFileSync(path.join(dir, exe), '#!/bin/sh\n');
+    chmodSync(path.join(dir, exe), 0o755);
   }
+  return dir;
+}
+
+function verify(dir: string, unitPath: string) {
+  const result = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${dir}`, unitPath], { encoding: 'utf8' });
+  return { output: `${result.stdout}${result.stderr}`, status: result.status };
+}
+
+let root: string;
+let layeredRoot: string;
+beforeAll(() => {
+  root = unitRoot(false);
+  layeredRoot = unitRoot(true);
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+afterAll(() => {
+  for (const dir of [root, layeredRoot]) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('systemd units', () => {
   it('has the agent, watcher and installer units', () => {
@@ -58,16 +80,17 @@ describe('systemd units', () => {
   });
 
   it.each(UNITS)('systemd-analyze verify finds nothing to say about %s', (name) => {
-    const result = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, path.join(root, 'etc/systemd/system', name)], { encoding: 'utf8' });
-    expect(`${result.stdout}${result.stderr}`).toBe('');
-    expect(result.status).toBe(0);
+    expect(verify(root, path.join(root, 'etc/systemd/system', name))).toEqual({ output: '', status: 0 });
+  });
+
+  it.each(UNITS)('systemd-analyze verify finds nothing to say about %s with the layered OS image drop-ins', (name) => {
+    expect(verify(layeredRoot, path.join(layeredRoot, 'etc/systemd/system', name))).toEqual({ output: '', status: 0 });
   });
 
   it('systemd-analyze verify does catch a broken unit, so its silence means something', () => {
     const broken = path.join(root, 'etc/systemd/system/broken.service');
     writeFileSync(broken, '[Service]\nType=oneshot\nExecStart=/usr/local/bin/missing\nRestartSec=soon\n');
-    const result = spawnSync('systemd-analyze', ['verify', '--man=no', `--root=${root}`, broken], { encoding: 'utf8' });
-    expect(result.stderr).toMatch(/missing|RestartSec/);
+    expect(verify(root, broken).output).toMatch(/missing|RestartSec/);
     rmSync(broken);
   });
 
@@ -145,6 +168,30 @@ describe('systemd units', () => {
     const result = spawnSync('bash', [script], { encoding: 'utf8', env: { PATH: process.env.PATH } });
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain('set SNO_RELOCATE_IMAGE in /etc/sno-relocate/install.env');
+  });
+});
+
+describe('layered OS image (machineconfigs/Containerfile)', () => {
+  const dropIn = (name: string) => parseUnit(readFileSync(path.join(LAYERED, `${name}.d`, '10-layered.conf'), 'utf8'));
+
+  it.each(['sno-relocate.service', 'sno-relocate-watch.service'])('runs %s from /usr/bin with the same arguments', (name) => {
+    const [exe, ...args] = unit(name).Service!.ExecStart!;
+    expect(exe).toBe('/usr/local/bin/sno-relocate');
+    // an empty ExecStart= clears the unit's own before the drop-in sets its one
+    expect(dropIn(name).Service!.ExecStart).toEqual(['/usr/bin/sno-relocate', ...args]);
+  });
+
+  it('starts the agent only where the image has the binary, and the installer never fetches it', () => {
+    expect(dropIn('sno-relocate.service').Unit!.ConditionPathExists).toEqual(['/usr/bin/sno-relocate']);
+    expect(dropIn('sno-relocate-install.service').Unit!.ConditionPathExists).toEqual(['!/usr/bin/sno-relocate']);
+  });
+
+  it('bakes the binary, the units and their drop-ins in, enables them and commits', () => {
+    const containerfile = readFileSync(path.join(REPO, 'machineconfigs/Containerfile'), 'utf8');
+    expect(containerfile).toMatch(/^FROM configs AS final$/m);
+    expect(containerfile).toContain('COPY --from=agent /usr/local/bin/sno-relocate /usr/bin/sno-relocate');
+    expect(containerfile).toContain('COPY --from=agent /usr/share/sno-relocate/systemd/layered/ /usr/lib/systemd/system/');
+    expect(containerfile).toMatch(/systemctl enable sno-relocate\.service sno-relocate-watch\.service && \\\n\s*ostree container commit\n$/);
   });
 });
 
