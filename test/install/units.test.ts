@@ -127,6 +127,10 @@ describe('systemd units', () => {
       expect(agent.Service!.Restart).toEqual(['on-failure']);
       expect(agent.Service!.RestartPreventExitStatus).toEqual(['2', '3']);
       expect(agent.Service!.RemainAfterExit).toEqual(['no']);
+      // 10 starts need at least 9 waits of RestartSec: only runs that fail at once reach the limit
+      expect(agent.Unit!.StartLimitIntervalSec).toEqual(['10min']);
+      expect(agent.Unit!.StartLimitBurst).toEqual(['10']);
+      expect(9 * Number(agent.Service!.RestartSec![0])).toBeLessThan(10 * 60);
     });
 
     it('is sandboxed, keeping only the capabilities its steps use', () => {
@@ -148,6 +152,7 @@ describe('systemd units', () => {
     const watch = unit('sno-relocate-watch.service');
     expect(watch.Service!.ExecStart).toEqual(['/usr/local/bin/sno-relocate', 'watch']);
     expect(watch.Service!.Restart).toEqual(['always']);
+    expect(watch.Unit!.StartLimitIntervalSec).toEqual(['0']);
     expect(watch.Service!.ProtectSystem).toEqual(['strict']);
     expect(watch.Service!.ReadWritePaths).toEqual(['/var/lib/sno-relocate']);
     expect(watch.Service!.IPAddressDeny).toEqual(['any']);
