@@ -193,6 +193,13 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
     return active ? [active, ...bound.filter((p) => p !== active)] : bound;
   };
 
+  /** why a device last changed state, for an activation that ended before its own reason could be read */
+  const deviceReason = async (name: string): Promise<string> => {
+    const device = (await devices().catch(() => [])).find((d) => d.data.name === name);
+    const stateReason = device ? ((await props(device.path, DEVICE).catch(() => ({}) as Record<string, unknown>)).StateReason as [number, number] | undefined) : undefined;
+    return stateReason ? ` (device state ${stateReason[0]}, NMDeviceStateReason ${stateReason[1]})` : '';
+  };
+
   /**
    * Resolves when the activation reaches ACTIVATED, rejects with NetworkManager's reason when it
    * is deactivated instead or does not finish in time.
@@ -217,7 +224,7 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
     try {
       const result = await bounded(outcome, activationTimeoutMs, `activating ${name}`);
       if (result.state === ACTIVATED) return;
-      const why = result.reason !== undefined ? `: ${reasonName(ACTIVE_REASONS, result.reason)}` : '';
+      const why = result.reason !== undefined ? `: ${reasonName(ACTIVE_REASONS, result.reason)}` : await deviceReason(name);
       throw new Error(`NetworkManager could not activate ${name}${why}`);
     } finally {
       proxy?.off('StateChanged', onStateChanged);
@@ -271,7 +278,10 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
       // controllers first, then their ports, then the rest; NetworkManager holds each until what it depends on is up
       activations.push({ name: profile.name, active: await method<string>(NM_PATH, NM, 'ActivateConnection', path, '/', '/') });
     }
-    await Promise.all(activations.map((a) => waitActivated(a.active, a.name)));
+    // every outcome, in activation order: a failed controller fails its ports too, and the cause comes first
+    const outcomes = await Promise.allSettled(activations.map((a) => waitActivated(a.active, a.name)));
+    const failed = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason instanceof Error ? o.reason.message : String(o.reason)] : []));
+    if (failed.length) throw new Error(failed.join('; '));
   };
 
   return {

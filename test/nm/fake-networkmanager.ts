@@ -134,6 +134,8 @@ export interface World {
 export interface Behaviour {
   /** interface -> NMActiveConnectionStateReason: its activation fails with that reason */
   failActivation?: Record<string, number>;
+  /** interface -> NMDeviceStateReason: its activation is over before ActivateConnection returns, the Active object already gone */
+  vanishActivation?: Record<string, number>;
   /** interface -> NMRollbackResult reported for it by CheckpointRollback */
   rollbackResults?: Record<string, number>;
 }
@@ -155,6 +157,8 @@ interface DeviceRecord {
   state: number;
   applied?: Settings;
   active?: ActiveRecord;
+  /** NMDeviceStateReason of the last state change */
+  reason?: number;
 }
 
 interface ActiveRecord {
@@ -326,6 +330,9 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     get ActiveConnection() {
       return this.device.active?.path ?? '/';
     }
+    get StateReason() {
+      return [this.device.state, this.device.reason ?? 0];
+    }
     GetAppliedConnection(flags: number) {
       record(this.device.path, 'GetAppliedConnection', flags);
       if (!this.device.applied) throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
@@ -347,6 +354,7 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       Ip4Config: { signature: 'o', access: 'read' },
       Ip6Config: { signature: 'o', access: 'read' },
       ActiveConnection: { signature: 'o', access: 'read' },
+      StateReason: { signature: '(uu)', access: 'read' },
     },
     methods: { GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' }, Disconnect: {} },
   });
@@ -539,7 +547,13 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     ActivateConnection(connection: string, device: string, specific: string) {
       record(NM_PATH, 'ActivateConnection', connection, device, specific);
       if (device !== '/' || specific !== '/') throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', 'this test NetworkManager picks the device itself');
-      return activate(profileAt(connection)).path;
+      const active = activate(profileAt(connection));
+      const vanish = behaviour.vanishActivation?.[active.device.spec.name];
+      if (vanish !== undefined) {
+        deactivate(active.device);
+        active.device.reason = vanish;
+      }
+      return active.path;
     }
     CheckpointCreate(paths: string[], timeout: number, flags: number) {
       record(NM_PATH, 'CheckpointCreate', paths, timeout, flags);

@@ -263,7 +263,12 @@ describe('failures and rollback', () => {
 
   it('a port whose bridge fails is reported too, by its reason', async () => {
     nm.behave({ failActivation: { 'br-ex': 3 } });
-    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex: DEVICE_DISCONNECTED/);
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex: DEVICE_DISCONNECTED; NetworkManager could not activate ens4: DEPENDENCY_FAILED; the change was rolled back/);
+  });
+
+  it('an activation over before it could be watched is reported by the device state reason', async () => {
+    nm.behave({ vanishActivation: { 'br-ex': 5 } });
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex \(device state 30, NMDeviceStateReason 5\).*rolled back/);
   });
 
   it('rollback restores the factory network and logs each device result', async () => {
