@@ -4,16 +4,21 @@
  * discovery through the group-version resource lists, CSR approval through CertificatesV1Api.
  * Every call retries transient failures (withRetry); updates re-read and re-apply on 409.
  */
+import https from 'node:https';
 import {
   ApiException,
   CertificatesV1Api,
   CoreV1Api,
+  createConfiguration,
   CustomObjectsApi,
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
+  ServerConfiguration,
   setHeaderOptions,
+  type Configuration,
   type KubernetesObject,
+  type RequestContext,
 } from '@kubernetes/client-node';
 import { errorMessage, StepError } from '../engine/errors.js';
 import { timed, type Logger } from '../log/logger.js';
@@ -47,13 +52,51 @@ const splitApiVersion = (apiVersion: string): { group: string; version: string }
   return slash < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 };
 
+/**
+ * The API clients' configuration with one keep-alive agent for every request. client-node 1.x
+ * makes a new https.Agent for each request, so each call paid a TCP and TLS handshake on both ends;
+ * a thousand route patches spent most of their time there. Authentication is still the
+ * kubeconfig's own, per request (tokens, client certificates, exec plugins).
+ */
+function keepAliveConfiguration(config: KubeConfig): Configuration {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new StepError('the kubeconfig names no current cluster');
+  // plain http and proxies keep the library's own agents
+  if (!cluster.server.startsWith('https:') || cluster.proxyUrl) {
+    return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: config } });
+  }
+  let agent: Promise<https.Agent> | undefined;
+  const sharedAgent = async () => {
+    const tls: https.RequestOptions = {};
+    await config.applyToHTTPSOptions(tls);
+    return new https.Agent({
+      keepAlive: true,
+      ca: tls.ca,
+      cert: tls.cert,
+      key: tls.key,
+      pfx: tls.pfx,
+      passphrase: tls.passphrase,
+      ...(tls.rejectUnauthorized !== undefined && { rejectUnauthorized: tls.rejectUnauthorized }),
+    });
+  };
+  const auth = {
+    getName: () => 'kubeconfig',
+    async applySecurityAuthentication(context: RequestContext) {
+      await config.applySecurityAuthentication(context);
+      context.setAgent(await (agent ??= sharedAgent()));
+    },
+  };
+  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: auth } });
+}
+
 export function createKube(config: KubeConfig, log: Logger, options: KubeClientOptions = {}): Kube {
   const clock = options.clock ?? systemClock;
   const policy = options.retry ?? DEFAULT_RETRY;
-  const objects = KubernetesObjectApi.makeApiClient(config);
-  const customApi = config.makeApiClient(CustomObjectsApi);
-  const core = config.makeApiClient(CoreV1Api);
-  const certificates = config.makeApiClient(CertificatesV1Api);
+  const configuration = keepAliveConfiguration(config);
+  const objects = new KubernetesObjectApi(configuration);
+  const customApi = new CustomObjectsApi(configuration);
+  const core = new CoreV1Api(configuration);
+  const certificates = new CertificatesV1Api(configuration);
   const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(clock, log, what, fn, policy);
   const served = new Map<string, Promise<Map<string, Resource>>>();
 
