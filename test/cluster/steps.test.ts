@@ -9,6 +9,7 @@ import path from 'node:path';
 import { CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FACTORY_NODE_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
+import { deleteCrds } from '../kube/install.js';
 import { runAgent, writeSiteFolder } from '../node/cli.js';
 import { agent, CLUSTER_PHASE, problems, startFactory, STATE_DIR, storeSite, type ClusterEnv } from './env.js';
 
@@ -199,7 +200,7 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
   });
 
   it('refuses tag mirrors on a cluster without ImageTagMirrorSet and falls back to ImageContentSourcePolicy for digests', async () => {
-    execFileSync('kubectl', ['--kubeconfig', env.cluster.kubeconfigPath, 'delete', 'crd', 'imagetagmirrorsets.config.openshift.io', 'imagedigestmirrorsets.config.openshift.io', '--wait=true'], { stdio: 'pipe' });
+    await deleteCrds(env.cluster.kubeconfigPath, { only: ['mirrorSets'] });
     const tagged = await agent(env, storeSite({ baseDomain: 'store77.example.com' }), root);
     const [refused] = await tagged.plan(['mirrors']);
     expect(refused).toMatchObject({ action: 'conflict', reason: expect.stringContaining('does not serve ImageTagMirrorSet') });
