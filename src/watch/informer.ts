@@ -28,9 +28,11 @@ export interface InformerOptions {
   pageSize: number;
   firstBackoffMs: number;
   maxBackoffMs: number;
+  /** runs each full list; shared, it lets one list at a time hold its pages in memory */
+  listGate<T>(list: () => Promise<T>): Promise<T>;
 }
 
-export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock'> = { resyncMs: 10 * 60_000, pageSize: 500, firstBackoffMs: 500, maxBackoffMs: 30_000 };
+export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock' | 'listGate'> = { resyncMs: 10 * 60_000, pageSize: 250, firstBackoffMs: 500, maxBackoffMs: 30_000 };
 
 class Gone extends Error {}
 
@@ -78,7 +80,7 @@ export class Informer {
     while (!this.stopped) {
       try {
         const listedAt = this.options.clock.monotonic();
-        let resourceVersion = await this.list();
+        let resourceVersion = await this.options.listGate(() => this.list());
         this.sink.synced();
         backoff = this.options.firstBackoffMs;
         while (!this.stopped && this.options.clock.monotonic() - listedAt < this.options.resyncMs) {

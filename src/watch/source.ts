@@ -3,6 +3,7 @@
  * stops their informers as CRDs come and go; the packages APIService is watched by name.
  */
 import { type KubeConfig } from '@kubernetes/client-node';
+import pLimit from 'p-limit';
 import type { Clock } from '../ports/clock.js';
 import { DEFAULT_INFORMER_OPTIONS, Informer, type InformerOptions } from './informer.js';
 import type { WatchedObject } from './model.js';
@@ -18,12 +19,14 @@ export interface SourceStatus {
   lastError?: string;
 }
 
-export interface ClusterSourceOptions extends Partial<Omit<InformerOptions, 'clock'>> {
+export interface ClusterSourceOptions extends Partial<Omit<InformerOptions, 'clock' | 'listGate'>> {
   clock: Clock;
   emit(event: WatchEvent): void;
   /** each list or watch failure, already described */
   onError?(resource: string, message: string): void;
 }
+
+const LIST_CONCURRENCY = 1;
 
 interface Running {
   version: string;
@@ -43,7 +46,9 @@ export class ClusterSource {
     private readonly config: KubeConfig,
     private readonly opts: ClusterSourceOptions,
   ) {
-    this.options = { ...DEFAULT_INFORMER_OPTIONS, ...opts, clock: opts.clock };
+    // lists run one after another: the peak of parsed pages is what the process keeps as its size
+    const lists = pLimit(LIST_CONCURRENCY);
+    this.options = { ...DEFAULT_INFORMER_OPTIONS, ...opts, clock: opts.clock, listGate: (list) => lists(list) };
   }
 
   start(): void {

@@ -27,8 +27,7 @@ export function renderRunState(state: RunState | undefined): string {
   return `${[...lines, ...table(rows)].join('\n')}\n`;
 }
 
-export function renderWatchStatus(watch: WatchStatus | undefined, now: Date): string {
-  if (!watch) return 'Watcher:  no findings recorded yet.\n';
+export function renderWatchStatus(watch: WatchStatus, now: Date): string {
   const errors = Object.values(watch.syncErrors).reduce((a, b) => a + b, 0);
   const lines = [
     `Watcher:  ${watch.health}   Updated: ${watch.updatedAt}${watch.lastSyncAt ? `   Last sync: ${watch.lastSyncAt}` : ''}`,
@@ -47,6 +46,7 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const stdout =
     format === 'json'
       ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null }, null, 2)}\n`
-      : `${renderRunState(state)}\n${renderWatchStatus(watch, rt.clock.now())}`;
+      : // before the watcher's first sync there is nothing to add to the run's progress
+        `${renderRunState(state)}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }
