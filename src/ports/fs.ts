@@ -18,7 +18,10 @@ export interface RootFs {
   resolve(hostPath: string): string;
   read(hostPath: string): Promise<Buffer | undefined>;
   readText(hostPath: string): Promise<string | undefined>;
-  /** temp file + fsync + rename + fsync of the folder: a power cut leaves the old or the new file */
+  /**
+   * temp file + fsync + rename + fsync of the folder: a power cut leaves the old or the new file.
+   * A temp file an earlier process left for the same target (a cut before its rename) is removed.
+   */
   writeAtomic(hostPath: string, data: string | Buffer, options: WriteOptions): Promise<void>;
   exists(hostPath: string): Promise<boolean>;
   mode(hostPath: string): Promise<number | undefined>;
@@ -32,6 +35,18 @@ export interface RootFs {
 }
 
 const isMissing = (err: unknown): boolean => (err as NodeJS.ErrnoException).code === 'ENOENT';
+
+const tempName = (name: string, pid: number): string => `.${name}.${pid}.tmp`;
+
+/** Temp files of `name` from other processes: a power cut (or a kill) between write and rename. */
+async function removeStaleTemps(dir: string, name: string): Promise<void> {
+  const prefix = `.${name}.`;
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  for (const entry of entries) {
+    if (!entry.startsWith(prefix) || entry === tempName(name, process.pid)) continue;
+    if (/^\d+\.tmp$/.test(entry.slice(prefix.length))) await rm(path.join(dir, entry), { force: true });
+  }
+}
 
 async function fsyncPath(real: string, flags: number): Promise<void> {
   const handle = await open(real, flags);
@@ -69,7 +84,9 @@ export function createRootFs(root: string): RootFs {
       const real = resolve(hostPath);
       const dir = path.dirname(real);
       await mkdir(dir, { recursive: true, mode: 0o755 });
-      const temp = path.join(dir, `.${path.basename(real)}.${process.pid}.tmp`);
+      const name = path.basename(real);
+      const temp = path.join(dir, tempName(name, process.pid));
+      await removeStaleTemps(dir, name);
       // created with the final mode, so a secret is never readable by others, not even briefly
       const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, mode);
       try {

@@ -3,7 +3,7 @@
  * state, checkpoints and NetworkManager keyfiles), real ping and getent, and a clock whose waits
  * pass at once.
  */
-import { readFileSync, statSync, truncateSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { NmstateState } from '../config/v1/schema.js';
@@ -126,6 +126,34 @@ describe('network', () => {
     const state = await node.run([networkStep]);
     expect(state.steps.network).toMatchObject({ status: 'done', attempts: 2 });
     expect(statSync(keyfile).size).toBeGreaterThan(0);
+    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+  });
+
+  it("removes NetworkManager's temporary copies a power cut left, without applying the network again", async () => {
+    const node = testNode({ site, network: factoryNetwork() });
+    await node.run([networkStep]);
+    const dir = path.join(node.root, KEYFILE_DIR);
+    const keyfiles = readdirSync(dir).sort();
+    // mkstemp's suffix on a profile name: the write was cut before NetworkManager's rename
+    writeFileSync(path.join(dir, 'br-ex.nmconnection.PAL9Y3'), '[connection]\nid=br-ex\n');
+    writeFileSync(path.join(dir, 'notes.nmconnection.bak'), 'kept');
+    expect(await networkStep.plan(node.ctx)).toEqual({
+      action: 'change',
+      summary: 'remove 1 temporary NetworkManager file(s) a power cut left; the node already runs the site network',
+      changes: [
+        {
+          action: 'delete',
+          target: `${KEYFILE_DIR}/br-ex.nmconnection.PAL9Y3`,
+          summary: "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
+        },
+      ],
+    });
+    const applies = stub(node.env).calls.filter((c) => c[0] === 'apply').length;
+    const state = await node.run([networkStep]);
+    expect(state.steps.network).toMatchObject({ status: 'done' });
+    expect(readdirSync(dir).sort()).toEqual([...keyfiles, 'notes.nmconnection.bak'].sort());
+    expect(stub(node.env).calls.filter((c) => c[0] === 'apply')).toHaveLength(applies);
+    expect(node.logs.join('\n')).toContain("removed NetworkManager's leftover temporary file /etc/NetworkManager/system-connections/br-ex.nmconnection.PAL9Y3");
     expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
   });
 

@@ -9,7 +9,10 @@
  * hold the desired one, and no NetworkManager keyfile may be empty. A power cut just after
  * NetworkManager wrote its profiles has been seen to leave 0-byte keyfiles while the run was
  * recorded as done; such files are removed and written again by a re-apply, and after a commit the
- * keyfile folder is flushed to disk before success is recorded.
+ * keyfile folder is flushed to disk before success is recorded. A cut while NetworkManager wrote a
+ * profile also leaves its temporary copy (`<name>.nmconnection.XXXXXX`, which NetworkManager
+ * ignores); those are removed too, so a node that lost power converges to the same files as one
+ * that did not.
  */
 import path from 'node:path';
 import { errorMessage, StepError, VerificationError } from '../engine/errors.js';
@@ -29,14 +32,32 @@ const CHECKPOINT_MARGIN_SECONDS = 60;
 const PING_WAIT_SECONDS = 1;
 const RESOLVE_TIMEOUT_MS = 10_000;
 
-async function emptyKeyfiles(ctx: StepContext): Promise<string[]> {
-  const out: string[] = [];
+/** NetworkManager writes a profile to `<name>.XXXXXX` and renames it over `<name>` (mkstemp's suffix) */
+const NM_TEMP_FILE = /\.nmconnection\.[A-Za-z0-9]{6}$/;
+
+interface Leftovers {
+  /** keyfiles a power cut left empty: NetworkManager ignores them, so the profile is gone */
+  empty: string[];
+  /** NetworkManager's temporary copies from a write a power cut interrupted */
+  temporary: string[];
+}
+
+/** What a power cut while NetworkManager wrote its profiles leaves in the keyfile folder. */
+async function keyfileLeftovers(ctx: StepContext): Promise<Leftovers> {
+  const out: Leftovers = { empty: [], temporary: [] };
   for (const name of (await ctx.fs.list(KEYFILE_DIR)).sort()) {
-    if (!name.endsWith('.nmconnection')) continue;
     const file = path.posix.join(KEYFILE_DIR, name);
-    if ((await ctx.fs.size(file)) === 0) out.push(file);
+    if (NM_TEMP_FILE.test(name)) out.temporary.push(file);
+    else if (name.endsWith('.nmconnection') && (await ctx.fs.size(file)) === 0) out.empty.push(file);
   }
   return out;
+}
+
+async function removeLeftovers(ctx: StepContext, leftovers: Leftovers): Promise<void> {
+  for (const file of [...leftovers.empty, ...leftovers.temporary]) {
+    await ctx.fs.remove(file);
+    ctx.log.warn({ file }, `removed ${leftovers.empty.includes(file) ? 'the empty keyfile' : "NetworkManager's leftover temporary file"} ${file}`);
+  }
 }
 
 const desiredState = (ctx: StepContext): NmstateState => desiredNetworkState(ctx.site.network.nmstate, ctx.site.network.internalIP);
@@ -126,29 +147,41 @@ export const networkStep: Step = {
   async plan(ctx) {
     const desired = desiredState(ctx);
     const differences = compareNetworkState(desired, await ctx.nmstate.show(), ctx.site.network.internalIP);
-    const empty = await emptyKeyfiles(ctx);
+    const { empty, temporary } = await keyfileLeftovers(ctx);
     const interfaces = desired.interfaces?.length ?? 0;
-    if (differences.length === 0 && empty.length === 0)
+    if (differences.length === 0 && empty.length === 0 && temporary.length === 0)
       return { action: 'noop', reason: `the node already runs the site network (${interfaces} interface(s) as desired)` };
-    const changes: Change[] = empty.map((file) => ({
-      action: 'delete',
-      target: file,
-      summary: 'empty keyfile (a power cut while NetworkManager wrote it); the re-apply writes it again',
-    }));
-    changes.push({ action: 'apply', target: 'nmstate', summary: describeChecks(ctx), diff: differenceLines(differences) });
+    const changes: Change[] = [
+      ...empty.map((file) => ({
+        action: 'delete' as const,
+        target: file,
+        summary: 'empty keyfile (a power cut while NetworkManager wrote it); the re-apply writes it again',
+      })),
+      ...temporary.map((file) => ({
+        action: 'delete' as const,
+        target: file,
+        summary: "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
+      })),
+    ];
+    const reapply = differences.length > 0 || empty.length > 0;
+    if (reapply) changes.push({ action: 'apply', target: 'nmstate', summary: describeChecks(ctx), diff: differenceLines(differences) });
     const summary =
       differences.length > 0
         ? `apply the site network (${differences.length} difference(s)) with checkpoint and rollback`
-        : `repair ${empty.length} empty NetworkManager keyfile(s) by re-applying the site network`;
+        : reapply
+          ? `repair ${empty.length} empty NetworkManager keyfile(s) by re-applying the site network`
+          : `remove ${temporary.length} temporary NetworkManager file(s) a power cut left; the node already runs the site network`;
     return { action: 'change', summary, changes };
   },
 
-  async apply(ctx) {
+  async apply(ctx, plan) {
     const desired = desiredState(ctx);
     const { timeoutSeconds } = ctx.site.network.verify;
-    for (const file of await emptyKeyfiles(ctx)) {
-      await ctx.fs.remove(file);
-      ctx.log.warn({ file }, `removed the empty keyfile ${file}`);
+    await removeLeftovers(ctx, await keyfileLeftovers(ctx));
+    // only leftovers to clear: the network itself already holds, so nothing is re-applied
+    if (!plan.changes.some((c) => c.action === 'apply')) {
+      await flushToDisk(ctx);
+      return;
     }
     const revertState = await saveRevertState(ctx, desired, await ctx.nmstate.show());
     const internal = internalCidr(ctx);
@@ -188,7 +221,7 @@ export const networkStep: Step = {
   },
 
   async verify(ctx) {
-    const empty = await emptyKeyfiles(ctx);
+    const { empty } = await keyfileLeftovers(ctx);
     const failed = [...empty.map((f) => `${f} is empty`), ...(await checkWithRetries(ctx, desiredState(ctx), undefined))];
     if (failed.length === 0) return;
     // past the commit there is no checkpoint to roll back to: say where the previous state is kept

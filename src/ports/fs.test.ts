@@ -1,0 +1,32 @@
+/**
+ * The root filesystem port on a real temporary folder: what a power cut between a write and its
+ * rename leaves behind is cleaned up by the next write of the same file.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createRootFs } from './fs.js';
+
+describe('writeAtomic', () => {
+  it('replaces the file whole with the mode asked for, and leaves no temp file', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'rootfs-'));
+    const fs = createRootFs(root);
+    await fs.writeAtomic('/etc/a/b.conf', 'one\n', { mode: 0o600 });
+    await fs.writeAtomic('/etc/a/b.conf', 'two\n', { mode: 0o600 });
+    const real = path.join(root, 'etc/a/b.conf');
+    expect(readFileSync(real, 'utf8')).toBe('two\n');
+    expect(statSync(real).mode & 0o777).toBe(0o600);
+    expect(readdirSync(path.dirname(real))).toEqual(['b.conf']);
+  });
+
+  it("removes the temp copy an earlier process left before its rename, and only that file's", async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'rootfs-'));
+    const dir = path.join(root, 'etc/systemd/system/kubelet.service.d');
+    mkdirSync(dir, { recursive: true });
+    // a run killed between write and rename (pid 4242), and files that only look alike
+    for (const name of ['.node-ip.conf.4242.tmp', '.node-ip.conf.tmp', '.other.conf.4242.tmp', 'node-ip.conf.4242.tmp']) writeFileSync(path.join(dir, name), 'half');
+    await createRootFs(root).writeAtomic('/etc/systemd/system/kubelet.service.d/node-ip.conf', 'x\n', { mode: 0o644 });
+    expect(readdirSync(dir).sort()).toEqual(['.node-ip.conf.tmp', '.other.conf.4242.tmp', 'node-ip.conf', 'node-ip.conf.4242.tmp']);
+  });
+});
