@@ -92,12 +92,15 @@ describe('runSteps', () => {
   });
 
   it('refuses a conflict in any node step before the first change', async () => {
-    const { root, run } = setup();
+    const { root, run, lines } = setup();
     const a = fileStep('ssh-keys', '/a', 'A');
     const c = fileStep('hostname', '/c', 'C', { conflict: true });
     await expect(run([a.step, c.step])).rejects.toBeInstanceOf(RefusedError);
     expect(a.applied).toEqual([]);
     expect(() => statSync(path.join(root, 'a'))).toThrow();
+    // nothing written, not even the state file; the refusal is logged
+    expect(() => statSync(path.join(root, 'var/lib/sno-relocate/state.json'))).toThrow();
+    expect(lines.join('')).toContain('run refused: hostname: host holds something else');
   });
 
   it('never takes a damaged state file as done', async () => {

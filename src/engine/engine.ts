@@ -51,8 +51,17 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   const selected = input.steps.filter((s) => input.selected.has(s.name));
   logEvent(ctx.log, 'info', 'runStarted', { site: state.site, steps: selected.map((s) => s.name), resumed }, `run started for site ${state.site}`);
 
-  // host preflight: every node step plans before the first one changes anything
-  refuseConflicts(await planSteps({ ...input, steps: selected.filter((s) => s.group === 'node') }));
+  // host preflight: every node step plans before the first one changes anything. A refusal here
+  // changed nothing, so no state is written; it is still journaled and shown on the console.
+  try {
+    refuseConflicts(await planSteps({ ...input, steps: selected.filter((s) => s.group === 'node') }));
+  } catch (err) {
+    if (!(err instanceof RefusedError)) throw err;
+    const message = scrubText(errorMessage(err));
+    logEvent(ctx.log, 'error', 'runRefused', { site: state.site, err }, `run refused: ${message}`);
+    await banner.show(`REFUSED: ${message}`);
+    throw err;
+  }
   await store.save(state);
 
   const started = ctx.clock.monotonic();

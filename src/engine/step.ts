@@ -65,6 +65,3 @@ export interface Step {
   /** throws VerificationError when the result does not hold */
   verify(ctx: StepContext): Promise<void>;
 }
-
-export const groupOf = (name: StepName): StepGroup =>
-  (NODE_STEPS as readonly string[]).includes(name) ? 'node' : 'cluster';

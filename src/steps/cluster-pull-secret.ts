@@ -10,6 +10,7 @@ import { StepError, VerificationError } from '../engine/errors.js';
 import type { PlanResult, Step, StepContext } from '../engine/step.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';
+import { recordFactoryRegistries } from '../watch/context.js';
 
 const DOCKERCONFIG_KEY = '.dockerconfigjson';
 const PULL_SECRET = { apiVersion: 'v1', kind: 'Secret', name: 'pull-secret', namespace: CONFIG_NAMESPACE };
@@ -28,13 +29,18 @@ function readSecret(secret: SecretObject | undefined): Read {
   }
 }
 
+function authsOf(current: Read): Record<string, unknown> | undefined {
+  const auths = (current.value as { auths?: unknown } | undefined)?.auths;
+  return auths !== null && typeof auths === 'object' && !Array.isArray(auths) ? (auths as Record<string, unknown>) : undefined;
+}
+
 /** The pull secret the cluster should hold, from what it holds now; a string says why it cannot be made. */
 export function desiredPullSecret(site: DockerConfig, policy: 'replace' | 'merge', current: Read): DockerConfig | string {
   if (policy === 'replace') return site;
   if (current.unreadable) return `${current.unreadable}, so the site's registries cannot be merged into it`;
   if (current.value === undefined) return site;
-  const auths = (current.value as { auths?: unknown }).auths;
-  if (auths === null || typeof auths !== 'object' || Array.isArray(auths)) return `${TARGET} holds no "auths" object to merge into`;
+  const auths = authsOf(current);
+  if (auths === undefined) return `${TARGET} holds no "auths" object to merge into`;
   return { ...(current.value as object), auths: { ...(auths as DockerConfig['auths']), ...site.auths } };
 }
 
@@ -70,14 +76,19 @@ export const clusterPullSecretStep: Step = {
 
   async apply(ctx) {
     const s = await survey(ctx);
-    if (s.wanted === undefined || typeof s.wanted === 'string') return;
+    const wanted = s.wanted;
+    if (wanted === undefined || typeof wanted === 'string') return;
+    // the registries the factory pulled from and the site drops: the watcher reports images still
+    // pulled from them (host names only; no credential is kept)
+    const dropped = Object.keys(authsOf(s.current) ?? {}).filter((r) => !(r in wanted.auths));
+    if (dropped.length > 0) await recordFactoryRegistries(ctx.fs, ctx.stateDir, dropped);
     if (!s.secret) {
       await s.kube.create<SecretObject>({
         apiVersion: 'v1',
         kind: 'Secret',
         metadata: { name: PULL_SECRET.name, namespace: CONFIG_NAMESPACE },
         type: 'kubernetes.io/dockerconfigjson',
-        data: { [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(s.wanted)).toString('base64') },
+        data: { [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(wanted)).toString('base64') },
       });
     } else {
       const site = ctx.site.pullSecret!;
@@ -88,7 +99,7 @@ export const clusterPullSecretStep: Step = {
         return { ...current, data: { ...current.data, [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(wanted)).toString('base64') } };
       });
     }
-    ctx.log.info({ secret: TARGET, registries: Object.keys(s.wanted.auths).length, policy: ctx.site.pullSecretPolicy }, 'cluster pull secret written');
+    ctx.log.info({ secret: TARGET, registries: Object.keys(wanted.auths).length, policy: ctx.site.pullSecretPolicy }, 'cluster pull secret written');
   },
 
   async verify(ctx) {

@@ -8,7 +8,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FACTORY_NODE_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
+import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FACTORY_REGISTRY, FACTORY_NODE_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
 import { deleteCrds } from '../kube/install.js';
 import { runAgent, writeSiteFolder } from '../node/cli.js';
 import { agent, CLUSTER_PHASE, problems, startFactory, STATE_DIR, storeSite, type ClusterEnv } from './env.js';
@@ -137,6 +137,10 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     // pull secret replaced
     const pull = JSON.parse(Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString()) as { auths: object };
     expect(Object.keys(pull.auths)).toEqual(['registry.store42.example.com:5000']);
+    // the registries the site dropped are kept, by name only, for the watcher's stale-image check
+    const watchContext = readFileSync(path.join(root, STATE_DIR, 'watch-context.json'), 'utf8');
+    expect((JSON.parse(watchContext) as { factoryRegistries: string[] }).factoryRegistries).toEqual([FACTORY_REGISTRY, 'quay.io'].sort());
+    expect(watchContext).not.toContain('token');
 
     // mirrors: ours labelled, the factory's ICSP untouched
     const idms = (await custom().getClusterCustomObject({ ...cfg, plural: 'imagedigestmirrorsets', name: 'sno-relocate-digest-mirrors' })) as { metadata: { labels: Record<string, string> }; spec: unknown };

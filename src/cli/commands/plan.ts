@@ -1,6 +1,6 @@
 import { planSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
-import { errorMessage, SnoRelocateError } from '../../engine/errors.js';
+import { errorMessage, ExitCode, SnoRelocateError } from '../../engine/errors.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
 import { renderPlan, type ShownPlan } from '../render-plan.js';
@@ -33,5 +33,7 @@ export async function planCommand(inv: Invocation): Promise<CommandResult> {
   } finally {
     close();
   }
-  return { exitCode: 0, stdout: renderPlan({ site: loaded.site.name, siteConfig: loaded.file, steps }, format) };
+  // a step in conflict with the host is what `run` refuses: the plan says so with the same exit code
+  const exitCode = steps.some((s) => s.action === 'conflict') ? ExitCode.refused : ExitCode.ok;
+  return { exitCode, stdout: renderPlan({ site: loaded.site.name, siteConfig: loaded.file, steps }, format) };
 }
