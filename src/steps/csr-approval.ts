@@ -2,7 +2,8 @@
  * [csr-approval] Kubelet, started under the site's hostname, asks for a client certificate (through
  * the node-bootstrapper) and, once it has one, for a serving certificate. Nobody else approves them
  * on a single node that has just changed its name, so the agent does: only this node's requests,
- * checked by src/kube/csr.ts (subject, usages, requestor, names); every other request is left alone
+ * checked by src/kube/csr.ts (subject, usages, requestor, names: the hostname, the site's static
+ * addresses, the internal IP and the addresses br-ex holds now); every other request is left alone
  * and logged with the reason. Done when the node has an approved client and serving request, or
  * kubelet already holds valid certificates for its name.
  */
@@ -10,9 +11,9 @@ import { X509Certificate } from 'node:crypto';
 import { StepError, VerificationError } from '../engine/errors.js';
 import type { Change, Step, StepContext } from '../engine/step.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
-import { canonicalIp, parseCidr } from '../node/addresses.js';
+import { canonicalIp, interfaceAddresses, isLinkLocal, parseCidr } from '../node/addresses.js';
 import { readStaticHostname } from '../node/hostname.js';
-import { KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
+import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { pollUntil } from '../ports/clock.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 
@@ -27,7 +28,7 @@ export const KUBELET_CERTIFICATES: Record<CsrKind, string> = {
 
 type Csr = KubeObject & CsrObject;
 
-async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
+export async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
   const hostname = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
   if (!hostname) throw new StepError('csr-approval: the node has no hostname to match requests against', { step: 'csr-approval' });
   const ips = new Set<string>();
@@ -35,6 +36,12 @@ async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
   if (internal) ips.add(parseCidr(internal).ip);
   for (const iface of ctx.site.network.nmstate.interfaces ?? []) {
     for (const family of [iface.ipv4, iface.ipv6]) for (const a of family?.address ?? []) ips.add(canonicalIp(a.ip));
+  }
+  // what the node holds now: a DHCP or SLAAC site names no address, and kubelet's serving request
+  // carries the one br-ex was given (link-local addresses are never a node IP)
+  for (const cidr of (await interfaceAddresses(ctx.exec, BR_EX)) ?? []) {
+    const { ip } = parseCidr(cidr);
+    if (!isLinkLocal(ip)) ips.add(canonicalIp(ip));
   }
   return { hostname, ips: [...ips] };
 }
