@@ -3,7 +3,7 @@
  * files it names. All of it finishes before the first change on the host.
  */
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../engine/errors.js';
 import { type Finding, formatFinding, hasErrors } from './findings.js';
@@ -11,7 +11,8 @@ import type { CertificatePair, LoadedSite, Site, SiteFile } from './site.js';
 import { parseLenient, parseSiteConfig } from './v1/parse.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
 import { type DockerConfig, type NmstateState, nmstateSchema, pullSecretSchema, type SiteConfigV1 } from './v1/schema.js';
-import { DocumentError, MAX_DOCUMENT_BYTES, parseYamlDocument } from './yaml.js';
+import { readBounded } from './read-bounded.js';
+import { DocumentError, parseYamlDocument } from './yaml.js';
 
 export const SITE_CONFIG_NAMES = ['site-config.yaml', 'site-config.yml', 'site-config.json'];
 
@@ -37,23 +38,6 @@ async function locate(target: string): Promise<string> {
   return fail([{ severity: 'error', path: target, message: `folder holds no ${SITE_CONFIG_NAMES[0]}` }]);
 }
 
-/** Reads a bounded regular file; `inside` (a resolved folder) confines symlinks. */
-async function readBounded(file: string, shownAs: string, inside?: string): Promise<Buffer> {
-  let real: string;
-  try {
-    real = await realpath(file);
-  } catch {
-    throw new DocumentError(`${shownAs}: no such file`);
-  }
-  if (inside !== undefined && !real.startsWith(inside + path.sep))
-    throw new DocumentError(`${shownAs}: resolves outside the site-config folder (symlink)`);
-  const info = await stat(real);
-  if (!info.isFile()) throw new DocumentError(`${shownAs}: not a regular file`);
-  if (info.size > MAX_DOCUMENT_BYTES)
-    throw new DocumentError(`${shownAs}: ${info.size} bytes; the limit is ${MAX_DOCUMENT_BYTES}`);
-  return readFile(real);
-}
-
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 
 interface FileReader {
@@ -68,7 +52,7 @@ async function fileReader(dir: string, findings: Finding[]): Promise<FileReader>
     digests,
     async read(fieldPath, name) {
       try {
-        const data = await readBounded(path.join(realDir, name), name, realDir);
+        const data = await readBounded(path.join(realDir, name), name, { inside: realDir });
         digests.push({ name, sha256: sha256(data) });
         return data;
       } catch (err) {
@@ -183,7 +167,9 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   let document: unknown;
   let bytes: Buffer;
   try {
-    bytes = await readBounded(file, shown);
+    // the site-config itself is confined to its folder like every file it names
+    const realDir = await realpath(dir).catch(() => dir);
+    bytes = await readBounded(file, shown, { inside: realDir });
     document = parseYamlDocument(bytes, shown);
   } catch (err) {
     if (err instanceof DocumentError)

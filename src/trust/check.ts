@@ -4,15 +4,16 @@
  * /etc/sno-relocate/trust/, only a folder whose signature verifies is accepted; without one, the
  * agent goes on and says the config is unauthenticated.
  */
-import { readFile } from 'node:fs/promises';
+import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { readBounded } from '../config/read-bounded.js';
 import type { LoadedSite } from '../config/site.js';
 import type { Banner } from '../engine/banner.js';
 import { RefusedError } from '../engine/errors.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
-import { KeyError, type NodeIdentity, readPublicKey, SIGNATURE_FILE, type TrustAnchor, verifySiteConfig } from './signature.js';
+import { KeyError, MAX_SIGNATURE_BYTES, type NodeIdentity, readPublicKey, SIGNATURE_FILE, type TrustAnchor, verifySiteConfig } from './signature.js';
 
 export const TRUST_DIR = '/etc/sno-relocate/trust';
 const MACHINE_ID = '/etc/machine-id';
@@ -25,9 +26,27 @@ export interface TrustContext {
   banner: Banner;
 }
 
-/** The installed trust anchors; a key file that cannot be read is an error, never silently skipped. */
+/** The anchor folder's entries: none when it is missing, a refusal when it cannot be read. */
+async function listTrustDir(fs: RootFs): Promise<string[]> {
+  try {
+    return await fs.list(TRUST_DIR);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return [];
+    // an unreadable folder might hold anchors: going on unauthenticated would defeat them
+    throw new RefusedError(
+      `site-config refused: the trust anchors under ${TRUST_DIR} cannot be read (${code ?? (err as Error).message}), and a node that has anchors must not go on unauthenticated; nothing on the host was changed`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * The installed trust anchors; a key file that cannot be read is an error, never silently skipped,
+ * and so is a trust folder that cannot be listed (only a missing one means "no anchors").
+ */
 export async function trustAnchors(fs: RootFs): Promise<TrustAnchor[]> {
-  const names = (await fs.list(TRUST_DIR).catch(() => [])).filter((n) => n.endsWith('.pub')).sort();
+  const names = (await listTrustDir(fs)).filter((n) => n.endsWith('.pub')).sort();
   const anchors: TrustAnchor[] = [];
   for (const name of names) {
     const where = path.posix.join(TRUST_DIR, name);
@@ -47,12 +66,23 @@ export async function nodeIdentity(fs: RootFs): Promise<NodeIdentity> {
   return { ...(machineId ? { machineId } : {}), ...(serial ? { serial } : {}) };
 }
 
-async function readSignature(dir: string): Promise<Buffer | undefined> {
+/**
+ * FOLDER/site-config.sig, read like every file of the folder: confined to it after resolving links,
+ * a regular file, its size checked before reading. Undefined when there is none; a string is why it
+ * cannot be used.
+ */
+async function readSignature(dir: string): Promise<Buffer | string | undefined> {
+  const file = path.join(dir, SIGNATURE_FILE);
   try {
-    return await readFile(path.join(dir, SIGNATURE_FILE));
+    await lstat(file);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
+    return `${SIGNATURE_FILE} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  try {
+    return await readBounded(file, SIGNATURE_FILE, { inside: await realpath(dir), limit: MAX_SIGNATURE_BYTES });
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
   }
 }
 
@@ -62,13 +92,11 @@ export async function checkTrust(ctx: TrustContext, loaded: LoadedSite): Promise
     ctx.log.warn(`site-config is not authenticated: no trust anchor is installed under ${TRUST_DIR}`);
     return;
   }
-  const verdict = verifySiteConfig({
-    document: await readSignature(loaded.dir),
-    anchors,
-    files: loaded.files,
-    now: ctx.clock.now(),
-    node: await nodeIdentity(ctx.fs),
-  });
+  const signature = await readSignature(loaded.dir);
+  const verdict =
+    typeof signature === 'string'
+      ? ({ trusted: false, reason: `site-config not signed by a trusted key: ${signature}` } as const)
+      : verifySiteConfig({ document: signature, anchors, files: loaded.files, now: ctx.clock.now(), node: await nodeIdentity(ctx.fs) });
   if (!verdict.trusted) {
     logEvent(ctx.log, 'error', 'configUntrusted', { site: loaded.site.name, anchors: anchors.length }, `site-config refused: ${verdict.reason}; nothing on the host was changed`);
     await ctx.banner.show(`site-config refused: ${verdict.reason}`);

@@ -11,7 +11,7 @@ import type { SiteFile } from '../config/site.js';
 
 export const SIGNATURE_FILE = 'site-config.sig';
 const SIGNED_PREFIX = 'sno-relocate site-config signature v1\n';
-const MAX_SIGNATURE_BYTES = 64 * 1024;
+export const MAX_SIGNATURE_BYTES = 64 * 1024;
 
 export const nodeBindingSchema = z.strictObject({ machineId: z.string().min(1).optional(), serial: z.string().min(1).optional() });
 
