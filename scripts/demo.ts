@@ -31,8 +31,9 @@ try {
   const env = { ...process.env, ...stubs, ...(bus ? { DBUS_SYSTEM_BUS_ADDRESS: bus.address } : {}) };
   const cli = (...args: string[]) =>
     spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args], { stdio: 'inherit', env }).status ?? 1;
-  console.log(`$ sno-relocate validate ${path.relative(REPO, example)}`);
-  let code = cli('validate', example);
+  // against the temp root throughout: this machine's own trust anchors, if any, play no part
+  console.log(`$ sno-relocate validate ${path.relative(REPO, example)} --root ${root}`);
+  let code = cli('validate', example, '--root', root);
   if (code === 0) {
     console.log(`\n$ sno-relocate plan ${path.relative(REPO, example)} --root ${root}`);
     code = cli('plan', example, '--root', root, ...(factory ? ['--kubeconfig', factory.cluster.kubeconfigPath] : []));

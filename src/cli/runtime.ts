@@ -7,6 +7,7 @@ import { type Banner, createBanner } from '../engine/banner.js';
 import { ConfigError } from '../engine/errors.js';
 import type { RunOptions, StepContext } from '../engine/step.js';
 import { createLogger, logEvent, type Logger } from '../log/logger.js';
+import { scrubText } from '../log/redact.js';
 import { connectKube, connectSystemd, createNmstate } from '../ports/adapters.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import { createExec, type Exec } from '../ports/exec.js';
@@ -70,7 +71,10 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const f of err.findings) rt.log[f.severity === 'error' ? 'error' : 'warn']({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
-      logEvent(rt.log, 'error', 'configInvalid', { errors: err.findings.filter((f) => f.severity === 'error').length }, 'site-config is invalid; nothing on the host was changed');
+      const errors = err.findings.filter((f) => f.severity === 'error');
+      logEvent(rt.log, 'error', 'configInvalid', { errors: errors.length }, 'site-config is invalid; nothing on the host was changed');
+      const first = errors[0];
+      await rt.banner.show(`site-config invalid${first ? ` (${first.path}: ${scrubText(first.message)}${errors.length > 1 ? `, and ${errors.length - 1} more` : ''})` : ''}; nothing was changed`);
     }
     throw err;
   }

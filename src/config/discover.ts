@@ -4,6 +4,7 @@
  * cluster-config or relocation-config, waiting for one to appear.
  */
 import path from 'node:path';
+import type { Banner } from '../engine/banner.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import { type Clock, pollUntil } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
@@ -12,7 +13,7 @@ import { SITE_CONFIG_NAMES } from './load.js';
 
 export const ETC_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
 export const CONFIG_LABELS = ['cluster-config', 'relocation-config'] as const;
-/** where a labelled filesystem is mounted: by the agent, or by the sno-relocate-config .mount units */
+/** where the agent mounts a labelled filesystem (and where one mounted there already is read) */
 export const MOUNT_BASE = '/run/sno-relocate';
 
 export interface Discovered {
@@ -27,6 +28,7 @@ export interface DiscoverOptions {
   exec: Exec;
   clock: Clock;
   log: Logger;
+  banner: Banner;
   waitSeconds: number;
 }
 
@@ -35,8 +37,13 @@ async function findIn(fs: RootFs, dir: string): Promise<string | undefined> {
   return undefined;
 }
 
-async function tryLabel(options: DiscoverOptions, label: string): Promise<Discovered | undefined> {
+/**
+ * Looks on the filesystem labelled `label`. A stick with that label but no site-config is reported
+ * once (`quiet` holds the labels already reported), not on every look of the wait.
+ */
+async function tryLabel(options: DiscoverOptions, label: string, quiet: Set<string>): Promise<Discovered | undefined> {
   const { fs, exec, log } = options;
+  const level = quiet.has(label) ? 'debug' : 'info';
   const mountPoint = path.posix.join(MOUNT_BASE, label);
   const alreadyMounted = await findIn(fs, mountPoint);
   if (alreadyMounted) return { path: alreadyMounted, release: async () => undefined };
@@ -45,32 +52,35 @@ async function tryLabel(options: DiscoverOptions, label: string): Promise<Discov
   await fs.mkdirp(mountPoint, 0o700);
   // read-only and inert: nothing on a stick is executed, no device node or setuid bit is honoured
   await exec.run('mount', ['-o', 'ro,nosuid,nodev,noexec', fs.resolve(device), fs.resolve(mountPoint)]);
-  log.info({ device, mountPoint }, `mounted ${device} read-only`);
+  log[level]({ device, mountPoint }, `mounted ${device} read-only`);
   const release = async () => {
     await exec.run('umount', [fs.resolve(mountPoint)], { allowFailure: true });
-    log.info({ mountPoint }, `unmounted ${mountPoint}`);
+    log[level]({ mountPoint }, `unmounted ${mountPoint}`);
   };
   const found = await findIn(fs, mountPoint);
   if (found) return { path: found, release };
   await release();
-  log.warn({ device }, `${device} holds no ${SITE_CONFIG_NAMES[0]}`);
+  if (!quiet.has(label)) log.warn({ device }, `${device} holds no ${SITE_CONFIG_NAMES[0]}; still waiting for one`);
+  quiet.add(label);
   return undefined;
 }
 
 export async function discoverSiteConfig(options: DiscoverOptions): Promise<Discovered | undefined> {
-  const { fs, clock, log, waitSeconds } = options;
+  const { fs, clock, log, banner, waitSeconds } = options;
   let announced = false;
+  const quiet = new Set<string>();
   return pollUntil(
     clock,
     async () => {
       if (await fs.exists(ETC_SITE_CONFIG)) return { path: fs.resolve(ETC_SITE_CONFIG), release: async () => undefined };
       for (const label of CONFIG_LABELS) {
-        const found = await tryLabel(options, label);
+        const found = await tryLabel(options, label, quiet);
         if (found) return found;
       }
       if (!announced && waitSeconds > 0) {
         announced = true;
         logEvent(log, 'info', 'configWaiting', { waitSeconds, labels: CONFIG_LABELS }, `waiting up to ${waitSeconds}s for a site-config: ${ETC_SITE_CONFIG} or a filesystem labelled ${CONFIG_LABELS.join(' or ')}`);
+        await banner.show(`waiting for a site-config (a USB stick labelled ${CONFIG_LABELS.join(' or ')})`);
       }
       return undefined;
     },

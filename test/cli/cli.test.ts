@@ -1,5 +1,5 @@
 /** Black-box: the built single executable, as the people who use it would call it. */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -91,6 +91,27 @@ describe('sno-relocate (single executable)', () => {
     const r = runCli(['run', '--root', root, '--wait', '0']);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('no site-config appeared');
+  });
+
+  it('tells the technician on the console that it waits for a stick, and that none came', () => {
+    const root = factoryRoot();
+    const consoleFile = path.join(root, 'console');
+    const r = runCli(['run', '--root', root, '--wait', '1', '--console', consoleFile]);
+    expect(r.code).toBe(0);
+    expect(readFileSync(consoleFile, 'utf8')).toBe(
+      'sno-relocate: waiting for a site-config (a USB stick labelled cluster-config or relocation-config)\n' +
+        'sno-relocate: no site-config appeared; nothing was changed (plug in the stick to start)\n',
+    );
+  });
+
+  it('names the first wrong field of an invalid site-config on the console', () => {
+    const root = factoryRoot();
+    const dir = mkdtempSync(path.join(tmpdir(), 'cli-bad-'));
+    writeFileSync(path.join(dir, 'site-config.yaml'), yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'bad' }, spec: { baseDomain: 'e.example.com', network: { nmstate: { interfaces: [] }, internalIP: 'not-a-cidr' } } }));
+    const consoleFile = path.join(root, 'console');
+    const r = runCli(['run', dir, '--root', root, '--console', consoleFile]);
+    expect(r.code).toBe(2);
+    expect(readFileSync(consoleFile, 'utf8')).toMatch(/^sno-relocate: site-config invalid \(\$\.spec\.network\.internalIP: [^\n]+\); nothing was changed\n$/);
   });
 
   it('finds /etc/sno-relocate/site-config.yaml under the root without a PATH', () => {

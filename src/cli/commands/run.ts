@@ -13,6 +13,7 @@ export async function runCommand(inv: Invocation): Promise<CommandResult> {
   const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
   if (!loaded) {
     rt.log.warn('no site-config appeared: nothing to do');
+    await rt.banner.show('no site-config appeared; nothing was changed (plug in the stick to start)');
     return { exitCode: 0, stdout: '' };
   }
   const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) });
