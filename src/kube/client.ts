@@ -11,14 +11,18 @@ import {
   CoreV1Api,
   createConfiguration,
   CustomObjectsApi,
+  IsomorphicFetchHttpLibrary,
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
   ServerConfiguration,
   setHeaderOptions,
+  wrapHttpLibrary,
   type Configuration,
+  type HttpLibrary,
   type KubernetesObject,
   type RequestContext,
+  type ResponseContext,
 } from '@kubernetes/client-node';
 import { errorMessage, StepError } from '../engine/errors.js';
 import { timed, type Logger } from '../log/logger.js';
@@ -36,9 +40,72 @@ interface Resource {
   namespaced: boolean;
 }
 
+/** bound on one API request, from sending it to the last byte of the answer */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** bound on one readiness probe (a list of one namespace, which a live API answers at once) */
+export const DEFAULT_PROBE_TIMEOUT_MS = 5_000;
+
 export interface KubeClientOptions {
   clock?: Clock;
   retry?: RetryPolicy;
+  /** bound on each request; one that runs out is a transient failure and retried */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * A request the API did not answer (in full) in time: an API server that accepts connections but
+ * is stuck (stopped, overloaded, behind a dead link). Its code makes it transient for withRetry.
+ */
+export class RequestTimeoutError extends Error {
+  readonly code = 'ETIMEDOUT';
+  constructor(method: string, url: string, timeoutMs: number, cause?: unknown) {
+    // the path names the operation; the query (selectors, continue tokens) adds nothing
+    let path = url;
+    try {
+      path = new URL(url).pathname;
+    } catch {
+      // not a URL: keep it as given
+    }
+    super(`no answer from the API within ${timeoutMs / 1000} s (${method} ${path})`, cause === undefined ? undefined : { cause });
+    this.name = 'RequestTimeoutError';
+  }
+}
+
+/**
+ * client-node's fetch library with a deadline on each request: an AbortSignal.timeout in the
+ * request context (joined with any signal already there), which node-fetch honours while
+ * connecting, waiting for the answer and reading its body. An abort by that deadline comes out as a
+ * RequestTimeoutError rather than node-fetch's "The user aborted a request."
+ */
+export function timeoutHttpLibrary(timeoutMs: number, base: HttpLibrary = new IsomorphicFetchHttpLibrary()): HttpLibrary {
+  return wrapHttpLibrary({
+    async send(request: RequestContext): Promise<ResponseContext> {
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const given = request.getSignal();
+      request.setSignal(given ? AbortSignal.any([given, deadline]) : deadline);
+      const timedOut = (err: unknown): unknown => (deadline.aborted && !given?.aborted ? new RequestTimeoutError(request.getHttpMethod(), request.getUrl(), timeoutMs, err) : err);
+      let response: ResponseContext;
+      try {
+        response = await base.send(request).toPromise();
+      } catch (err) {
+        throw timedOut(err);
+      }
+      // the body is read later, by the API's response processor, still under the same deadline
+      const body = response.body;
+      response.body = {
+        text: () => body.text().catch((err: unknown) => Promise.reject(timedOut(err))),
+        binary: () => body.binary().catch((err: unknown) => Promise.reject(timedOut(err))),
+      };
+      return response;
+    },
+  });
+}
+
+/** What KubeConfig.makeApiClient configures (the kubeconfig's server and authentication), with a deadline on each request. */
+export function timeoutConfiguration(config: KubeConfig, timeoutMs: number): Configuration {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new StepError('the kubeconfig names no current cluster');
+  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: config }, httpApi: timeoutHttpLibrary(timeoutMs) });
 }
 
 const headerOf = (ref: ObjectRef): KubernetesObject & { metadata: { name: string; namespace?: string } } => ({
@@ -58,13 +125,11 @@ const splitApiVersion = (apiVersion: string): { group: string; version: string }
  * a thousand route patches spent most of their time there. Authentication is still the
  * kubeconfig's own, per request (tokens, client certificates, exec plugins).
  */
-function keepAliveConfiguration(config: KubeConfig): Configuration {
+function keepAliveConfiguration(config: KubeConfig, timeoutMs: number): Configuration {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new StepError('the kubeconfig names no current cluster');
   // plain http and proxies keep the library's own agents
-  if (!cluster.server.startsWith('https:') || cluster.proxyUrl) {
-    return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: config } });
-  }
+  if (!cluster.server.startsWith('https:') || cluster.proxyUrl) return timeoutConfiguration(config, timeoutMs);
   let agent: Promise<https.Agent> | undefined;
   const sharedAgent = async () => {
     const tls: https.RequestOptions = {};
@@ -86,13 +151,13 @@ function keepAliveConfiguration(config: KubeConfig): Configuration {
       context.setAgent(await (agent ??= sharedAgent()));
     },
   };
-  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: auth } });
+  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: auth }, httpApi: timeoutHttpLibrary(timeoutMs) });
 }
 
 export function createKube(config: KubeConfig, log: Logger, options: KubeClientOptions = {}): Kube {
   const clock = options.clock ?? systemClock;
   const policy = options.retry ?? DEFAULT_RETRY;
-  const configuration = keepAliveConfiguration(config);
+  const configuration = keepAliveConfiguration(config, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   const objects = new KubernetesObjectApi(configuration);
   const customApi = new CustomObjectsApi(configuration);
   const core = new CoreV1Api(configuration);
@@ -113,6 +178,10 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
           if (statusOf(err) === 404) return new Map<string, Resource>();
           throw err;
         }
+      }).catch((err: unknown) => {
+        // a stuck API is named in the failure; an answer (ApiException) goes to the caller as it was
+        if (err instanceof RequestTimeoutError) throw new StepError(`failed to discover ${apiVersion}: ${err.message}`, { cause: err, retryable: true });
+        throw err;
       });
       // a failed discovery is asked again next time, not remembered
       found.catch(() => served.delete(apiVersion));
@@ -258,6 +327,8 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
 export interface ConnectOptions extends KubeClientOptions {
   /** how long to wait for the API to answer; kubelet was just started, so this is minutes */
   readyTimeoutMs?: number;
+  /** bound on each readiness probe: a stuck API counts as not answering yet, and the wait goes on */
+  probeTimeoutMs?: number;
 }
 
 /**
@@ -271,7 +342,7 @@ export async function connectKube(kubeconfigPath: string, log: Logger, options: 
     throw new StepError(`kubeconfig ${kubeconfigPath} cannot be read: ${errorMessage(err)}`, { cause: err });
   }
   const clock = options.clock ?? systemClock;
-  const core = config.makeApiClient(CoreV1Api);
+  const core = new CoreV1Api(timeoutConfiguration(config, options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS));
   const server = config.getCurrentCluster()?.server ?? '(no server)';
   const timeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
   let last = '';

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { StepError } from '../engine/errors.js';
+import { RefusedError, StepError } from '../engine/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
 
@@ -58,18 +58,19 @@ export async function readIngressConfig(kube: Kube): Promise<IngressConfig> {
 }
 
 /**
- * The cluster's name: the site's, else the first label after `api.` in the Infrastructure's API
- * URL, else the first label after `apps.` in the ingress domain (api.<name>.<base>, apps.<name>.<base>).
+ * The cluster's name, from the Infrastructure's API URL (api.<name>.<base>), else the ingress domain
+ * (apps.<name>.<base>). A relocation keeps the name: a site-config naming another one is refused,
+ * since renaming the cluster is not supported; one naming it is used when the cluster does not say.
  */
 export async function clusterName(kube: Kube, siteName: string | undefined, ingress: IngressConfig): Promise<string> {
-  if (siteName) return siteName;
   const infrastructure = await kube.get<KubeObject & { status?: { apiServerURL?: string } }>(INFRASTRUCTURE_CONFIG);
   const url = infrastructure?.status?.apiServerURL;
-  const fromApi = url ? /^api\.([^.]+)\./.exec(new URL(url).hostname)?.[1] : undefined;
-  if (fromApi) return fromApi;
-  const fromApps = /^apps\.([^.]+)\./.exec(ingress.spec?.domain ?? '')?.[1];
-  if (fromApps) return fromApps;
-  throw new StepError(`cannot tell the cluster's name from ingress domain ${ingress.spec?.domain ?? '(none)'}: set spec.clusterName in the site-config`);
+  const current = (url ? /^api\.([^.]+)\./.exec(new URL(url).hostname)?.[1] : undefined) ?? /^apps\.([^.]+)\./.exec(ingress.spec?.domain ?? '')?.[1];
+  if (siteName !== undefined && current !== undefined && siteName !== current)
+    throw new RefusedError(`spec.clusterName is ${siteName}, but the cluster is named ${current}: renaming the cluster is not supported; leave clusterName out or set it to ${current}`);
+  const name = siteName ?? current;
+  if (name === undefined) throw new StepError(`cannot tell the cluster's name from ingress domain ${ingress.spec?.domain ?? '(none)'}: set spec.clusterName in the site-config`);
+  return name;
 }
 
 /** Flattened `path: value` lines of a JSON value, for plan diffs. */

@@ -6,6 +6,7 @@
  * install strategy), stops for good after the first error and never resyncs.
  */
 import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import { DEFAULT_REQUEST_TIMEOUT_MS, timeoutConfiguration } from '../kube/client.js';
 import { describeFailure } from '../kube/retry.js';
 import type { Clock } from '../ports/clock.js';
 import type { WatchedObject } from './model.js';
@@ -30,6 +31,11 @@ export interface InformerOptions {
   maxBackoffMs: number;
   /** runs each full list; shared, it lets one list at a time hold its pages in memory */
   listGate<T>(list: () => Promise<T>): Promise<T>;
+  /**
+   * bound on each list page, and the grace a watch gets past its server-side timeout: a stuck API
+   * fails the list (backoff, list again) instead of holding the informer for good
+   */
+  requestTimeoutMs?: number;
 }
 
 export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock' | 'listGate'> = { resyncMs: 10 * 60_000, pageSize: 250, firstBackoffMs: 500, maxBackoffMs: 30_000 };
@@ -56,7 +62,7 @@ export class Informer {
     private readonly sink: InformerSink,
     private readonly options: InformerOptions,
   ) {
-    this.custom = config.makeApiClient(CustomObjectsApi);
+    this.custom = new CustomObjectsApi(timeoutConfiguration(config, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS));
     this.watcher = new Watch(config);
   }
 
@@ -121,17 +127,36 @@ export class Informer {
     return resourceVersion;
   }
 
-  /** Resolves with the last resourceVersion seen when the server ends the watch; rejects on failure. */
+  /**
+   * Resolves with the last resourceVersion seen when the server ends the watch (or stop() ends it);
+   * rejects on failure, and when the watch outlives its server-side timeout by the request bound:
+   * an API that stopped answering keeps the connection open and silent.
+   */
   private watchOnce(resourceVersion: string, timeoutSeconds: number): Promise<string> {
     let latest = resourceVersion;
     let gone = false;
+    const serverTimeoutSeconds = Math.max(1, Math.min(timeoutSeconds, 300 + Math.floor(Math.random() * 300)));
+    const graceMs = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     return new Promise<string>((resolve, reject) => {
+      let request: AbortController | undefined;
+      let settled = false;
+      const watchdog = new AbortController();
+      const settle = (outcome: () => void): void => {
+        if (settled) return;
+        settled = true;
+        watchdog.abort();
+        this.abort.signal.removeEventListener('abort', onStop);
+        if (this.request === request) this.request = undefined;
+        request?.abort();
+        outcome();
+      };
+      const onStop = (): void => settle(() => resolve(latest));
       const onEvent = (type: string, object: WatchEventLine['object']): void => {
-        if (!object) return;
+        if (!object || settled) return;
         if (type === 'ERROR') {
           // 410: the version is too old for a watch; a fresh list follows
           if (object.code === 410) gone = true;
-          else reject(new Error(`watch error ${object.code ?? ''}: ${object.message ?? 'unknown'}`));
+          else settle(() => reject(new Error(`watch error ${object.code ?? ''}: ${object.message ?? 'unknown'}`)));
           return;
         }
         latest = object.metadata?.resourceVersion ?? latest;
@@ -141,21 +166,32 @@ export class Informer {
         else this.sink.upsert(projected);
       };
       const onDone = (err: unknown): void => {
-        this.request = undefined;
-        if (gone) reject(new Gone());
-        else if (err && !this.stopped) reject(err);
-        else resolve(latest);
+        settle(() => {
+          if (gone) reject(new Gone());
+          else if (err && !this.stopped) reject(err);
+          else resolve(latest);
+        });
       };
       const query = {
         resourceVersion,
         allowWatchBookmarks: true,
-        timeoutSeconds: Math.max(1, Math.min(timeoutSeconds, 300 + Math.floor(Math.random() * 300))),
+        timeoutSeconds: serverTimeoutSeconds,
         ...(this.resource.fieldSelector && { fieldSelector: this.resource.fieldSelector }),
       };
-      void this.watcher.watch(this.path, query, onEvent, onDone).then((request) => {
-        if (this.stopped) request.abort();
-        else this.request = request;
-      }, reject);
+      if (this.abort.signal.aborted) return onStop();
+      this.abort.signal.addEventListener('abort', onStop, { once: true });
+      void this.options.clock.sleep(serverTimeoutSeconds * 1000 + graceMs, watchdog.signal).then(
+        () => settle(() => reject(new Error(`the watch did not end within ${serverTimeoutSeconds} s and ${graceMs / 1000} s of grace: the API stopped answering`))),
+        () => undefined,
+      );
+      void this.watcher.watch(this.path, query, onEvent, onDone).then(
+        (controller) => {
+          // a watch that connects after it was given up (or the informer stopped) is closed at once
+          if (settled) controller.abort();
+          else this.request = request = controller;
+        },
+        (err: unknown) => settle(() => reject(err)),
+      );
     });
   }
 }

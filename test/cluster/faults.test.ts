@@ -1,9 +1,13 @@
 /**
- * Faults in the cluster phase: kube-apiserver restarting (and crashing) while the steps run, and
- * another writer racing the agent on apiserver.config and ingress.config.
+ * Faults in the cluster phase: kube-apiserver restarting (and crashing) while the steps run,
+ * kube-apiserver stopped (SIGSTOP: connections accepted, nothing answered) under a call and under
+ * the readiness wait, and another writer racing the agent on apiserver.config and ingress.config.
  */
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StepError } from '../../src/engine/errors.js';
+import { connectKube, createKube } from '../../src/kube/client.js';
+import { createLogger } from '../../src/log/logger.js';
 import { FACTORY_APPS_DOMAIN, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
 import { agent, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';
 
@@ -13,6 +17,27 @@ type APIServer = { metadata: { resourceVersion: string }; spec: { additionalCORS
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const statusOf = (err: unknown) => (err as { code?: number }).code;
+
+/** A debug log kept in memory, and a promise for the first line that matches. */
+function recordingLog() {
+  const lines: string[] = [];
+  const waiters: { pattern: RegExp; resolve: () => void }[] = [];
+  const log = createLogger({
+    format: 'json',
+    level: 'debug',
+    journal: false,
+    write: (line) => {
+      lines.push(line);
+      for (const w of waiters.filter((x) => x.pattern.test(line))) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    },
+  });
+  const logged = (pattern: RegExp) =>
+    lines.some((l) => pattern.test(l)) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
+  return { log, lines, logged };
+}
 
 describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
   let env: ClusterEnv;
@@ -60,6 +85,67 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       { names: ['api.sno.store42.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
     ]);
     expect((await ingress()).spec.componentRoutes?.map((r) => r.name)).toEqual(['console', 'downloads', 'oauth-openshift']);
+  });
+
+  /** Runs `fn` with kube-apiserver stopped (SIGSTOP); `resume` continues it early, the finally always does. */
+  const whileApiStopped = async <T>(fn: (resume: () => void) => Promise<T>): Promise<T> => {
+    const pid = env.cluster.pids().apiServer;
+    if (pid === undefined) throw new Error('kube-apiserver is not running');
+    let stopped = true;
+    const resume = () => {
+      if (stopped) process.kill(pid, 'SIGCONT');
+      stopped = false;
+    };
+    process.kill(pid, 'SIGSTOP');
+    try {
+      return await fn(resume);
+    } finally {
+      resume();
+    }
+  };
+  const defaultNamespace = { apiVersion: 'v1', kind: 'Namespace', name: 'default' };
+  const outcome = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+
+  it('fails a call within its bound, naming the operation, when kube-apiserver stops answering (SIGSTOP)', async () => {
+    const { log, lines } = recordingLog();
+    const kube = createKube(kc, log, { requestTimeoutMs: 500, retry: { budgetMs: 1_500, firstDelayMs: 100, maxDelayMs: 400 } });
+    // discovery of v1 done and a keep-alive connection open: the read below is sent on it and hangs there
+    expect((await kube.get(defaultNamespace))?.metadata.name).toBe('default');
+    await whileApiStopped(async () => {
+      const started = performance.now();
+      const read = await outcome(kube.get(defaultNamespace));
+      expect(read).toBeInstanceOf(StepError);
+      expect((read as StepError).message).toBe('failed to read Namespace default: no answer from the API within 0.5 s (GET /api/v1/namespaces/default)');
+      expect((read as StepError).retryable).toBe(true);
+      // the attempts fit the retry budget plus one request bound, with room for a slow machine
+      expect(performance.now() - started).toBeLessThan(10_000);
+      // an API version not discovered yet fails at discovery, and says so
+      const discovery = await outcome(kube.get({ apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' }));
+      expect((discovery as Error).message).toMatch(/^failed to discover config\.openshift\.io\/v1: no answer from the API within 0\.5 s/);
+    });
+    expect(lines.filter((l) => l.includes('transient failure, retrying') && l.includes('no answer from the API')).length).toBeGreaterThan(1);
+    // and once it answers again, the same client goes on
+    expect((await kube.get(defaultNamespace))?.metadata.name).toBe('default');
+  });
+
+  it('waits for a stopped kube-apiserver (readiness probe and a call), and goes on once it continues (SIGCONT)', async () => {
+    const { log, lines, logged } = recordingLog();
+    const kube = await whileApiStopped(async (resume) => {
+      const connecting = connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000, probeTimeoutMs: 300, requestTimeoutMs: 500 });
+      // each probe is bounded: the wait goes on, and says why
+      await logged(/^(?=.*the API is not answering yet)(?=.*no answer from the API within 0\.3 s \(GET \/api\/v1\/namespaces\))/);
+      resume();
+      return connecting;
+    });
+    expect(lines.join('\n')).toMatch(/waiting for the API/);
+    expect((await kube.get(defaultNamespace))?.metadata.name).toBe('default');
+    await whileApiStopped(async (resume) => {
+      const reading = kube.get(defaultNamespace);
+      // a request that ran out of time is retried with backoff, like a refused connection
+      await logged(/^(?=.*read Namespace default: transient failure, retrying)(?=.*no answer from the API within 0\.5 s)/);
+      resume();
+      expect((await reading)?.metadata.name).toBe('default');
+    });
   });
 
   it('keeps both writes when another writer races the agent on apiserver.config and ingress.config (409 Conflict)', async () => {

@@ -213,6 +213,17 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     const icsps = (await custom().listClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' })) as { items: { metadata: { name: string } }[] };
     expect(icsps.items.map((i) => i.metadata.name).sort()).toEqual([FACTORY_ICSP_NAME, 'sno-relocate-digest-mirrors']);
   });
+  it('keeps the cluster name: a site-config naming it is taken, one naming another cluster is refused with exit 3', async () => {
+    const same = await agent(env, storeSite({ baseDomain: 'store77.example.com', clusterName: 'sno' }), root);
+    const [planned] = await same.plan(['domain']);
+    expect(planned).toMatchObject({ step: 'domain', action: expect.stringMatching(/^(noop|change)$/) });
+    const other = await agent(env, storeSite({ baseDomain: 'store77.example.com', clusterName: 'edge' }), root);
+    await expect(other.plan(['domain'])).rejects.toMatchObject({
+      exitCode: 3,
+      message: 'spec.clusterName is edge, but the cluster is named sno: renaming the cluster is not supported; leave clusterName out or set it to sno',
+    });
+  });
+
   it("serves the site's own certificates when it gives them, and refuses ones that do not cover the names", async () => {
     const selfSigned = (name: string) => {
       const file = path.join(root, `given-${name.replace('*', 'star')}`);
