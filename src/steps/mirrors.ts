@@ -64,6 +64,8 @@ interface Survey {
   warnings: string[];
 }
 
+const sameObject = (a: KubeObject, b: KubeObject) => a.kind === b.kind && a.metadata.name === b.metadata.name;
+
 async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   const { imageDigestMirrors: digest, imageTagMirrors: tag } = ctx.site;
   const [idms, itms, icsp] = await Promise.all([kube.serves(IDMS.apiVersion, IDMS.kind), kube.serves(ITMS.apiVersion, ITMS.kind), kube.serves(ICSP.apiVersion, ICSP.kind)]);
@@ -79,11 +81,14 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
     else conflict = `the cluster does not serve ImageTagMirrorSet (config.openshift.io/v1, OpenShift 4.13 and later), and ImageContentSourcePolicy mirrors digests only: spec.imageTagMirrors (${tag.length}) cannot be applied`;
   }
   const owned = (await Promise.all([IDMS, ITMS, ICSP].map((k) => kube.list<MirrorObject>(k.apiVersion, k.kind, { labelSelector: MANAGED_SELECTOR })))).flat();
+  // an object of the agent's name it did not make is someone else's: never taken over silently
+  for (const want of wanted.filter((w) => !owned.some((o) => sameObject(o, w)))) {
+    if (await kube.get(refOf(want)))
+      conflict ??= `${describeRef(refOf(want))} exists without the label ${MANAGED_BY_LABEL}=${MANAGED_BY}, so it is not the agent's: remove or rename it, or label it to hand it to the agent`;
+  }
   const catalogs = await kube.list<KubeObject & { spec?: { image?: string } }>(CATALOG_SOURCE.apiVersion, CATALOG_SOURCE.kind);
   return { wanted, owned, warnings: unmirroredCatalogs(catalogs, digest, tag), ...(conflict && { conflict }) };
 }
-
-const sameObject = (a: KubeObject, b: KubeObject) => a.kind === b.kind && a.metadata.name === b.metadata.name;
 
 function changesOf(s: Survey): Change[] {
   const changes: Change[] = [];

@@ -203,6 +203,21 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     expect(problems(a.logs).map((l) => l.msg)).toEqual([expect.stringContaining('has only digest mirrors')]);
   });
 
+  it("refuses to take over a mirror set of its name that it did not make", async () => {
+    const itms = { ...cfg, plural: 'imagetagmirrorsets' };
+    await custom().createClusterCustomObject({ ...itms, body: { apiVersion: 'config.openshift.io/v1', kind: 'ImageTagMirrorSet', metadata: { name: 'sno-relocate-tag-mirrors' }, spec: { imageTagMirrors: [{ source: 'example.com/hand', mirrors: ['hand.example.com/x'] }] } } });
+    try {
+      const a = await agent(env, storeSite({ baseDomain: 'store77.example.com' }), root);
+      const [plan] = await a.plan(['mirrors']);
+      expect(plan).toMatchObject({ action: 'conflict', reason: 'ImageTagMirrorSet sno-relocate-tag-mirrors exists without the label app.kubernetes.io/managed-by=sno-relocate, so it is not the agent\'s: remove or rename it, or label it to hand it to the agent' });
+      await expect(a.run(['mirrors'])).rejects.toMatchObject({ exitCode: 3 });
+      const kept = (await custom().getClusterCustomObject({ ...itms, name: 'sno-relocate-tag-mirrors' })) as { spec: unknown };
+      expect(kept.spec).toEqual({ imageTagMirrors: [{ source: 'example.com/hand', mirrors: ['hand.example.com/x'] }] });
+    } finally {
+      await custom().deleteClusterCustomObject({ ...itms, name: 'sno-relocate-tag-mirrors' });
+    }
+  });
+
   it('refuses tag mirrors on a cluster without ImageTagMirrorSet and falls back to ImageContentSourcePolicy for digests', async () => {
     await deleteCrds(env.cluster.kubeconfigPath, { only: ['mirrorSets'] });
     const tagged = await agent(env, storeSite({ baseDomain: 'store77.example.com' }), root);

@@ -21,6 +21,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import yaml from 'js-yaml';
 
 export const KUBE_VERSION = '1.20.2';
 /**
@@ -249,27 +250,14 @@ async function killAndWait(child: ChildProcess | undefined, signal: NodeJS.Signa
 }
 
 function kubeconfigYaml(server: string, caPem: string, user: string, token: string): string {
-  const ca = Buffer.from(caPem).toString('base64');
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: sno-relocate-test',
-    '  cluster:',
-    `    server: ${server}`,
-    `    certificate-authority-data: ${ca}`,
-    'users:',
-    `- name: ${user}`,
-    '  user:',
-    `    token: ${token}`,
-    'contexts:',
-    '- name: sno-relocate-test',
-    '  context:',
-    '    cluster: sno-relocate-test',
-    `    user: ${user}`,
-    'current-context: sno-relocate-test',
-    '',
-  ].join('\n');
+  return yaml.dump({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'sno-relocate-test', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'sno-relocate-test', context: { cluster: 'sno-relocate-test', user } }],
+    'current-context': 'sno-relocate-test',
+  });
 }
 
 /**
