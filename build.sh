@@ -9,9 +9,12 @@ step() { printf '[build %3ss] %s\n' "$SECONDS" "$*"; }
 mkdir -p dist
 
 step "bundling dist/sno-relocate.cjs"
-# dbus-next's optional native modules are replaced (src/bundle/): the executable loads only built-in modules
+# optional native modules are replaced (src/bundle/): dbus-next's, ws's and node-fetch's, so the
+# executable loads only built-in modules
 npx esbuild src/cli/main.ts --bundle --platform=node --target=node20 --format=cjs --minify \
-  --alias:usocket=./src/bundle/usocket.cjs --alias:x11=./src/bundle/x11.cjs --legal-comments=none --log-level=warning --outfile=dist/sno-relocate.cjs
+  --alias:usocket=./src/bundle/usocket.cjs --alias:x11=./src/bundle/x11.cjs \
+  --alias:bufferutil=./src/bundle/absent.cjs --alias:utf-8-validate=./src/bundle/absent.cjs --alias:encoding=./src/bundle/absent.cjs \
+  --legal-comments=none --log-level=warning --outfile=dist/sno-relocate.cjs
 
 step "making the single executable dist/sno-relocate"
 cat > dist/sea-config.json <<JSON
