@@ -36,6 +36,12 @@ function refuseConflicts(plans: readonly StepPlan[]): void {
     throw new RefusedError(conflicts.map((c) => `${c.step}: ${c.action === 'conflict' ? c.reason : ''}`).join('; '));
 }
 
+/** The journal event and the console line of a run that stopped short: refused, or failed. */
+async function announceStop({ ctx, banner }: EngineInput, result: 'refused' | 'failed', message: string, err: unknown): Promise<void> {
+  logEvent(ctx.log, 'error', result === 'refused' ? 'runRefused' : 'runFailed', { site: ctx.site.name, err }, `run ${result}: ${message}`);
+  await banner.show(`${result === 'refused' ? 'REFUSED' : 'FAILED'}: ${message}`);
+}
+
 export async function runSteps(input: EngineInput): Promise<RunState> {
   const { ctx, store, banner } = input;
   const previous = await store.load();
@@ -57,9 +63,7 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     refuseConflicts(await planSteps({ ...input, steps: selected.filter((s) => s.group === 'node') }));
   } catch (err) {
     if (!(err instanceof RefusedError)) throw err;
-    const message = scrubText(errorMessage(err));
-    logEvent(ctx.log, 'error', 'runRefused', { site: state.site, err }, `run refused: ${message}`);
-    await banner.show(`REFUSED: ${message}`);
+    await announceStop(input, 'refused', scrubText(errorMessage(err)), err);
     throw err;
   }
   await store.save(state);
@@ -75,8 +79,7 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     state.finishedAt = ctx.clock.now().toISOString();
     state.message = scrubText(errorMessage(err));
     await store.save(state);
-    logEvent(ctx.log, 'error', state.result === 'refused' ? 'runRefused' : 'runFailed', { site: state.site, err }, `run ${state.result}: ${state.message}`);
-    await banner.show(`FAILED: ${state.message}`);
+    await announceStop(input, state.result, state.message, err);
     throw err;
   }
   state.result = 'succeeded';

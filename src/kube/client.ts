@@ -23,6 +23,7 @@ import {
   type KubernetesObject,
   type RequestContext,
   type ResponseContext,
+  type SecurityAuthentication,
 } from '@kubernetes/client-node';
 import { errorMessage, StepError } from '../engine/errors.js';
 import { timed, type Logger } from '../log/logger.js';
@@ -101,11 +102,14 @@ export function timeoutHttpLibrary(timeoutMs: number, base: HttpLibrary = new Is
   });
 }
 
-/** What KubeConfig.makeApiClient configures (the kubeconfig's server and authentication), with a deadline on each request. */
-export function timeoutConfiguration(config: KubeConfig, timeoutMs: number): Configuration {
+/**
+ * What KubeConfig.makeApiClient configures (the kubeconfig's server and authentication), with a
+ * deadline on each request; `auth` may wrap the kubeconfig's own (the shared keep-alive agent).
+ */
+export function timeoutConfiguration(config: KubeConfig, timeoutMs: number, auth: SecurityAuthentication = config): Configuration {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new StepError('the kubeconfig names no current cluster');
-  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: config }, httpApi: timeoutHttpLibrary(timeoutMs) });
+  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: auth }, httpApi: timeoutHttpLibrary(timeoutMs) });
 }
 
 const headerOf = (ref: ObjectRef): KubernetesObject & { metadata: { name: string; namespace?: string } } => ({
@@ -151,7 +155,7 @@ function keepAliveConfiguration(config: KubeConfig, timeoutMs: number): Configur
       context.setAgent(await (agent ??= sharedAgent()));
     },
   };
-  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: auth }, httpApi: timeoutHttpLibrary(timeoutMs) });
+  return timeoutConfiguration(config, timeoutMs, auth);
 }
 
 export function createKube(config: KubeConfig, log: Logger, options: KubeClientOptions = {}): Kube {

@@ -11,7 +11,7 @@ import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { StepContext, StepName } from '../../src/engine/step.js';
 import { connectKube } from '../../src/kube/client.js';
-import { createLogger } from '../../src/log/logger.js';
+import { createLogger, type Logger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
@@ -67,18 +67,24 @@ export interface Agent {
   run(selected?: StepName[]): ReturnType<typeof runSteps>;
 }
 
-/** A step context on a fresh temporary root (or the given one), connected to the test API. */
-export async function agent(env: ClusterEnv, site: Site, root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')), onLog?: (entry: LogEntry) => void): Promise<Agent> {
-  const logs: string[] = [];
+/** A debug logger writing JSON lines into memory; `onLine` sees each line as it is written. */
+export function memoryLogger(onLine?: (line: string) => void): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
   const log = createLogger({
     format: 'json',
     level: 'debug',
     journal: false,
-    write: (l) => {
-      logs.push(l);
-      onLog?.(JSON.parse(l) as LogEntry);
+    write: (line) => {
+      lines.push(line);
+      onLine?.(line);
     },
   });
+  return { log, lines };
+}
+
+/** A step context on a fresh temporary root (or the given one), connected to the test API. */
+export async function agent(env: ClusterEnv, site: Site, root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')), onLog?: (entry: LogEntry) => void): Promise<Agent> {
+  const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
   const fs = createRootFs(root);
   const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000 });
   const ctx: StepContext = {

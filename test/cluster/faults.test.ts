@@ -7,9 +7,8 @@ import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepError } from '../../src/engine/errors.js';
 import { connectKube, createKube } from '../../src/kube/client.js';
-import { createLogger } from '../../src/log/logger.js';
 import { FACTORY_APPS_DOMAIN, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
-import { agent, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';
+import { agent, memoryLogger, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';
 
 const cfg = { group: 'config.openshift.io', version: 'v1' };
 type Ingress = { metadata: { resourceVersion: string }; spec: { appsDomain?: string; componentRoutes?: { namespace: string; name: string; hostname: string }[] } };
@@ -20,19 +19,12 @@ const statusOf = (err: unknown) => (err as { code?: number }).code;
 
 /** A debug log kept in memory, and a promise for the first line that matches. */
 function recordingLog() {
-  const lines: string[] = [];
   const waiters: { pattern: RegExp; resolve: () => void }[] = [];
-  const log = createLogger({
-    format: 'json',
-    level: 'debug',
-    journal: false,
-    write: (line) => {
-      lines.push(line);
-      for (const w of waiters.filter((x) => x.pattern.test(line))) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve();
-      }
-    },
+  const { log, lines } = memoryLogger((line) => {
+    for (const w of waiters.filter((x) => x.pattern.test(line))) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
   });
   const logged = (pattern: RegExp) =>
     lines.some((l) => pattern.test(l)) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
