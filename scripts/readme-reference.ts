@@ -1,15 +1,16 @@
 /**
  * The README's generated parts: the site-config field reference (a Markdown table from the zod
- * schema), the CLI usage (the --help text) and the journal message ids. Each sits between its own
+ * schema), the step table and the CLI usage (from src/steps/index.ts) and the journal message ids. Each sits between its own
  * markers; `--write` refreshes README.md, and a test fails when the README is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { HELP } from '../src/cli/args.js';
+import { HELP } from '../src/cli/help.js';
 import { siteConfigSchema } from '../src/config/v1/schema.js';
 import { MessageId } from '../src/log/events.js';
+import { STEPS } from '../src/steps/index.js';
 
 interface JsonSchema {
   type?: string | string[];
@@ -53,9 +54,15 @@ function renderMessageIds(): string {
   return ['| event | MESSAGE_ID |', '| --- | --- |', ...Object.entries(MessageId).map(([name, id]) => `| ${name} | \`${id}\` |`)].join('\n');
 }
 
+function renderSteps(): string {
+  const rows = STEPS.map((s, i) => `| ${i + 1} | \`${s.name}\` | ${s.group} | ${s.description} |`);
+  return ['| # | step | group | what it does |', '| --- | --- | --- | --- |', ...rows].join('\n');
+}
+
 /** Each generated block, by the name its markers carry. */
 export const GENERATED: Record<string, () => string> = {
   'example site-config': () => `\`\`\`yaml\n${readFileSync(path.join(REPO, 'examples/store-0042/site-config.yaml'), 'utf8').trimEnd()}\n\`\`\``,
+  steps: renderSteps,
   'cli usage': () => `\`\`\`text\n${HELP.trimEnd()}\n\`\`\``,
   'site-config reference': renderConfigReference,
   'message ids': renderMessageIds,

@@ -5,7 +5,8 @@
 import pkg from '../../package.json' with { type: 'json' };
 import { errorMessage, exitCodeOf, UsageError } from '../engine/errors.js';
 import { scrubText } from '../log/redact.js';
-import { HELP, type Invocation, parseCommandLine } from './args.js';
+import { type Invocation, parseCommandLine } from './args.js';
+import { HELP } from './help.js';
 import { keygenCommand } from './commands/keygen.js';
 import { planCommand } from './commands/plan.js';
 import type { CommandResult } from './commands/result.js';

@@ -18,7 +18,8 @@ function fileStep(name: StepName, file: string, want: string, hooks: { failApply
   const applied: string[] = [];
   const step: Step = {
     name,
-    group: ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'].includes(name) ? 'node' : 'cluster',
+    group: 'node',
+    description: `writes ${file}`,
     inputs: () => want,
     plan: async (ctx): Promise<PlanResult> => {
       if (hooks.conflict) return { action: 'conflict', reason: 'host holds something else' };
@@ -121,16 +122,24 @@ describe('runSteps', () => {
 });
 
 describe('selectSteps', () => {
-  it('expands groups and removes skipped steps', () => {
-    expect([...selectSteps('node', 'network,kubelet')]).toEqual(['ssh-keys', 'node-pull-secret', 'internal-ip', 'hostname']);
-    expect([...selectSteps(undefined, 'node')]).toEqual(['csr-approval', 'domain', 'routes', 'cluster-pull-secret', 'mirrors', 'health']);
+  const steps: Step[] = [
+    fileStep('a', '/a', 'A').step,
+    fileStep('b', '/b', 'B').step,
+    { ...fileStep('c', '/c', 'C').step, group: 'cluster' },
+    { ...fileStep('d', '/d', 'D').step, group: 'cluster' },
+  ];
+
+  it('expands groups and removes skipped steps, in the order of the list', () => {
+    expect([...selectSteps(steps, 'd,node', 'b')]).toEqual(['a', 'd']);
+    expect([...selectSteps(steps, undefined, 'node')]).toEqual(['c', 'd']);
+    expect([...selectSteps(steps, undefined, undefined)]).toEqual(['a', 'b', 'c', 'd']);
   });
 
-  it('names an unknown step', () => {
-    expect(() => selectSteps('netwrok', undefined)).toThrow(/--only: unknown step or group "netwrok"/);
+  it('names an unknown step and lists the known ones', () => {
+    expect(() => selectSteps(steps, 'netwrok', undefined)).toThrow('--only: unknown step or group "netwrok" (steps: a, b, c, d; groups: node, cluster)');
   });
 
   it('refuses a selection that leaves nothing', () => {
-    expect(() => selectSteps('hostname', 'node')).toThrow(/leave no step/);
+    expect(() => selectSteps(steps, 'b', 'node')).toThrow(/leave no step/);
   });
 });

@@ -7,7 +7,6 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { RootFs } from '../ports/fs.js';
 import { RefusedError } from './errors.js';
-import { STEP_NAMES } from './step.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -29,7 +28,7 @@ const runState = z.object({
   startedAt: z.string(),
   finishedAt: z.string().optional(),
   message: z.string().optional(),
-  steps: z.partialRecord(z.enum(STEP_NAMES), stepRecord),
+  steps: z.record(z.string(), stepRecord),
 });
 
 export type StepRecord = z.infer<typeof stepRecord>;

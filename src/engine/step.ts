@@ -11,11 +11,11 @@ import type { Kube } from '../ports/kube.js';
 import type { Nmstate } from '../ports/nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
 
-export const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'] as const;
-export const CLUSTER_STEPS = ['csr-approval', 'domain', 'routes', 'cluster-pull-secret', 'mirrors', 'health'] as const;
-export const STEP_NAMES = [...NODE_STEPS, ...CLUSTER_STEPS] as const;
-export type StepName = (typeof STEP_NAMES)[number];
-export type StepGroup = 'node' | 'cluster';
+/** A step's name, as in logs, the state file and --only; the list of steps is src/steps/index.ts. */
+export type StepName = string;
+/** node steps run before kubelet starts; cluster steps need its API */
+export const STEP_GROUPS = ['node', 'cluster'] as const;
+export type StepGroup = (typeof STEP_GROUPS)[number];
 
 /** One thing a step would change, shown by `plan`. Never holds a secret. */
 export interface Change {
@@ -58,6 +58,8 @@ export interface StepContext {
 export interface Step {
   name: StepName;
   group: StepGroup;
+  /** one line for the README's step table: what the step does */
+  description: string;
   /** the slice of the site-config the step reads: its hash tells a rerun whether a done step is still done */
   inputs(site: Site): unknown;
   plan(ctx: StepContext): Promise<PlanResult>;

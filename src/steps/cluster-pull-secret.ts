@@ -68,6 +68,7 @@ function planOf(ctx: StepContext, s: Awaited<ReturnType<typeof survey>>): PlanRe
 export const clusterPullSecretStep: Step = {
   name: 'cluster-pull-secret',
   group: 'cluster',
+  description: '`openshift-config/pull-secret` replaced (or merged)',
   inputs: (site) => ({ pullSecret: site.pullSecret ?? null, policy: site.pullSecretPolicy }),
 
   async plan(ctx) {

@@ -91,6 +91,7 @@ const missing = (s: Survey): CsrKind[] => (['client', 'serving'] as const).filte
 export const csrApprovalStep: Step = {
   name: 'csr-approval',
   group: 'cluster',
+  description: 'approve this node\'s kubelet client and serving CSRs (subject, usages and SANs checked)',
   inputs: (site) => ({ hostname: site.hostname ?? null, internalIP: site.network.internalIP ?? null, nmstate: site.network.nmstate }),
 
   async plan(ctx) {

@@ -46,6 +46,7 @@ function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
 export const healthStep: Step = {
   name: 'health',
   group: 'cluster',
+  description: 'the watcher\'s checks until the cluster is healthy or the timeout passes',
   // the mirrors decide which image findings apply
   inputs: (site) => contextFromSite(site),
 

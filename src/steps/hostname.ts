@@ -19,6 +19,7 @@ function wanted(ctx: StepContext): string | undefined {
 export const hostnameStep: Step = {
   name: 'hostname',
   group: 'node',
+  description: 'static hostname through systemd-hostnamed (D-Bus)',
   inputs: (site) => site.hostname ?? null,
 
   async plan(ctx) {

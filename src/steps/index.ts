@@ -4,13 +4,13 @@
 import type { Step } from '../engine/step.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
-import { domainStep } from './domain-certificates.js';
+import { domainStep } from './domain.js';
 import { healthStep } from './health.js';
 import { hostnameStep } from './hostname.js';
 import { internalIpStep } from './internal-ip.js';
-import { kubeletStep } from './kubelet-gate.js';
+import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
-import { networkStep } from './nmstate-network.js';
+import { networkStep } from './network.js';
 import { nodePullSecretStep } from './node-pull-secret.js';
 import { routesStep } from './routes.js';
 import { sshKeysStep } from './ssh-keys.js';

@@ -24,6 +24,7 @@ async function addressState(ctx: StepContext, cidr: string): Promise<'missing-in
 export const internalIpStep: Step = {
   name: 'internal-ip',
   group: 'node',
+  description: 'NetworkManager dispatcher script keeping the internal IP on `br-ex`; kubelet and CRI-O node-IP drop-ins',
   inputs: (site) => site.network.internalIP ?? null,
 
   async plan(ctx) {

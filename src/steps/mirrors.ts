@@ -114,6 +114,7 @@ function planOf(s: Survey): PlanResult {
 export const mirrorsStep: Step = {
   name: 'mirrors',
   group: 'cluster',
+  description: 'ImageDigestMirrorSet / ImageTagMirrorSet, or ImageContentSourcePolicy on older clusters',
   inputs: (site) => ({ digest: site.imageDigestMirrors, tag: site.imageTagMirrors }),
 
   async plan(ctx) {

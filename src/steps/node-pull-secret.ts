@@ -51,6 +51,7 @@ async function desired(ctx: StepContext): Promise<Desired> {
 export const nodePullSecretStep: Step = {
   name: 'node-pull-secret',
   group: 'node',
+  description: '`/var/lib/kubelet/config.json`, mode 0600',
   inputs: (site) => ({ pullSecret: site.pullSecret ?? null, policy: site.pullSecretPolicy }),
 
   async plan(ctx) {

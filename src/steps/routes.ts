@@ -47,6 +47,7 @@ async function survey(ctx: StepContext): Promise<{ moves: Move[]; newDomain: str
 export const routesStep: Step = {
   name: 'routes',
   group: 'cluster',
+  description: 'routes under the old apps domain moved to the new one; custom hosts left alone',
   inputs: (site) => ({ baseDomain: site.baseDomain, clusterName: site.clusterName ?? null }),
 
   async plan(ctx) {

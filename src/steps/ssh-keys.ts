@@ -59,6 +59,7 @@ function keyDiff(before: string, after: string): string[] {
 export const sshKeysStep: Step = {
   name: 'ssh-keys',
   group: 'node',
+  description: 'the site\'s keys into `core`\'s `authorized_keys` (first, so a broken network can still be debugged)',
   inputs: (site) => site.sshAuthorizedKeys,
 
   async plan(ctx) {

@@ -24,7 +24,7 @@ import { testSite } from '../node/context.js';
 
 export const STATE_DIR = '/var/lib/sno-relocate';
 /** the cluster steps the agent runs before health (which is another step's business) */
-export const CLUSTER_PHASE: StepName[] = ['csr-approval', 'domain', 'routes', 'cluster-pull-secret', 'mirrors'];
+export const CLUSTER_PHASE: StepName[] = STEPS.filter((s) => s.group === 'cluster' && s.name !== 'health').map((s) => s.name);
 
 export interface ClusterEnv {
   cluster: TestCluster;

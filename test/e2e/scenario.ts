@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { STEPS } from '../../src/steps/index.js';
 import { AGENT_UNIT } from './node-image.js';
 import { events, unitProps, type JournalEntry } from './node-checks.js';
 import { INTERNAL_IP, SITE_ADDRESS } from './sites.js';
@@ -13,7 +14,7 @@ import { REPO_ROOT, type Vm } from './vm.js';
 export const MIN = 60_000;
 export const KUBELET = 'kubelet.service';
 export const skipVm = process.env.VM_E2E === '0';
-export const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'] as const;
+export const NODE_STEPS = STEPS.filter((s) => s.group === 'node').map((s) => s.name);
 
 export function announceSkip(what: string): void {
   if (skipVm) console.log(`VM end-to-end ${what} skipped: VM_E2E=0`);

@@ -8,7 +8,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadSiteConfig } from '../../src/config/load.js';
-import { networkStep } from '../../src/steps/nmstate-network.js';
+import { networkStep } from '../../src/steps/network.js';
 import { runAgent } from './cli.js';
 import { REPO, testNode } from './context.js';
 import { factoryNetwork } from './factory-network.js';

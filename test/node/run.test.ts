@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { STEPS } from '../../src/steps/index.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { startTestBus } from '../dbus/bus.js';
 import { loopbackStoreSpec, runAgent, STORE_KEY, writeSiteFolder } from './cli.js';
@@ -17,7 +18,7 @@ import { factoryNetwork } from './factory-network.js';
 const SECRET = 'c3RvcmU0MjpzM2NyZXQtcGFzc3dvcmQtOTk=';
 const SITE_KEY = STORE_KEY;
 const SPEC = loopbackStoreSpec(SECRET, 5);
-const NODE_STEPS = ['ssh-keys', 'node-pull-secret', 'network', 'internal-ip', 'hostname', 'kubelet'];
+const NODE_STEPS = STEPS.filter((s) => s.group === 'node').map((s) => s.name);
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 let root: string;

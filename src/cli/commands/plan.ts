@@ -11,7 +11,7 @@ const PLAN_API_WAIT_MS = 5000;
 
 export async function planCommand(inv: Invocation): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json', 'yaml'] as const, 'text');
-  const selected = selectSteps(inv.flags.only, inv.flags.skip);
+  const selected = selectSteps(STEPS, inv.flags.only, inv.flags.skip);
   const rt = createRuntime(inv.flags);
   const loaded = await loadSite(rt, atMostOnePath('plan', inv.positionals));
   if (!loaded) return { exitCode: 0, stdout: 'no site-config found: nothing to plan\n' };

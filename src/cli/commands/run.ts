@@ -8,7 +8,7 @@ import { createRuntime, createStepContext, loadSite } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
 export async function runCommand(inv: Invocation): Promise<CommandResult> {
-  const selected = selectSteps(inv.flags.only, inv.flags.skip);
+  const selected = selectSteps(STEPS, inv.flags.only, inv.flags.skip);
   const rt = createRuntime(inv.flags);
   const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
   if (!loaded) {

@@ -1,5 +1,5 @@
 import { StateStore, type RunState } from '../../engine/state.js';
-import { STEP_NAMES } from '../../engine/step.js';
+import { STEPS } from '../../steps/index.js';
 import { renderFindings } from '../../watch/render.js';
 import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
 import { type Invocation, oneOf } from '../args.js';
@@ -20,7 +20,7 @@ export function renderRunState(state: RunState | undefined): string {
     '',
   ];
   const rows = [['STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'DETAIL']];
-  for (const name of STEP_NAMES) {
+  for (const { name } of STEPS) {
     const r = state.steps[name];
     rows.push([name, r?.status ?? 'pending', r ? String(r.attempts) : '', r?.durationMs !== undefined ? `${r.durationMs}ms` : '', r?.message ?? '']);
   }

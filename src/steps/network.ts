@@ -142,6 +142,7 @@ async function flushToDisk(ctx: StepContext): Promise<void> {
 export const networkStep: Step = {
   name: 'network',
   group: 'node',
+  description: 'nmstate apply with a checkpoint; gateway ping, name resolution and the internal IP verified; commit, or roll back and exit 1',
   inputs: (site) => site.network,
 
   async plan(ctx) {

@@ -10,7 +10,7 @@ import type { NmstateState } from '../config/v1/schema.js';
 import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
-import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './nmstate-network.js';
+import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './network.js';
 
 // the gateway is this machine's loopback address, so that the ping check really pings
 const STORE: NmstateState = {

@@ -193,6 +193,7 @@ async function writeSecret(kube: Kube, secret: SecretObject, exists: boolean): P
 export const domainStep: Step = {
   name: 'domain',
   group: 'cluster',
+  description: 'site CA and serving certificates; `ingress.config` componentRoutes and appsDomain; `apiserver.config` namedCertificates merged',
   inputs: (site) => ({ baseDomain: site.baseDomain, clusterName: site.clusterName ?? null, certificates: site.certificates }),
 
   async plan(ctx) {

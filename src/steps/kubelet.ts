@@ -47,6 +47,7 @@ async function failure(ctx: StepContext, what: string, cause?: unknown): Promise
 export const kubeletStep: Step = {
   name: 'kubelet',
   group: 'node',
+  description: 'enable and start `kubelet.service` through systemd\'s D-Bus API, wait for the job',
   inputs: () => KUBELET_UNIT,
 
   async plan(ctx) {

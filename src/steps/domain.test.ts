@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeIngress, mergeNamedCertificates, wantedSecrets } from './domain-certificates.js';
+import { mergeIngress, mergeNamedCertificates, wantedSecrets } from './domain.js';
 
 const domains = { cluster: 'sno', apps: 'apps.sno.store42.example.com', api: 'api.sno.store42.example.com' };
 

@@ -4,7 +4,7 @@ import { startTestBus } from '../../test/dbus/bus.js';
 import { testNode } from '../../test/node/context.js';
 import { StepError } from '../engine/errors.js';
 import { MessageId } from '../log/events.js';
-import { kubeletStep } from './kubelet-gate.js';
+import { kubeletStep } from './kubelet.js';
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 beforeAll(async () => {

@@ -1,0 +1,40 @@
+/** The --help text; its list of steps comes from the one list in src/steps/index.ts. */
+import { STEP_GROUPS } from '../engine/step.js';
+import { STEPS } from '../steps/index.js';
+
+export const HELP = `sno-relocate: makes a single-node OpenShift cluster become the cluster of the site it is plugged into
+
+Usage:
+  sno-relocate validate [PATH]        check a site-config (file, or a folder holding site-config.yaml)
+  sno-relocate plan     [PATH]        print what run would change, changing nothing (-o json|yaml|text)
+  sno-relocate run      [PATH]        apply it: node steps, kubelet, cluster steps, health
+  sno-relocate status                 progress and result of the last run, and watcher findings (-o json|text)
+  sno-relocate watch                  companion watcher: OLM, Cluster API, on-cluster layering, operators
+  sno-relocate watch --once           one sync, print the findings (-o json|text); exit 1 when one is an error
+  sno-relocate keygen --out NAME      a signing key pair: NAME.key (private, 0600) and NAME.pub
+  sno-relocate sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER
+                                      write FOLDER/site-config.sig over the site-config and every file it names
+  sno-relocate --version | --help
+
+Steps, in order (for --only and --skip; groups: ${STEP_GROUPS.join(', ')}):
+${STEP_GROUPS.map((g) => `  ${`${g}:`.padEnd(9)}${STEPS.filter((s) => s.group === g).map((s) => s.name).join(', ')}`).join('\n')}
+
+Options:
+  --root DIR            resolve every host path under DIR (default /)
+  --state-dir DIR       state folder (default /var/lib/sno-relocate)
+  --kubeconfig FILE     cluster access (default: the node's localhost kubeconfig, then $KUBECONFIG)
+  --only LIST           run or plan only these steps or groups (comma separated)
+  --skip LIST           leave out these steps or groups
+  --wait SECONDS        with no PATH, wait this long for a site-config to appear (default 0)
+  --health-timeout SEC  how long the health step waits for a healthy cluster (default 600)
+  --console DEVICE      where the one-line progress banner goes (default /dev/console under systemd)
+  -o, --output FORMAT   text, json or yaml (plan); text or json (status, watch --once)
+  --log-level LEVEL     trace, debug, info, warn, error (default info)
+  --log-format FORMAT   text or json (default text)
+
+With no PATH, run looks for /etc/sno-relocate/site-config.yaml, then a filesystem labelled
+cluster-config or relocation-config.
+
+Exit codes: 0 done or nothing to do; 1 a step failed (the next run resumes); 2 usage error or invalid
+site-config (nothing changed); 3 refused: untrusted site-config or conflicting host state.
+`;
