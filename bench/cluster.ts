@@ -44,14 +44,30 @@ async function baselineOnce(): Promise<number> {
   const env = await startFactory({ seed: { extraRoutes: ROUTES } });
   try {
     const t = performance.now();
-    execFileSync('bash', [path.join(here, 'cluster-baseline.sh'), env.cluster.kubeconfigPath, FACTORY_APPS_DOMAIN, 'apps.sno.store42.example.com', 'api.sno.store42.example.com'], { stdio: 'inherit' });
+    execFileSync(
+      'bash',
+      [
+        path.join(here, 'cluster-baseline.sh'),
+        env.cluster.kubeconfigPath,
+        FACTORY_APPS_DOMAIN,
+        'apps.sno.store42.example.com',
+        'api.sno.store42.example.com',
+      ],
+      { stdio: 'inherit' },
+    );
     return performance.now() - t;
   } finally {
     await env.stop();
   }
 }
 
-const CERT_NAMES = ['*.apps.sno.store42.example.com', 'console-openshift-console.apps.sno.store42.example.com', 'downloads-openshift-console.apps.sno.store42.example.com', 'oauth-openshift.apps.sno.store42.example.com', 'api.sno.store42.example.com'];
+const CERT_NAMES = [
+  '*.apps.sno.store42.example.com',
+  'console-openshift-console.apps.sno.store42.example.com',
+  'downloads-openshift-console.apps.sno.store42.example.com',
+  'oauth-openshift.apps.sno.store42.example.com',
+  'api.sno.store42.example.com',
+];
 
 function certSets(): Record<string, number> {
   const notBefore = new Date();
@@ -64,7 +80,9 @@ function certSets(): Record<string, number> {
     // node-forge alone: RSA keys from native crypto (as forge does), signatures in JavaScript
     const rsa = () => {
       const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-      const key = forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()) as forge.pki.rsa.PrivateKey;
+      const key = forge.pki.privateKeyFromPem(
+        privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+      ) as forge.pki.rsa.PrivateKey;
       return { key, pub: forge.pki.setRsaPublicKey(key.n, key.e) };
     };
     const ca = rsa();
@@ -87,7 +105,10 @@ function certSets(): Record<string, number> {
     for (const n of CERT_NAMES) issue({ commonName: n, dnsNames: [n], notBefore, validityDays: 730 }, newKey(), ca);
   };
   const samples = (fn: () => void) => median(Array.from({ length: RUNS }, () => time(fn)));
-  return { 'node-forge, RSA-2048 (forge signs)': samples(forgeRsa), 'P-256, node:crypto signs (chosen)': samples(nodeP256) };
+  return {
+    'node-forge, RSA-2048 (forge signs)': samples(forgeRsa),
+    'P-256, node:crypto signs (chosen)': samples(nodeP256),
+  };
 }
 
 const rows: string[][] = [];
@@ -97,12 +118,30 @@ const baselineRuns: number[] = [];
 for (let i = 0; i < BASELINE_RUNS; i++) baselineRuns.push(await baselineOnce());
 const agentMs = median(agentRuns);
 const baselineMs = median(baselineRuns);
-rows.push([`cluster phase, ${ROUTES} extra routes: sno-relocate`, agentMs.toFixed(0), `${(baselineMs / agentMs).toFixed(1)}x faster`, agentMs < 3000 ? 'under 3 s: yes' : 'under 3 s: NO']);
-rows.push([`cluster phase, ${ROUTES} extra routes: kubectl per object (${BASELINE_RUNS} run${BASELINE_RUNS === 1 ? '' : 's'})`, baselineMs.toFixed(0), 'baseline', '']);
+rows.push([
+  `cluster phase, ${ROUTES} extra routes: sno-relocate`,
+  agentMs.toFixed(0),
+  `${(baselineMs / agentMs).toFixed(1)}x faster`,
+  agentMs < 3000 ? 'under 3 s: yes' : 'under 3 s: NO',
+]);
+rows.push([
+  `cluster phase, ${ROUTES} extra routes: kubectl per object (${BASELINE_RUNS} run${BASELINE_RUNS === 1 ? '' : 's'})`,
+  baselineMs.toFixed(0),
+  'baseline',
+  '',
+]);
 const certs = certSets();
 const base = certs['node-forge, RSA-2048 (forge signs)']!;
-for (const [name, ms] of Object.entries(certs)) rows.push([`certificate set (CA + ${CERT_NAMES.length}): ${name}`, ms.toFixed(1), `${(base / ms).toFixed(1)}x`, ms < 500 ? 'under 0.5 s: yes' : 'under 0.5 s: NO']);
-const width = [0, 1, 2, 3].map((i) => Math.max(...rows.map((r) => r[i]!.length), ['what', 'median ms', 'ratio', 'target'][i]!.length));
+for (const [name, ms] of Object.entries(certs))
+  rows.push([
+    `certificate set (CA + ${CERT_NAMES.length}): ${name}`,
+    ms.toFixed(1),
+    `${(base / ms).toFixed(1)}x`,
+    ms < 500 ? 'under 0.5 s: yes' : 'under 0.5 s: NO',
+  ]);
+const width = [0, 1, 2, 3].map((i) =>
+  Math.max(...rows.map((r) => r[i]!.length), ['what', 'median ms', 'ratio', 'target'][i]!.length),
+);
 const line = (r: string[]) => r.map((c, i) => c.padEnd(width[i]!)).join('  ');
 console.log(`median of ${RUNS} runs (baseline: ${BASELINE_RUNS})`);
 console.log(line(['what', 'median ms', 'ratio', 'target']));

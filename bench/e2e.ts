@@ -27,7 +27,8 @@ const COLD = process.argv.includes('--cold');
 const KUBELET = 'kubelet.service';
 
 const ms = (start: number): number => performance.now() - start;
-const monoMs = async (vm: Vm, unit: string, prop: string): Promise<number> => Number((await unitProps(vm, unit, [prop]))[prop]) / 1000;
+const monoMs = async (vm: Vm, unit: string, prop: string): Promise<number> =>
+  Number((await unitProps(vm, unit, [prop]))[prop]) / 1000;
 
 async function withVm<T>(vm: Vm, fn: (vm: Vm) => Promise<T>): Promise<T> {
   try {
@@ -37,14 +38,19 @@ async function withVm<T>(vm: Vm, fn: (vm: Vm) => Promise<T>): Promise<T> {
   }
 }
 
-const waitActive = (vm: Vm, unit: string) => vm.waitFor(`systemctl is-active ${unit}`, (r) => r.stdout.trim() === 'active', 10 * 60_000);
+const waitActive = (vm: Vm, unit: string) =>
+  vm.waitFor(`systemctl is-active ${unit}`, (r) => r.stdout.trim() === 'active', 10 * 60_000);
 
 async function baseline(image: NodeImage, i: number) {
   const t = performance.now();
   return withVm(await bootVm({ name: `bench-baseline-${i}`, disk: image.disk }), async (vm) => {
     const sshMs = await vm.waitSsh();
     await waitActive(vm, 'multi-user.target');
-    return { sshMs, hostMs: ms(t), guestMultiUserMs: await monoMs(vm, 'multi-user.target', 'ActiveEnterTimestampMonotonic') };
+    return {
+      sshMs,
+      hostMs: ms(t),
+      guestMultiUserMs: await monoMs(vm, 'multi-user.target', 'ActiveEnterTimestampMonotonic'),
+    };
   });
 }
 
@@ -54,7 +60,11 @@ async function stick(image: NodeImage, stickImage: string, i: number) {
     await vm.waitSsh();
     await waitActive(vm, KUBELET);
     const hostMs = ms(t);
-    await vm.waitFor(`systemctl show -p ActiveState -p ExecMainExitTimestampMonotonic ${AGENT_UNIT}`, (r) => r.stdout.includes('ActiveState=inactive') && !r.stdout.includes('Monotonic=0\n'), 10 * 60_000);
+    await vm.waitFor(
+      `systemctl show -p ActiveState -p ExecMainExitTimestampMonotonic ${AGENT_UNIT}`,
+      (r) => r.stdout.includes('ActiveState=inactive') && !r.stdout.includes('Monotonic=0\n'),
+      10 * 60_000,
+    );
     const kubeletMs = await monoMs(vm, KUBELET, 'ActiveEnterTimestampMonotonic');
     const agentStart = await monoMs(vm, AGENT_UNIT, 'ExecMainStartTimestampMonotonic');
     const agentExit = await monoMs(vm, AGENT_UNIT, 'ExecMainExitTimestampMonotonic');
@@ -72,9 +82,18 @@ async function hotplug(image: NodeImage, stickImage: string, i: number) {
     const hostMs = ms(t);
     const kubeletMs = await monoMs(vm, KUBELET, 'ActiveEnterTimestampMonotonic');
     const attach = await vm.sshOk('journalctl -b 0 -k -o json --no-pager --grep "USB Mass Storage device detected"');
-    const attachMs = Math.max(...attach.split('\n').filter(Boolean).map((l) => Number((JSON.parse(l) as { __MONOTONIC_TIMESTAMP: string }).__MONOTONIC_TIMESTAMP) / 1000));
+    const attachMs = Math.max(
+      ...attach
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => Number((JSON.parse(l) as { __MONOTONIC_TIMESTAMP: string }).__MONOTONIC_TIMESTAMP) / 1000),
+    );
     const [found] = await events(vm, 'configFound');
-    return { hostMs, guestMs: kubeletMs - attachMs, attachToConfigMs: Number(found!.__MONOTONIC_TIMESTAMP) / 1000 - attachMs };
+    return {
+      hostMs,
+      guestMs: kubeletMs - attachMs,
+      attachToConfigMs: Number(found!.__MONOTONIC_TIMESTAMP) / 1000 - attachMs,
+    };
   });
 }
 
@@ -83,7 +102,10 @@ async function main(): Promise<void> {
   if (COLD) {
     const cache = await mkdtemp(join(tmpdir(), 'sno-vm-cache-'));
     const t = performance.now();
-    const r = spawnSync('bash', [join(REPO_ROOT, 'test/e2e/build-base.sh')], { env: { ...process.env, SNO_RELOCATE_VM_CACHE: cache }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const r = spawnSync('bash', [join(REPO_ROOT, 'test/e2e/build-base.sh')], {
+      env: { ...process.env, SNO_RELOCATE_VM_CACHE: cache },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     coldMs = ms(t);
     await rm(cache, { recursive: true, force: true });
     if (r.status !== 0) throw new Error('build-base.sh failed');
@@ -94,7 +116,11 @@ async function main(): Promise<void> {
   const imageBuilds: number[] = [];
   const stickDir = await mkdtemp(join(tmpdir(), 'sno-bench-e2e-'));
   const stickImage = await siteStick(stickDir, 'site.img', siteSpec(newSecret()));
-  const rows = { baseline: [] as Awaited<ReturnType<typeof baseline>>[], stick: [] as Awaited<ReturnType<typeof stick>>[], hotplug: [] as Awaited<ReturnType<typeof hotplug>>[] };
+  const rows = {
+    baseline: [] as Awaited<ReturnType<typeof baseline>>[],
+    stick: [] as Awaited<ReturnType<typeof stick>>[],
+    hotplug: [] as Awaited<ReturnType<typeof hotplug>>[],
+  };
   try {
     for (let i = 0; i < RUNS; i++) {
       const t = performance.now();
@@ -116,23 +142,84 @@ async function main(): Promise<void> {
   const baseMultiUser = m(rows.baseline, (r) => r.guestMultiUserMs);
   const stickKubelet = m(rows.stick, (r) => r.kubeletMs);
   const agent = m(rows.stick, (r) => r.agentMs);
-  printTable(`VM end to end, medians of ${RUNS} runs (seconds; guest = systemd monotonic timestamps, host = wall clock)`, [
-    ['what', 'median s', 'min s', 'max s', 'ratio to baseline'],
-    ['baseline: kernel -> multi-user.target (guest)', baseMultiUser, Math.min(...rows.baseline.map((r) => r.guestMultiUserMs)) / 1000, Math.max(...rows.baseline.map((r) => r.guestMultiUserMs)) / 1000, '1.00'],
-    ['baseline: qemu spawn -> ssh (host)', m(rows.baseline, (r) => r.sshMs), Math.min(...rows.baseline.map((r) => r.sshMs)) / 1000, Math.max(...rows.baseline.map((r) => r.sshMs)) / 1000, '-'],
-    ['stick: kernel -> kubelet active (guest)', stickKubelet, Math.min(...rows.stick.map((r) => r.kubeletMs)) / 1000, Math.max(...rows.stick.map((r) => r.kubeletMs)) / 1000, (stickKubelet / baseMultiUser).toFixed(2)],
-    ['stick: kernel -> agent start (guest)', m(rows.stick, (r) => r.agentStartMs), Math.min(...rows.stick.map((r) => r.agentStartMs)) / 1000, Math.max(...rows.stick.map((r) => r.agentStartMs)) / 1000, '-'],
-    ['stick: agent process, start -> exit (guest)', agent, Math.min(...rows.stick.map((r) => r.agentMs)) / 1000, Math.max(...rows.stick.map((r) => r.agentMs)) / 1000, (agent / baseMultiUser).toFixed(2)],
-    ['stick: qemu spawn -> kubelet active (host)', m(rows.stick, (r) => r.hostMs), Math.min(...rows.stick.map((r) => r.hostMs)) / 1000, Math.max(...rows.stick.map((r) => r.hostMs)) / 1000, '-'],
-    ['hotplug: stick seen by kernel -> kubelet active (guest)', m(rows.hotplug, (r) => r.guestMs), Math.min(...rows.hotplug.map((r) => r.guestMs)) / 1000, Math.max(...rows.hotplug.map((r) => r.guestMs)) / 1000, '-'],
-    ['hotplug: stick seen -> site-config found (guest)', m(rows.hotplug, (r) => r.attachToConfigMs), Math.min(...rows.hotplug.map((r) => r.attachToConfigMs)) / 1000, Math.max(...rows.hotplug.map((r) => r.attachToConfigMs)) / 1000, '-'],
-    ['hotplug: plug command -> kubelet active (host)', m(rows.hotplug, (r) => r.hostMs), Math.min(...rows.hotplug.map((r) => r.hostMs)) / 1000, Math.max(...rows.hotplug.map((r) => r.hostMs)) / 1000, '-'],
-  ]);
+  printTable(
+    `VM end to end, medians of ${RUNS} runs (seconds; guest = systemd monotonic timestamps, host = wall clock)`,
+    [
+      ['what', 'median s', 'min s', 'max s', 'ratio to baseline'],
+      [
+        'baseline: kernel -> multi-user.target (guest)',
+        baseMultiUser,
+        Math.min(...rows.baseline.map((r) => r.guestMultiUserMs)) / 1000,
+        Math.max(...rows.baseline.map((r) => r.guestMultiUserMs)) / 1000,
+        '1.00',
+      ],
+      [
+        'baseline: qemu spawn -> ssh (host)',
+        m(rows.baseline, (r) => r.sshMs),
+        Math.min(...rows.baseline.map((r) => r.sshMs)) / 1000,
+        Math.max(...rows.baseline.map((r) => r.sshMs)) / 1000,
+        '-',
+      ],
+      [
+        'stick: kernel -> kubelet active (guest)',
+        stickKubelet,
+        Math.min(...rows.stick.map((r) => r.kubeletMs)) / 1000,
+        Math.max(...rows.stick.map((r) => r.kubeletMs)) / 1000,
+        (stickKubelet / baseMultiUser).toFixed(2),
+      ],
+      [
+        'stick: kernel -> agent start (guest)',
+        m(rows.stick, (r) => r.agentStartMs),
+        Math.min(...rows.stick.map((r) => r.agentStartMs)) / 1000,
+        Math.max(...rows.stick.map((r) => r.agentStartMs)) / 1000,
+        '-',
+      ],
+      [
+        'stick: agent process, start -> exit (guest)',
+        agent,
+        Math.min(...rows.stick.map((r) => r.agentMs)) / 1000,
+        Math.max(...rows.stick.map((r) => r.agentMs)) / 1000,
+        (agent / baseMultiUser).toFixed(2),
+      ],
+      [
+        'stick: qemu spawn -> kubelet active (host)',
+        m(rows.stick, (r) => r.hostMs),
+        Math.min(...rows.stick.map((r) => r.hostMs)) / 1000,
+        Math.max(...rows.stick.map((r) => r.hostMs)) / 1000,
+        '-',
+      ],
+      [
+        'hotplug: stick seen by kernel -> kubelet active (guest)',
+        m(rows.hotplug, (r) => r.guestMs),
+        Math.min(...rows.hotplug.map((r) => r.guestMs)) / 1000,
+        Math.max(...rows.hotplug.map((r) => r.guestMs)) / 1000,
+        '-',
+      ],
+      [
+        'hotplug: stick seen -> site-config found (guest)',
+        m(rows.hotplug, (r) => r.attachToConfigMs),
+        Math.min(...rows.hotplug.map((r) => r.attachToConfigMs)) / 1000,
+        Math.max(...rows.hotplug.map((r) => r.attachToConfigMs)) / 1000,
+        '-',
+      ],
+      [
+        'hotplug: plug command -> kubelet active (host)',
+        m(rows.hotplug, (r) => r.hostMs),
+        Math.min(...rows.hotplug.map((r) => r.hostMs)) / 1000,
+        Math.max(...rows.hotplug.map((r) => r.hostMs)) / 1000,
+        '-',
+      ],
+    ],
+  );
   printTable('VM harness (seconds)', [
     ['what', 'median s', 'runs'],
     ['base image cache check (warm)', cacheCheckMs / 1000, '1'],
     ['node image build: copy, MachineConfig content, agent', median(imageBuilds) / 1000, String(imageBuilds.length)],
-    ['base image build, empty cache (cold)', coldMs === undefined ? 'not measured: pass --cold' : coldMs / 1000, coldMs === undefined ? '0' : '1'],
+    [
+      'base image build, empty cache (cold)',
+      coldMs === undefined ? 'not measured: pass --cold' : coldMs / 1000,
+      coldMs === undefined ? '0' : '1',
+    ],
   ]);
 }
 

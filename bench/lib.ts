@@ -20,7 +20,10 @@ export interface Timing {
 export function timeCommand(name: string, argv: string[], runs: number, env: Record<string, string> = {}): Timing {
   const once = () => {
     const started = process.hrtime.bigint();
-    const r = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+    const r = spawnSync(argv[0]!, argv.slice(1), {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     if (r.status !== 0) throw new Error(`${name}: exit ${r.status}: ${r.stderr.toString()}`);
     return ms;

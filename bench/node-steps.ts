@@ -26,11 +26,18 @@ const MC_LIMIT = 256 * 1024;
 const work = mkdtempSync(path.join(tmpdir(), 'bench-node-steps-'));
 const bundle = path.join(work, 'sno-relocate.cjs');
 
-const SITE = writeSiteFolder(path.join(work, 'site'), 'store-0042', loopbackStoreSpec('c3RvcmU0Mjpub3QtYS1yZWFsLXBhc3N3b3Jk', 30));
+const SITE = writeSiteFolder(
+  path.join(work, 'site'),
+  'store-0042',
+  loopbackStoreSpec('c3RvcmU0Mjpub3QtYS1yZWFsLXBhc3N3b3Jk', 30),
+);
 
 function run(argv: string[], env: Record<string, string>): { ms: number; stderr: string } {
   const started = process.hrtime.bigint();
-  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...env } });
+  const r = spawnSync(argv[0]!, argv.slice(1), {
+    encoding: 'utf8',
+    env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...env },
+  });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   if (r.status !== 0) throw new Error(`${argv.join(' ')}: exit ${r.status}\n${r.stderr}`);
   return { ms, stderr: r.stderr };
@@ -67,7 +74,20 @@ try {
     await bus.services.configure({ root });
     return { root, env };
   };
-  const agent = (root: string, what: string) => [process.execPath, bundle, what, SITE, '--root', root, '--only', 'node', '--log-level', 'debug', '--log-format', 'json'];
+  const agent = (root: string, what: string) => [
+    process.execPath,
+    bundle,
+    what,
+    SITE,
+    '--root',
+    root,
+    '--only',
+    'node',
+    '--log-level',
+    'debug',
+    '--log-format',
+    'json',
+  ];
 
   const sample = async (what: 'run' | 'plan'): Promise<Sample> => {
     const { root, env } = await freshNode();
@@ -77,7 +97,8 @@ try {
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { command?: string; durationMs?: number })
       .filter((entry) => entry.command === 'nmstatectl' && entry.durationMs !== undefined);
-    const stubCalls = (JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')) as { calls: unknown[] }).calls.length;
+    const stubCalls = (JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')) as { calls: unknown[] }).calls
+      .length;
     return { ms, stubMs: stubRuns.reduce((sum, e) => sum + e.durationMs!, 0), stubCalls };
   };
   const repeat = async <T>(fn: () => Promise<T> | T): Promise<T[]> => {
@@ -89,12 +110,21 @@ try {
 
   const baseline = await repeat(() => timed([process.execPath, '-e', '0'], {}));
   const version = await repeat(() => timed([process.execPath, bundle, '--version'], {}));
-  const stubShow = await repeat(async () => timed([path.join(STUBS, 'nmstatectl'), 'show', '--json'], (await freshNode()).env));
+  const stubShow = await repeat(async () =>
+    timed([path.join(STUBS, 'nmstatectl'), 'show', '--json'], (await freshNode()).env),
+  );
   const plans = await repeat(() => sample('plan'));
   const fullRuns = await repeat(() => sample('run'));
 
   const base = median(baseline);
-  const row = (name: string, values: number[], target = '') => [name, median(values), Math.min(...values), Math.max(...values), median(values) / base, target];
+  const row = (name: string, values: number[], target = '') => [
+    name,
+    median(values),
+    Math.min(...values),
+    Math.max(...values),
+    median(values) / base,
+    target,
+  ];
   const runMedian = median(fullRuns.map((s) => s.ms));
   const stubCalls = median(fullRuns.map((s) => s.stubCalls));
   printTable(`Node steps benchmark (median of ${runs} runs, each on a fresh factory root)`, [
@@ -102,17 +132,30 @@ try {
     row('node -e 0', baseline),
     row('sno-relocate --version', version),
     row('nmstatectl stub: show --json', stubShow),
-    row('plan --only node', plans.map((s) => s.ms)),
-    row('run --only node (6 steps)', fullRuns.map((s) => s.ms), `< ${TARGET_MS} ms`),
+    row(
+      'plan --only node',
+      plans.map((s) => s.ms),
+    ),
+    row(
+      'run --only node (6 steps)',
+      fullRuns.map((s) => s.ms),
+      `< ${TARGET_MS} ms`,
+    ),
   ]);
   const stubMs = median(fullRuns.map((s) => s.stubMs));
-  console.log(`  run: ${stubCalls} nmstatectl stub calls took ${stubMs.toFixed(0)} ms of it (a Node process each); the rest, ${(runMedian - stubMs).toFixed(0)} ms, is the agent's`);
-  console.log(`  run median ${runMedian.toFixed(0)} ms: ${runMedian < TARGET_MS ? 'within' : 'OVER'} the ${TARGET_MS} ms target`);
+  console.log(
+    `  run: ${stubCalls} nmstatectl stub calls took ${stubMs.toFixed(0)} ms of it (a Node process each); the rest, ${(runMedian - stubMs).toFixed(0)} ms, is the agent's`,
+  );
+  console.log(
+    `  run median ${runMedian.toFixed(0)} ms: ${runMedian < TARGET_MS ? 'within' : 'OVER'} the ${TARGET_MS} ms target`,
+  );
   if (runMedian >= TARGET_MS) process.exitCode = 1;
 
   const machineConfigs = readdirSync(path.join(REPO, 'machineconfigs')).filter((f) => f.endsWith('.yaml'));
   const mcBytes = machineConfigs.reduce((sum, f) => sum + statSync(path.join(REPO, 'machineconfigs', f)).size, 0);
-  console.log(`  MachineConfigs together: ${(mcBytes / 1024).toFixed(1)} KiB in ${machineConfigs.length} objects: ${mcBytes < MC_LIMIT ? 'within' : 'OVER'} the ${MC_LIMIT / 1024} KiB target`);
+  console.log(
+    `  MachineConfigs together: ${(mcBytes / 1024).toFixed(1)} KiB in ${machineConfigs.length} objects: ${mcBytes < MC_LIMIT ? 'within' : 'OVER'} the ${MC_LIMIT / 1024} KiB target`,
+  );
   if (mcBytes >= MC_LIMIT) process.exitCode = 1;
 } finally {
   await bus.stop();

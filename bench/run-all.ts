@@ -20,7 +20,10 @@ if (build.status !== 0) process.exit(build.status ?? 1);
 let failed = 0;
 for (const bench of benches) {
   console.log(`\n=== bench/${bench}`);
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, bench)], { cwd: repo, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(here, bench)], {
+    cwd: repo,
+    stdio: 'inherit',
+  });
   if (result.status !== 0) failed += 1;
 }
 console.log(`\n${benches.length - failed} of ${benches.length} benchmarks ran`);

@@ -44,9 +44,18 @@ try {
   mkdirSync(path.join(root, 'etc/sno-relocate/trust'), { recursive: true });
   writeFileSync(path.join(root, 'etc/sno-relocate/trust/factory.pub'), key.publicPem);
   const loaded = await loadSiteConfig(site);
-  const doc = signSiteConfig(readPrivateKey(key.privatePem, 'key'), { site: loaded.site.name, files: loaded.files, now: new Date() });
+  const doc = signSiteConfig(readPrivateKey(key.privatePem, 'key'), {
+    site: loaded.site.name,
+    files: loaded.files,
+    now: new Date(),
+  });
   writeFileSync(path.join(site, SIGNATURE_FILE), JSON.stringify(doc));
-  const ctx = { fs: createRootFs(root), clock: systemClock, log: createLogger({ level: 'warn', write: () => undefined }), banner: createBanner(undefined) };
+  const ctx = {
+    fs: createRootFs(root),
+    clock: systemClock,
+    log: createLogger({ level: 'warn', write: () => undefined }),
+    banner: createBanner(undefined),
+  };
 
   const load = await timeIt(() => loadSiteConfig(site));
   const verify = await timeIt(() => checkTrust(ctx, loaded));
@@ -64,7 +73,14 @@ try {
   }
   const perSecond = cases / (Number(process.hrtime.bigint() - started) / 1e9);
 
-  const row = (name: string, s: number[], target: string) => [name, median(s), Math.min(...s), Math.max(...s), median(s) / median(load), target];
+  const row = (name: string, s: number[], target: string) => [
+    name,
+    median(s),
+    Math.min(...s),
+    Math.max(...s),
+    median(s) / median(load),
+    target,
+  ];
   printTable(`Trust benchmark (median of ${runs} runs, in process)`, [
     ['operation', 'median ms', 'min ms', 'max ms', 'x load', 'target'],
     row('load the folder (baseline)', load, ''),

@@ -60,17 +60,87 @@ try {
   const description = 'x'.repeat(1500);
   const ns = (i: number) => NAMESPACES[i % NAMESPACES.length]!;
   await inPool([...Array(OBJECTS.csv).keys()], 32, async (i) => {
-    await custom.createNamespacedCustomObject({ ...GVR.csv, namespace: ns(i), body: { apiVersion: 'operators.coreos.com/v1alpha1', kind: 'ClusterServiceVersion', metadata: { name: `op-${i}.v1.0.0`, namespace: ns(i) }, spec: { displayName: `Operator ${i}`, description, version: '1.0.0', install: { strategy: 'deployment', spec: { deployments: [{ name: `op-${i}`, spec: { replicas: 1, template: { spec: { containers: [{ name: 'manager', image: `quay.io/acme/op-${i}@sha256:${'e'.repeat(64)}` }] } } } }] } } } } });
-    await s.setStatus(GVR.csv, `op-${i}.v1.0.0`, { phase: 'Succeeded', reason: 'InstallSucceeded', message: 'install strategy completed with no errors' }, ns(i));
+    await custom.createNamespacedCustomObject({
+      ...GVR.csv,
+      namespace: ns(i),
+      body: {
+        apiVersion: 'operators.coreos.com/v1alpha1',
+        kind: 'ClusterServiceVersion',
+        metadata: { name: `op-${i}.v1.0.0`, namespace: ns(i) },
+        spec: {
+          displayName: `Operator ${i}`,
+          description,
+          version: '1.0.0',
+          install: {
+            strategy: 'deployment',
+            spec: {
+              deployments: [
+                {
+                  name: `op-${i}`,
+                  spec: {
+                    replicas: 1,
+                    template: {
+                      spec: {
+                        containers: [{ name: 'manager', image: `quay.io/acme/op-${i}@sha256:${'e'.repeat(64)}` }],
+                      },
+                    },
+                  },
+                },
+              ],
+            },
+          },
+        },
+      },
+    });
+    await s.setStatus(
+      GVR.csv,
+      `op-${i}.v1.0.0`,
+      { phase: 'Succeeded', reason: 'InstallSucceeded', message: 'install strategy completed with no errors' },
+      ns(i),
+    );
   });
   await inPool([...Array(OBJECTS.subscription).keys()], 32, (i) =>
-    custom.createNamespacedCustomObject({ ...GVR.subscription, namespace: ns(i), body: { apiVersion: 'operators.coreos.com/v1alpha1', kind: 'Subscription', metadata: { name: `sub-${i}`, namespace: ns(i) }, spec: { name: `op-${i}`, source: 'redhat-operators', sourceNamespace: 'openshift-marketplace', channel: 'stable' } } }),
+    custom.createNamespacedCustomObject({
+      ...GVR.subscription,
+      namespace: ns(i),
+      body: {
+        apiVersion: 'operators.coreos.com/v1alpha1',
+        kind: 'Subscription',
+        metadata: { name: `sub-${i}`, namespace: ns(i) },
+        spec: {
+          name: `op-${i}`,
+          source: 'redhat-operators',
+          sourceNamespace: 'openshift-marketplace',
+          channel: 'stable',
+        },
+      },
+    }),
   );
   await inPool([...Array(OBJECTS.installplan).keys()], 32, (i) =>
-    custom.createNamespacedCustomObject({ group: 'operators.coreos.com', version: 'v1alpha1', plural: 'installplans', namespace: ns(i), body: { apiVersion: 'operators.coreos.com/v1alpha1', kind: 'InstallPlan', metadata: { name: `install-${i}`, namespace: ns(i) }, spec: { approval: 'Automatic', approved: true, clusterServiceVersionNames: [`op-${i}.v1.0.0`] } } }),
+    custom.createNamespacedCustomObject({
+      group: 'operators.coreos.com',
+      version: 'v1alpha1',
+      plural: 'installplans',
+      namespace: ns(i),
+      body: {
+        apiVersion: 'operators.coreos.com/v1alpha1',
+        kind: 'InstallPlan',
+        metadata: { name: `install-${i}`, namespace: ns(i) },
+        spec: { approval: 'Automatic', approved: true, clusterServiceVersionNames: [`op-${i}.v1.0.0`] },
+      },
+    }),
   );
   await inPool([...Array(OBJECTS.machine).keys()], 32, (i) =>
-    custom.createNamespacedCustomObject({ ...GVR.machine, namespace: ns(i), body: { apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Machine', metadata: { name: `machine-${i}`, namespace: ns(i) }, spec: { clusterName: 'sno', bootstrap: { dataSecretName: 'x' } } } }),
+    custom.createNamespacedCustomObject({
+      ...GVR.machine,
+      namespace: ns(i),
+      body: {
+        apiVersion: 'cluster.x-k8s.io/v1beta1',
+        kind: 'Machine',
+        metadata: { name: `machine-${i}`, namespace: ns(i) },
+        spec: { clusterName: 'sno', bootstrap: { dataSecretName: 'x' } },
+      },
+    }),
   );
   const total = Object.values(OBJECTS).reduce((a, b) => a + b, 0);
   console.log(`created ${total} objects in ${((performance.now() - started) / 1000).toFixed(0)} s`);
@@ -78,8 +148,20 @@ try {
   // baseline: kubectl listing the same kinds (one process per kind, as a script would)
   const kubectl = () => {
     const t = performance.now();
-    for (const kind of ['clusterserviceversions', 'subscriptions', 'installplans', 'machines.cluster.x-k8s.io', 'catalogsources', 'clusteroperators', 'machineconfigpools', 'customresourcedefinitions']) {
-      const r = spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'get', kind, '-A', '-o', 'json'], { stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 30 });
+    for (const kind of [
+      'clusterserviceversions',
+      'subscriptions',
+      'installplans',
+      'machines.cluster.x-k8s.io',
+      'catalogsources',
+      'clusteroperators',
+      'machineconfigpools',
+      'customresourcedefinitions',
+    ]) {
+      const r = spawnSync('kubectl', ['--kubeconfig', cluster.kubeconfigPath, 'get', kind, '-A', '-o', 'json'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        maxBuffer: 1 << 30,
+      });
       if (r.status !== 0) throw new Error(`kubectl get ${kind}: ${r.stderr.toString()}`);
     }
     return performance.now() - t;
@@ -89,7 +171,11 @@ try {
   // the sync alone, in this process (client already loaded)
   const syncMs: number[] = [];
   for (let run = 0; run < 3; run++) {
-    const view = new ClusterView(kc, { clock: systemClock, log: createLogger({ level: 'error', journal: false, write: () => undefined }), ctx: EMPTY_CONTEXT });
+    const view = new ClusterView(kc, {
+      clock: systemClock,
+      log: createLogger({ level: 'error', journal: false, write: () => undefined }),
+      ctx: EMPTY_CONTEXT,
+    });
     const t = performance.now();
     view.start();
     await view.synced(60_000);
@@ -107,10 +193,26 @@ try {
     root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-bench-watch-'));
     const statusFile = path.join(root, 'var/lib/sno-relocate/watch.json');
     const t = performance.now();
-    const child = spawn(BINARY, ['watch', '--kubeconfig', cluster.kubeconfigPath, '--root', root, '--metrics-address', '127.0.0.1:0', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' } });
+    const child = spawn(
+      BINARY,
+      [
+        'watch',
+        '--kubeconfig',
+        cluster.kubeconfigPath,
+        '--root',
+        root,
+        '--metrics-address',
+        '127.0.0.1:0',
+        '--log-level',
+        'warn',
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' } },
+    );
     children.push(child);
     // the file exists from the first event on; the sync is done once it says healthy or not
-    const evaluated = () => existsSync(statusFile) && (JSON.parse(readFileSync(statusFile, 'utf8')) as { health: string }).health !== 'unknown';
+    const evaluated = () =>
+      existsSync(statusFile) &&
+      (JSON.parse(readFileSync(statusFile, 'utf8')) as { health: string }).health !== 'unknown';
     await until(() => (evaluated() ? true : undefined), 60_000, 'the first evaluation in the status file');
     firstStatus.push(performance.now() - t);
     if (run < 2) {
@@ -138,10 +240,15 @@ try {
 
   // change to status file: a ClusterOperator degrades, then recovers
   const latency: number[] = [];
-  const findingFor = () => (JSON.parse(readFileSync(statusFile, 'utf8')) as { findings: { object: string }[] }).findings.some((f) => f.object === 'ClusterOperator console');
+  const findingFor = () =>
+    (JSON.parse(readFileSync(statusFile, 'utf8')) as { findings: { object: string }[] }).findings.some(
+      (f) => f.object === 'ClusterOperator console',
+    );
   for (let run = 0; run < 5; run++) {
     const t = performance.now();
-    await s.setStatus(GVR.clusterOperator, 'console', { conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'Bench', `run ${run}`)] });
+    await s.setStatus(GVR.clusterOperator, 'console', {
+      conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'Bench', `run ${run}`)],
+    });
     await until(() => (findingFor() ? true : undefined), 10_000, 'the Degraded finding');
     latency.push(performance.now() - t);
     await s.setStatus(GVR.clusterOperator, 'console', healthyOperator());
@@ -150,11 +257,26 @@ try {
 
   printTable(`watch with ${total} watched objects (medians of 3 runs unless noted)`, [
     ['measure', 'value', 'target', 'baseline (same run)'],
-    ['initial sync, in-process (ms)', median(syncMs), '< 5000', `kubectl get -A -o json of the same kinds: ${median(kubectlMs).toFixed(0)} ms (${(median(syncMs) / median(kubectlMs)).toFixed(2)}x)`],
+    [
+      'initial sync, in-process (ms)',
+      median(syncMs),
+      '< 5000',
+      `kubectl get -A -o json of the same kinds: ${median(kubectlMs).toFixed(0)} ms (${(median(syncMs) / median(kubectlMs)).toFixed(2)}x)`,
+    ],
     ['executable start to first evaluation in the status file (ms)', median(firstStatus), '< 5000', ''],
-    [`idle RSS over ${IDLE_SECONDS} s, median of ${rssSamples.length} samples (MB)`, median(rssSamples), '< 70', `idle node process: ${nodeRss.toFixed(1)} MB`],
+    [
+      `idle RSS over ${IDLE_SECONDS} s, median of ${rssSamples.length} samples (MB)`,
+      median(rssSamples),
+      '< 70',
+      `idle node process: ${nodeRss.toFixed(1)} MB`,
+    ],
     [`idle CPU over ${IDLE_SECONDS} s (% of one core)`, cpuPct, '< 1', `idle node process: ${nodeCpuPct.toFixed(2)} %`],
-    ['ClusterOperator Degraded to status file, median of 5 (ms)', median(latency), '< 1000', `max ${Math.max(...latency).toFixed(0)} ms`],
+    [
+      'ClusterOperator Degraded to status file, median of 5 (ms)',
+      median(latency),
+      '< 1000',
+      `max ${Math.max(...latency).toFixed(0)} ms`,
+    ],
   ]);
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');

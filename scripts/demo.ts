@@ -22,7 +22,8 @@ const example = path.join(REPO, 'examples', 'store-0042');
 const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-demo-'));
 const bus = missingDbusDaemon() ? undefined : await startTestBus({ root });
 const missing = missingBinaries();
-if (missing.length) console.log(`(no factory cluster for the cluster steps: ${missing.join(', ')}; \`npm test\` builds it)`);
+if (missing.length)
+  console.log(`(no factory cluster for the cluster steps: ${missing.join(', ')}; \`npm test\` builds it)`);
 const factory = missing.length ? undefined : await startFactory();
 try {
   layFactoryNode(root);
@@ -30,7 +31,10 @@ try {
   writeFileSync(stubs.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
   const env = { ...process.env, ...stubs, ...(bus ? { DBUS_SYSTEM_BUS_ADDRESS: bus.address } : {}) };
   const cli = (...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args], { stdio: 'inherit', env }).status ?? 1;
+    spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args], {
+      stdio: 'inherit',
+      env,
+    }).status ?? 1;
   // against the temp root throughout: this machine's own trust anchors, if any, play no part
   console.log(`$ sno-relocate validate ${path.relative(REPO, example)} --root ${root}`);
   let code = cli('validate', example, '--root', root);

@@ -1,7 +1,7 @@
 /**
  * The README's generated parts: the site-config field reference (a Markdown table from the zod
- * schema), the step table and the CLI usage (from src/steps/index.ts) and the journal message ids. Each sits between its own
- * markers; `--write` refreshes README.md, and a test fails when the README is stale.
+ * schema), the step table and the CLI usage (from src/steps/index.ts) and the journal message ids.
+ * Each sits between its own markers; `--write` refreshes README.md, and a test fails when the README is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -24,7 +24,6 @@ interface JsonSchema {
   additionalProperties?: JsonSchema | boolean;
 }
 
-
 function typeOf(s: JsonSchema): string {
   if (s.const !== undefined) return `\`${String(s.const)}\``;
   if (s.enum) return s.enum.map((e) => `\`${String(e)}\``).join(' \\| ');
@@ -38,7 +37,9 @@ function renderConfigReference(): string {
   const walk = (s: JsonSchema, at: string, depth: number) => {
     for (const [key, child] of Object.entries(s.properties ?? {})) {
       const field = `${at}${at ? '.' : ''}${key}`;
-      rows.push(`| \`${field}\` | ${typeOf(child)} | ${s.required?.includes(key) ? 'yes' : ''} | ${(child.description ?? '').replace(/</g, '&lt;')} |`);
+      rows.push(
+        `| \`${field}\` | ${typeOf(child)} | ${s.required?.includes(key) ? 'yes' : ''} | ${(child.description ?? '').replace(/</g, '&lt;')} |`,
+      );
       // nmstate is nmstate's own format: the agent reads a subset and passes the rest through
       if (child.properties && key !== 'nmstate' && depth < 4) walk(child, field, depth + 1);
       if (child.type === 'array' && child.items?.properties && depth < 4) walk(child.items, `${field}[]`, depth + 1);
@@ -51,7 +52,11 @@ function renderConfigReference(): string {
 const REPO = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function renderMessageIds(): string {
-  return ['| event | MESSAGE_ID |', '| --- | --- |', ...Object.entries(MessageId).map(([name, id]) => `| ${name} | \`${id}\` |`)].join('\n');
+  return [
+    '| event | MESSAGE_ID |',
+    '| --- | --- |',
+    ...Object.entries(MessageId).map(([name, id]) => `| ${name} | \`${id}\` |`),
+  ].join('\n');
 }
 
 function renderSteps(): string {
@@ -61,7 +66,8 @@ function renderSteps(): string {
 
 /** Each generated block, by the name its markers carry. */
 export const GENERATED: Record<string, () => string> = {
-  'example site-config': () => `\`\`\`yaml\n${readFileSync(path.join(REPO, 'examples/store-0042/site-config.yaml'), 'utf8').trimEnd()}\n\`\`\``,
+  'example site-config': () =>
+    `\`\`\`yaml\n${readFileSync(path.join(REPO, 'examples/store-0042/site-config.yaml'), 'utf8').trimEnd()}\n\`\`\``,
   steps: renderSteps,
   'cli usage': () => `\`\`\`text\n${HELP.trimEnd()}\n\`\`\``,
   'site-config reference': renderConfigReference,

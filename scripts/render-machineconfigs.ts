@@ -12,7 +12,14 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCidr } from '../src/node/addresses.js';
-import { type AgentSources, machineConfigPayloads, machineConfigYaml, type MachineConfigOptions, type Payload, renderMachineConfigs } from '../src/node/machineconfig.js';
+import {
+  type AgentSources,
+  machineConfigPayloads,
+  machineConfigYaml,
+  type MachineConfigOptions,
+  type Payload,
+  renderMachineConfigs,
+} from '../src/node/machineconfig.js';
 import { readPublicKey } from '../src/trust/signature.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,7 +37,9 @@ export function agentSources(dir = path.join(REPO, 'systemd')): AgentSources {
 }
 
 function internalIP(value: string): string {
-  const invalid = new Error(`SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length (CIDR), e.g. ${DEFAULT_INTERNAL_IP}: ${JSON.stringify(value)}`);
+  const invalid = new Error(
+    `SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length (CIDR), e.g. ${DEFAULT_INTERNAL_IP}: ${JSON.stringify(value)}`,
+  );
   if (!value.includes('/')) throw invalid;
   try {
     parseCidr(value);
@@ -44,7 +53,8 @@ function internalIP(value: string): string {
 const IMAGE_REFERENCE = /^[a-z0-9][\w.\-/:@]*$/i;
 
 function image(value: string): string {
-  if (!IMAGE_REFERENCE.test(value)) throw new Error(`SNO_RELOCATE_IMAGE: not a container image reference: ${JSON.stringify(value)}`);
+  if (!IMAGE_REFERENCE.test(value))
+    throw new Error(`SNO_RELOCATE_IMAGE: not a container image reference: ${JSON.stringify(value)}`);
   return value;
 }
 

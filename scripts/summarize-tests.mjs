@@ -9,7 +9,9 @@ let failed = Number(extraFailures);
 let skipped = 0;
 for (const name of readdirSync(dir).filter((f) => /^vitest-.*\.json$/.test(f))) {
   const report = JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
-  console.log(`${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped`);
+  console.log(
+    `${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests + report.numTodoTests} skipped`,
+  );
   passed += report.numPassedTests;
   failed += report.numFailedTests + (report.success === false && report.numFailedTests === 0 ? 1 : 0);
   skipped += report.numPendingTests + report.numTodoTests;

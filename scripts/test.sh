@@ -43,9 +43,10 @@ fi
 phase "build: bundle, single executable, schema, MachineConfigs"
 ./build.sh || exit 1
 
-phase "typecheck and lint"
+phase "typecheck, lint and format"
 npx tsc -p . || failures=$((failures + 1))
 npx eslint . || failures=$((failures + 1))
+npx prettier --check . || failures=$((failures + 1))
 
 phase "unit, fixture, black-box and kube-apiserver tests"
 npx vitest run --reporter=default --reporter=json --outputFile.json="$ART/vitest-main.json" || true

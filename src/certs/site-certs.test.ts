@@ -44,8 +44,18 @@ describe('serving certificates', () => {
   });
 
   it.each([
-    ['another name', (p: { certPem: string; keyPem: string }) => p, ['api.sno.example.com'], /does not name api.sno.example.com/],
-    ['a key of another certificate', (p: { certPem: string; keyPem: string }, other: { keyPem: string }) => ({ ...p, keyPem: other.keyPem }), ['a.example.com'], /key does not match/],
+    [
+      'another name',
+      (p: { certPem: string; keyPem: string }) => p,
+      ['api.sno.example.com'],
+      /does not name api.sno.example.com/,
+    ],
+    [
+      'a key of another certificate',
+      (p: { certPem: string; keyPem: string }, other: { keyPem: string }) => ({ ...p, keyPem: other.keyPem }),
+      ['a.example.com'],
+      /key does not match/,
+    ],
     ['garbage', () => ({ certPem: 'x', keyPem: 'y' }), ['a.example.com'], /cannot be read/],
   ])('finds %s', async (_, mutate, names, why) => {
     const ca = await ensureSiteCa(fs, '/state', 'store-0042', now);
@@ -56,11 +66,18 @@ describe('serving certificates', () => {
 
   it('finds a certificate from another CA and one about to expire', async () => {
     const ca = await ensureSiteCa(fs, '/state', 'store-0042', now);
-    const otherCa = await ensureSiteCa(createRootFs(mkdtempSync(path.join(root, 'other-'))), '/state', 'elsewhere', now);
+    const otherCa = await ensureSiteCa(
+      createRootFs(mkdtempSync(path.join(root, 'other-'))),
+      '/state',
+      'elsewhere',
+      now,
+    );
     const foreign = issueServing(['a.example.com'], otherCa, now);
     expect(servingProblem(foreign, ['a.example.com'], ca, now)).toBe('it is not signed by the site CA');
     const pair = issueServing(['a.example.com'], ca, now);
-    expect(servingProblem(pair, ['a.example.com'], ca, new Date(now.getTime() + 800 * 86_400_000))).toMatch(/expires within 30 days/);
+    expect(servingProblem(pair, ['a.example.com'], ca, new Date(now.getTime() + 800 * 86_400_000))).toMatch(
+      /expires within 30 days/,
+    );
     expect(servingProblem(pair, ['a.example.com'], undefined, now)).toBe('the site CA that signed it is gone');
     expect(new X509Certificate(pair.certPem).publicKey.asymmetricKeyType).toBe('ec');
   });

@@ -23,7 +23,10 @@ export interface SiteCa extends Issuer {
   certPem: string;
 }
 
-const caPaths = (stateDir: string) => ({ cert: path.join(stateDir, SITE_CA_DIR, 'ca.crt'), key: path.join(stateDir, SITE_CA_DIR, 'ca.key') });
+const caPaths = (stateDir: string) => ({
+  cert: path.join(stateDir, SITE_CA_DIR, 'ca.crt'),
+  key: path.join(stateDir, SITE_CA_DIR, 'ca.key'),
+});
 
 /** The site CA kept in the state folder; undefined when there is none yet (or it is unreadable or expiring). */
 export async function loadSiteCa(fs: RootFs, stateDir: string, now: Date): Promise<SiteCa | undefined> {
@@ -45,7 +48,15 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
   const kept = await loadSiteCa(fs, stateDir, now);
   if (kept) return kept;
   const key = newKey();
-  const certPem = issue({ commonName: `sno-relocate site CA ${siteName}`, isCA: true, notBefore: new Date(now.getTime() - BACKDATE_MS), validityDays: CA_VALIDITY_DAYS }, key);
+  const certPem = issue(
+    {
+      commonName: `sno-relocate site CA ${siteName}`,
+      isCA: true,
+      notBefore: new Date(now.getTime() - BACKDATE_MS),
+      validityDays: CA_VALIDITY_DAYS,
+    },
+    key,
+  );
   const paths = caPaths(stateDir);
   await fs.mkdirp(path.dirname(paths.key), 0o700);
   // the key first: a certificate without its key would be unusable after a power cut
@@ -57,7 +68,16 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
 /** A serving certificate for `names` (the first is the subject), with the CA appended as its chain. */
 export function issueServing(names: readonly string[], ca: SiteCa, now: Date): CertificatePair {
   const key: KeyObject = newKey();
-  const leaf = issue({ commonName: names[0]!, dnsNames: [...names], notBefore: new Date(now.getTime() - BACKDATE_MS), validityDays: SERVING_VALIDITY_DAYS }, key, ca);
+  const leaf = issue(
+    {
+      commonName: names[0]!,
+      dnsNames: [...names],
+      notBefore: new Date(now.getTime() - BACKDATE_MS),
+      validityDays: SERVING_VALIDITY_DAYS,
+    },
+    key,
+    ca,
+  );
   return { certPem: leaf + ca.certPem, keyPem: keyToPem(key) };
 }
 
@@ -71,7 +91,12 @@ const dnsNamesOf = (cert: X509Certificate): string[] =>
  * Why a certificate and key pair does not serve `names` signed by `ca`, or undefined when it does:
  * it must be readable, match its key, name every one of `names`, chain to the CA and stay valid.
  */
-export function servingProblem(pair: CertificatePair, names: readonly string[], ca: SiteCa | undefined, now: Date): string | undefined {
+export function servingProblem(
+  pair: CertificatePair,
+  names: readonly string[],
+  ca: SiteCa | undefined,
+  now: Date,
+): string | undefined {
   let leaf: X509Certificate | undefined;
   let key: KeyObject;
   try {

@@ -10,12 +10,22 @@
  * outer SEQUENCEs (TBSCertificate, Certificate) are put together here from forge's own encoders,
  * with the public key as node:crypto exports it (SubjectPublicKeyInfo DER).
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, X509Certificate, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  sign,
+  X509Certificate,
+  type KeyObject,
+} from 'node:crypto';
 import forge from 'node-forge';
 
 const { asn1, pki } = forge;
 // exported by node-forge's x509 module, missing from its type declarations
-const extensionsToAsn1 = (pki as unknown as { certificateExtensionsToAsn1(exts: unknown[]): forge.asn1.Asn1 }).certificateExtensionsToAsn1;
+const extensionsToAsn1 = (pki as unknown as { certificateExtensionsToAsn1(exts: unknown[]): forge.asn1.Asn1 })
+  .certificateExtensionsToAsn1;
 const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
 const DAY_MS = 86_400_000;
 
@@ -44,7 +54,9 @@ function keyIdentifier(publicKey: KeyObject): string {
   const spki = asn1.fromDer(publicKey.export({ type: 'spki', format: 'der' }).toString('binary'));
   const bits = (spki.value as forge.asn1.Asn1[])[1]!.value as string;
   // a BIT STRING's first byte counts its unused bits
-  return createHash('sha1').update(Buffer.from(bits.slice(1), 'binary')).digest('binary');
+  return createHash('sha1')
+    .update(Buffer.from(bits.slice(1), 'binary'))
+    .digest('binary');
 }
 
 /** The issuer's subject exactly as encoded in its certificate (forge cannot parse an EC certificate). */
@@ -54,10 +66,15 @@ function subjectName(cert: X509Certificate): forge.asn1.Asn1 {
   return (tbs.value as forge.asn1.Asn1[])[5]!;
 }
 
-const algorithm = () => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(ECDSA_WITH_SHA256).getBytes())]);
+const algorithm = () =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(ECDSA_WITH_SHA256).getBytes()),
+  ]);
 
 const time = (date: Date) =>
-  date.getUTCFullYear() < 2050 ? asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(date)) : asn1.create(asn1.Class.UNIVERSAL, asn1.Type.GENERALIZEDTIME, false, asn1.dateToGeneralizedTime(date));
+  date.getUTCFullYear() < 2050
+    ? asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(date))
+    : asn1.create(asn1.Class.UNIVERSAL, asn1.Type.GENERALIZEDTIME, false, asn1.dateToGeneralizedTime(date));
 
 function extensions(req: CertificateRequest, subjectKey: KeyObject, issuerKey: KeyObject): object[] {
   const octets = (bytes: string) => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, bytes);
@@ -65,11 +82,17 @@ function extensions(req: CertificateRequest, subjectKey: KeyObject, issuerKey: K
     { name: 'subjectKeyIdentifier', value: octets(keyIdentifier(subjectKey)) },
     {
       name: 'authorityKeyIdentifier',
-      value: asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, false, keyIdentifier(issuerKey))]),
+      value: asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+        asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, false, keyIdentifier(issuerKey)),
+      ]),
     },
   ];
   if (req.isCA) {
-    return [{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true }, ...common];
+    return [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+      ...common,
+    ];
   }
   return [
     { name: 'basicConstraints', cA: false, critical: true },
@@ -100,7 +123,9 @@ export function issue(req: CertificateRequest, key: KeyObject, issuer?: Issuer):
   serial[0] = serial[0]! & 0x7f;
   const notAfter = new Date(req.notBefore.getTime() + req.validityDays * DAY_MS);
   const tbs = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-    asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(2).getBytes())]),
+    asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(2).getBytes()),
+    ]),
     asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, serial.toString('binary')),
     algorithm(),
     issuer ? subjectName(issuer.cert) : pki.distinguishedNameToAsn1(shell.subject),
@@ -114,7 +139,12 @@ export function issue(req: CertificateRequest, key: KeyObject, issuer?: Issuer):
   const certificate = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
     tbs,
     algorithm(),
-    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.BITSTRING, false, String.fromCharCode(0) + signature.toString('binary')),
+    asn1.create(
+      asn1.Class.UNIVERSAL,
+      asn1.Type.BITSTRING,
+      false,
+      String.fromCharCode(0) + signature.toString('binary'),
+    ),
   ]);
   return forge.pem.encode({ type: 'CERTIFICATE', body: der(certificate) });
 }
@@ -134,4 +164,5 @@ export const matchesKey = (cert: X509Certificate, key: KeyObject): boolean => ce
 
 /** Valid now and for at least `marginDays` more. */
 export const validFor = (cert: X509Certificate, now: Date, marginDays: number): boolean =>
-  new Date(cert.validFrom).getTime() <= now.getTime() && new Date(cert.validTo).getTime() > now.getTime() + marginDays * DAY_MS;
+  new Date(cert.validFrom).getTime() <= now.getTime() &&
+  new Date(cert.validTo).getTime() > now.getTime() + marginDays * DAY_MS;

@@ -47,7 +47,12 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
   return { command, positionals, flags: parsed.values };
 }
 
-export function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
+export function oneOf<T extends string>(
+  flag: string,
+  value: string | undefined,
+  allowed: readonly T[],
+  fallback: T,
+): T {
   if (value === undefined) return fallback;
   if ((allowed as readonly string[]).includes(value)) return value as T;
   throw new UsageError(`${flag}: "${value}" is not one of ${allowed.join(', ')}`);
@@ -55,7 +60,8 @@ export function oneOf<T extends string>(flag: string, value: string | undefined,
 
 export function seconds(flag: string, value: string | undefined): number {
   const n = Number(value);
-  if (value === undefined || !/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new UsageError(`${flag}: expected a whole number of seconds, got "${value}"`);
+  if (value === undefined || !/^\d+$/.test(value) || !Number.isSafeInteger(n))
+    throw new UsageError(`${flag}: expected a whole number of seconds, got "${value}"`);
   return n;
 }
 
@@ -63,4 +69,3 @@ export function atMostOnePath(command: string, positionals: string[]): string | 
   if (positionals.length > 1) throw new UsageError(`${command} takes at most one PATH, got ${positionals.length}`);
   return positionals[0];
 }
-

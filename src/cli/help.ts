@@ -17,7 +17,12 @@ Usage:
   sno-relocate --version | --help
 
 Steps, in order (for --only and --skip; groups: ${STEP_GROUPS.join(', ')}):
-${STEP_GROUPS.map((g) => `  ${`${g}:`.padEnd(9)}${STEPS.filter((s) => s.group === g).map((s) => s.name).join(', ')}`).join('\n')}
+${STEP_GROUPS.map(
+  (g) =>
+    `  ${`${g}:`.padEnd(9)}${STEPS.filter((s) => s.group === g)
+      .map((s) => s.name)
+      .join(', ')}`,
+).join('\n')}
 
 Options:
   --root DIR            resolve every host path under DIR (default /)

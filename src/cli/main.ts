@@ -30,8 +30,9 @@ async function main(argv: readonly string[]): Promise<number> {
   let inv: Invocation;
   try {
     inv = parseCommandLine(argv);
-    if (inv.flags.version) return void process.stdout.write(`sno-relocate ${pkg.version}\n`), 0;
-    if (inv.flags.help || inv.command === undefined || inv.command === 'help') return void process.stdout.write(HELP), inv.command === undefined && !inv.flags.help ? 2 : 0;
+    if (inv.flags.version) return (void process.stdout.write(`sno-relocate ${pkg.version}\n`), 0);
+    if (inv.flags.help || inv.command === undefined || inv.command === 'help')
+      return (void process.stdout.write(HELP), inv.command === undefined && !inv.flags.help ? 2 : 0);
     const command = COMMANDS[inv.command];
     if (!command) throw new UsageError(`unknown command "${inv.command}"; run 'sno-relocate --help'`);
     const result = await command(inv);

@@ -31,6 +31,9 @@ export function renderPlan(doc: PlanDocument, format: 'text' | 'json' | 'yaml'):
     }
   }
   const count = (a: ShownPlan['action']) => safe.steps.filter((p) => p.action === a).length;
-  lines.push('', `${safe.steps.length} steps: ${count('change')} to change, ${count('noop')} unchanged, ${count('conflict')} in conflict, ${count('deferred')} deferred (planned when they run)`);
+  lines.push(
+    '',
+    `${safe.steps.length} steps: ${count('change')} to change, ${count('noop')} unchanged, ${count('conflict')} in conflict, ${count('deferred')} deferred (planned when they run)`,
+  );
   return `${lines.join('\n')}\n`;
 }

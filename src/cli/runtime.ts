@@ -18,7 +18,8 @@ import { checkTrust } from '../trust/check.js';
 import { type Flags, oneOf, seconds } from './args.js';
 
 /** The kubeconfig every OpenShift node carries for its own API server on localhost. */
-export const NODE_KUBECONFIG = '/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig';
+export const NODE_KUBECONFIG =
+  '/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig';
 
 export interface Runtime {
   log: Logger;
@@ -32,7 +33,7 @@ export interface Runtime {
 
 export function createRuntime(flags: Flags): Runtime {
   const log = createLogger({
-      level: oneOf('--log-level', flags['log-level'], ['trace', 'debug', 'info', 'warn', 'error'] as const, 'info'),
+    level: oneOf('--log-level', flags['log-level'], ['trace', 'debug', 'info', 'warn', 'error'] as const, 'info'),
     format: oneOf('--log-format', flags['log-format'], ['text', 'json'] as const, 'text'),
   });
   const fs = createRootFs(flags.root ?? '/');
@@ -70,11 +71,20 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
     return loaded;
   } catch (err) {
     if (err instanceof ConfigError) {
-      for (const f of err.findings) rt.log[f.severity === 'error' ? 'error' : 'warn']({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
+      for (const f of err.findings)
+        rt.log[f.severity === 'error' ? 'error' : 'warn']({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
       const errors = err.findings.filter((f) => f.severity === 'error');
-      logEvent(rt.log, 'error', 'configInvalid', { errors: errors.length }, 'site-config is invalid; nothing on the host was changed');
+      logEvent(
+        rt.log,
+        'error',
+        'configInvalid',
+        { errors: errors.length },
+        'site-config is invalid; nothing on the host was changed',
+      );
       const first = errors[0];
-      await rt.banner.show(`site-config invalid${first ? ` (${first.path}: ${scrubText(first.message)}${errors.length > 1 ? `, and ${errors.length - 1} more` : ''})` : ''}; nothing was changed`);
+      await rt.banner.show(
+        `site-config invalid${first ? ` (${first.path}: ${scrubText(first.message)}${errors.length > 1 ? `, and ${errors.length - 1} more` : ''})` : ''}; nothing was changed`,
+      );
     }
     throw err;
   }
@@ -91,15 +101,24 @@ export interface StepContextHandle {
 }
 
 /** `kubeReadyTimeoutMs`: how long to wait for the API; `run` waits for kubelet to bring it up, `plan` does not. */
-export function createStepContext(rt: Runtime, loaded: LoadedSite, options: RunOptions, connect: { kubeReadyTimeoutMs?: number } = {}): StepContextHandle {
+export function createStepContext(
+  rt: Runtime,
+  loaded: LoadedSite,
+  options: RunOptions,
+  connect: { kubeReadyTimeoutMs?: number } = {},
+): StepContextHandle {
   const kubeconfig = async (): Promise<string> => {
     if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
     if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
     if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-    throw new Error(`no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`);
+    throw new Error(
+      `no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`,
+    );
   };
   const systemd = lazy<Systemd>(() => connectSystemd(rt.log));
-  const kube = lazy<Kube>(async () => connectKube(await kubeconfig(), rt.log, { readyTimeoutMs: connect.kubeReadyTimeoutMs }));
+  const kube = lazy<Kube>(async () =>
+    connectKube(await kubeconfig(), rt.log, { readyTimeoutMs: connect.kubeReadyTimeoutMs }),
+  );
   let systemdUsed = false;
   return {
     ctx: {
@@ -118,7 +137,11 @@ export function createStepContext(rt: Runtime, loaded: LoadedSite, options: RunO
       options,
     },
     close: () => {
-      if (systemdUsed) void systemd().then((s) => s.close(), () => undefined);
+      if (systemdUsed)
+        void systemd().then(
+          (s) => s.close(),
+          () => undefined,
+        );
     },
   };
 }

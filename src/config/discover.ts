@@ -72,14 +72,21 @@ export async function discoverSiteConfig(options: DiscoverOptions): Promise<Disc
   return pollUntil(
     clock,
     async () => {
-      if (await fs.exists(ETC_SITE_CONFIG)) return { path: fs.resolve(ETC_SITE_CONFIG), release: async () => undefined };
+      if (await fs.exists(ETC_SITE_CONFIG))
+        return { path: fs.resolve(ETC_SITE_CONFIG), release: async () => undefined };
       for (const label of CONFIG_LABELS) {
         const found = await tryLabel(options, label, quiet);
         if (found) return found;
       }
       if (!announced && waitSeconds > 0) {
         announced = true;
-        logEvent(log, 'info', 'configWaiting', { waitSeconds, labels: CONFIG_LABELS }, `waiting up to ${waitSeconds}s for a site-config: ${ETC_SITE_CONFIG} or a filesystem labelled ${CONFIG_LABELS.join(' or ')}`);
+        logEvent(
+          log,
+          'info',
+          'configWaiting',
+          { waitSeconds, labels: CONFIG_LABELS },
+          `waiting up to ${waitSeconds}s for a site-config: ${ETC_SITE_CONFIG} or a filesystem labelled ${CONFIG_LABELS.join(' or ')}`,
+        );
         await banner.show(`waiting for a site-config (a USB stick labelled ${CONFIG_LABELS.join(' or ')})`);
       }
       return undefined;

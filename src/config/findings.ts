@@ -22,5 +22,4 @@ export function formatFinding(f: Finding): string {
   return `${f.severity}: ${f.path}: ${f.message}`;
 }
 
-export const hasErrors = (findings: readonly Finding[]): boolean =>
-  findings.some((f) => f.severity === 'error');
+export const hasErrors = (findings: readonly Finding[]): boolean => findings.some((f) => f.severity === 'error');

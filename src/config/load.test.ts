@@ -21,7 +21,11 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(work, { recursive: true, force: true }));
 
-const failure = (target: string) => loadSiteConfig(target).then(() => undefined, (err: unknown) => err);
+const failure = (target: string) =>
+  loadSiteConfig(target).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
 
 describe('the site-config file', () => {
   it('loads when it is a link to a file inside its folder', async () => {
@@ -52,13 +56,18 @@ describe('the site-config file', () => {
     expect(err).toBeInstanceOf(ConfigError);
     expect(err).toMatchObject({ exitCode: 2 });
     expect((err as ConfigError).message).toBe('site-config.yaml: resolves outside the site-config folder (symlink)');
-    expect((err as ConfigError).findings).toEqual([{ severity: 'error', path: 'site-config.yaml', message: 'resolves outside the site-config folder (symlink)' }]);
+    expect((err as ConfigError).findings).toEqual([
+      { severity: 'error', path: 'site-config.yaml', message: 'resolves outside the site-config folder (symlink)' },
+    ]);
   });
 
   it('does not parse (or quote) a host file it links to', async () => {
     rmSync(path.join(dir, 'site-config.yaml'));
     symlinkSync('/etc/passwd', path.join(dir, 'site-config.yaml'));
     const err = await failure(dir);
-    expect(err).toMatchObject({ exitCode: 2, message: 'site-config.yaml: resolves outside the site-config folder (symlink)' });
+    expect(err).toMatchObject({
+      exitCode: 2,
+      message: 'site-config.yaml: resolves outside the site-config folder (symlink)',
+    });
   });
 });

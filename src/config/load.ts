@@ -10,7 +10,13 @@ import { type Finding, formatFinding, hasErrors } from './findings.js';
 import type { CertificatePair, LoadedSite, Site, SiteFile } from './site.js';
 import { parseLenient, parseSiteConfig } from './v1/parse.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
-import { type DockerConfig, type NmstateState, nmstateSchema, pullSecretSchema, type SiteConfigV1 } from './v1/schema.js';
+import {
+  type DockerConfig,
+  type NmstateState,
+  nmstateSchema,
+  pullSecretSchema,
+  type SiteConfigV1,
+} from './v1/schema.js';
 import { readBounded } from './read-bounded.js';
 import { DocumentError, parseYamlDocument } from './yaml.js';
 
@@ -33,7 +39,13 @@ async function locate(target: string): Promise<string> {
   if (!info.isDirectory()) return target;
   for (const name of SITE_CONFIG_NAMES) {
     const candidate = path.join(target, name);
-    if (await stat(candidate).then((s) => s.isFile(), () => false)) return candidate;
+    if (
+      await stat(candidate).then(
+        (s) => s.isFile(),
+        () => false,
+      )
+    )
+      return candidate;
   }
   return fail([{ severity: 'error', path: target, message: `folder holds no ${SITE_CONFIG_NAMES[0]}` }]);
 }
@@ -56,14 +68,22 @@ async function fileReader(dir: string, findings: Finding[]): Promise<FileReader>
         digests.push({ name, sha256: sha256(data) });
         return data;
       } catch (err) {
-        findings.push({ severity: 'error', path: fieldPath, message: err instanceof Error ? err.message : String(err) });
+        findings.push({
+          severity: 'error',
+          path: fieldPath,
+          message: err instanceof Error ? err.message : String(err),
+        });
         return Buffer.alloc(0);
       }
     },
   };
 }
 
-async function readNmstate(config: SiteConfigV1, files: FileReader, findings: Finding[]): Promise<NmstateState | undefined> {
+async function readNmstate(
+  config: SiteConfigV1,
+  files: FileReader,
+  findings: Finding[],
+): Promise<NmstateState | undefined> {
   const { nmstate, nmstateFile } = config.spec.network;
   if (nmstate !== undefined || nmstateFile === undefined) return nmstate;
   const data = await files.read('$.spec.network.nmstateFile', nmstateFile);
@@ -78,7 +98,11 @@ async function readNmstate(config: SiteConfigV1, files: FileReader, findings: Fi
   }
 }
 
-async function readPullSecret(config: SiteConfigV1, files: FileReader, findings: Finding[]): Promise<DockerConfig | undefined> {
+async function readPullSecret(
+  config: SiteConfigV1,
+  files: FileReader,
+  findings: Finding[],
+): Promise<DockerConfig | undefined> {
   const { pullSecret, pullSecretFile } = config.spec;
   if (pullSecretFile === undefined) return pullSecret;
   const data = await files.read('$.spec.pullSecretFile', pullSecretFile);
@@ -97,7 +121,11 @@ async function readPullSecret(config: SiteConfigV1, files: FileReader, findings:
   return parsed.value;
 }
 
-async function readCertificates(config: SiteConfigV1, files: FileReader, findings: Finding[]): Promise<Site['certificates']> {
+async function readCertificates(
+  config: SiteConfigV1,
+  files: FileReader,
+  findings: Finding[],
+): Promise<Site['certificates']> {
   const out: Site['certificates'] = {};
   for (const which of ['ingress', 'api'] as const) {
     const pair = config.spec.certificates?.[which];
@@ -113,7 +141,12 @@ async function readCertificates(config: SiteConfigV1, files: FileReader, finding
   return out;
 }
 
-function checkPair(pair: CertificatePair, certPath: string, keyPath: string, findings: Finding[]): CertificatePair | undefined {
+function checkPair(
+  pair: CertificatePair,
+  certPath: string,
+  keyPath: string,
+  findings: Finding[],
+): CertificatePair | undefined {
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(pair.certPem);
@@ -130,7 +163,8 @@ function checkPair(pair: CertificatePair, certPath: string, keyPath: string, fin
     findings.push({ severity: 'error', path: keyPath, message: 'not a PEM private key' });
     return undefined;
   }
-  if (Date.parse(cert.validTo) < Date.now()) findings.push({ severity: 'error', path: certPath, message: `certificate expired on ${cert.validTo}` });
+  if (Date.parse(cert.validTo) < Date.now())
+    findings.push({ severity: 'error', path: certPath, message: `certificate expired on ${cert.validTo}` });
   return pair;
 }
 
@@ -187,7 +221,8 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   const nmstate = await readNmstate(config, files, findings);
   const pullSecret = await readPullSecret(config, files, findings);
   const certificates = await readCertificates(config, files, findings);
-  const nmstatePath = config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
+  const nmstatePath =
+    config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
   findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }));
   if (hasErrors(findings) || !nmstate) fail(findings);
 
@@ -200,4 +235,3 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
     findings,
   };
 }
-

@@ -24,7 +24,8 @@ describe('isInside', () => {
 });
 
 describe('readBounded', () => {
-  const read = (name: string, limit?: number) => readBounded(path.join(dir, name), name, { inside: dir, ...(limit !== undefined && { limit }) });
+  const read = (name: string, limit?: number) =>
+    readBounded(path.join(dir, name), name, { inside: dir, ...(limit !== undefined && { limit }) });
 
   it('reads a regular file inside the folder, also through a link inside it', async () => {
     writeFileSync(path.join(dir, 'a.yaml'), 'x: 1\n');

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { DocumentError, MAX_DOCUMENT_BYTES, parseYamlDocument } from './yaml.js';
 
-const parse = (text: string | Buffer) => parseYamlDocument(Buffer.isBuffer(text) ? text : Buffer.from(text), 'site-config.yaml');
+const parse = (text: string | Buffer) =>
+  parseYamlDocument(Buffer.isBuffer(text) ? text : Buffer.from(text), 'site-config.yaml');
 
 describe('parseYamlDocument', () => {
   it('reads plain YAML, keeping scalar aliases and core types', () => {
@@ -9,16 +10,32 @@ describe('parseYamlDocument', () => {
   });
 
   it.each([
-    ['a map alias (the billion-laughs shape)', 'a: &a {x: 1}\nb: [*a, *a, *a]\n', 'YAML aliases of maps or lists are not allowed'],
-    ['a nested alias bomb', 'a: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n', 'YAML aliases of maps or lists are not allowed'],
-    ['a merge key pulling a map in', 'base: &b {x: 1}\nthis:\n  <<: *b\n', 'YAML aliases of maps or lists are not allowed'],
+    [
+      'a map alias (the billion-laughs shape)',
+      'a: &a {x: 1}\nb: [*a, *a, *a]\n',
+      'YAML aliases of maps or lists are not allowed',
+    ],
+    [
+      'a nested alias bomb',
+      'a: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n',
+      'YAML aliases of maps or lists are not allowed',
+    ],
+    [
+      'a merge key pulling a map in',
+      'base: &b {x: 1}\nthis:\n  <<: *b\n',
+      'YAML aliases of maps or lists are not allowed',
+    ],
     ['a custom tag', 'a: !!js/function "function () {}"\n', 'not valid YAML'],
     ['a binary tag outside the core schema', 'a: !!binary aGVsbG8=\n', 'not valid YAML'],
     ['a duplicate key', 'a: 1\na: 2\n', 'duplicated mapping key (line 2, column 1)'],
     ['a list at the top', '- a\n- b\n', 'expected a mapping at the top level'],
     ['an empty file', '', 'expected a mapping at the top level'],
     ['flow lists nested beyond what the parser allows', `a: ${'['.repeat(2000)}${']'.repeat(2000)}`, 'not valid YAML'],
-    ['a deep mapping', `${Array.from({ length: 80 }, (_, i) => `${'  '.repeat(i)}k${i}:`).join('\n')} 1\n`, 'nested deeper than 64 levels'],
+    [
+      'a deep mapping',
+      `${Array.from({ length: 80 }, (_, i) => `${'  '.repeat(i)}k${i}:`).join('\n')} 1\n`,
+      'nested deeper than 64 levels',
+    ],
   ])('refuses %s', (_what, text, message) => {
     expect(() => parse(text)).toThrow(DocumentError);
     expect(() => parse(text)).toThrow(message);

@@ -45,7 +45,10 @@ export function parseYamlDocument(bytes: Buffer, what: string): unknown {
     value = yaml.load(text, { schema: yaml.CORE_SCHEMA, filename: what });
   } catch (err) {
     const reason = err instanceof yaml.YAMLException ? err.reason : String(err);
-    const mark = err instanceof yaml.YAMLException && err.mark ? ` (line ${err.mark.line + 1}, column ${err.mark.column + 1})` : '';
+    const mark =
+      err instanceof yaml.YAMLException && err.mark
+        ? ` (line ${err.mark.line + 1}, column ${err.mark.column + 1})`
+        : '';
     throw new DocumentError(`${what}: not valid YAML: ${reason}${mark}`);
   }
   checkShape(value, what);

@@ -14,7 +14,12 @@ import { StateStore } from './state.js';
 import type { PlanResult, Step, StepContext, StepName } from './step.js';
 
 /** A step over one file under the root: plans from the file's content, like the real steps plan from the host. */
-function fileStep(name: StepName, file: string, want: string, hooks: { failApply?: () => boolean; conflict?: boolean } = {}) {
+function fileStep(
+  name: StepName,
+  file: string,
+  want: string,
+  hooks: { failApply?: () => boolean; conflict?: boolean } = {},
+) {
   const applied: string[] = [];
   const step: Step = {
     name,
@@ -28,7 +33,8 @@ function fileStep(name: StepName, file: string, want: string, hooks: { failApply
         : { action: 'change', summary: `write ${file}`, changes: [{ action: 'create', target: file }] };
     },
     apply: async (ctx) => {
-      if (hooks.failApply?.()) throw new Error('disk on fire -----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----');
+      if (hooks.failApply?.())
+        throw new Error('disk on fire -----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----');
       applied.push(name);
       await ctx.fs.writeAtomic(file, want, { mode: 0o644 });
     },
@@ -42,7 +48,13 @@ function setup() {
   const fs = createRootFs(root);
   const lines: string[] = [];
   const log = createLogger({ write: (l) => lines.push(l), journal: false, level: 'debug' });
-  const ctx = { site: { name: 'store-1' } as Site, fs, log, clock: systemClock, stateDir: '/var/lib/sno-relocate' } as unknown as StepContext;
+  const ctx = {
+    site: { name: 'store-1' } as Site,
+    fs,
+    log,
+    clock: systemClock,
+    stateDir: '/var/lib/sno-relocate',
+  } as unknown as StepContext;
   const store = new StateStore(fs, '/var/lib/sno-relocate');
   const run = (steps: Step[], selected: Iterable<StepName> = steps.map((s) => s.name)) =>
     runSteps({ steps, selected: new Set(selected), ctx, store, banner: createBanner(undefined), configHash: 'h1' });
@@ -136,7 +148,9 @@ describe('selectSteps', () => {
   });
 
   it('names an unknown step and lists the known ones', () => {
-    expect(() => selectSteps(steps, 'netwrok', undefined)).toThrow('--only: unknown step or group "netwrok" (steps: a, b, c, d; groups: node, cluster)');
+    expect(() => selectSteps(steps, 'netwrok', undefined)).toThrow(
+      '--only: unknown step or group "netwrok" (steps: a, b, c, d; groups: node, cluster)',
+    );
   });
 
   it('refuses a selection that leaves nothing', () => {

@@ -19,7 +19,10 @@ export interface EngineInput {
   configHash: string;
 }
 
-const stepContext = (ctx: StepContext, step: Step): StepContext => ({ ...ctx, log: ctx.log.child({ step: step.name }) });
+const stepContext = (ctx: StepContext, step: Step): StepContext => ({
+  ...ctx,
+  log: ctx.log.child({ step: step.name }),
+});
 
 /** Plans the selected steps without changing anything (what `plan` prints). */
 export async function planSteps(input: Pick<EngineInput, 'steps' | 'selected' | 'ctx'>): Promise<StepPlan[]> {
@@ -37,8 +40,19 @@ function refuseConflicts(plans: readonly StepPlan[]): void {
 }
 
 /** The journal event and the console line of a run that stopped short: refused, or failed. */
-async function announceStop({ ctx, banner }: EngineInput, result: 'refused' | 'failed', message: string, err: unknown): Promise<void> {
-  logEvent(ctx.log, 'error', result === 'refused' ? 'runRefused' : 'runFailed', { site: ctx.site.name, err }, `run ${result}: ${message}`);
+async function announceStop(
+  { ctx, banner }: EngineInput,
+  result: 'refused' | 'failed',
+  message: string,
+  err: unknown,
+): Promise<void> {
+  logEvent(
+    ctx.log,
+    'error',
+    result === 'refused' ? 'runRefused' : 'runFailed',
+    { site: ctx.site.name, err },
+    `run ${result}: ${message}`,
+  );
   await banner.show(`${result === 'refused' ? 'REFUSED' : 'FAILED'}: ${message}`);
 }
 
@@ -55,7 +69,13 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     steps: resumed ? previous.steps : {},
   };
   const selected = input.steps.filter((s) => input.selected.has(s.name));
-  logEvent(ctx.log, 'info', 'runStarted', { site: state.site, steps: selected.map((s) => s.name), resumed }, `run started for site ${state.site}`);
+  logEvent(
+    ctx.log,
+    'info',
+    'runStarted',
+    { site: state.site, steps: selected.map((s) => s.name), resumed },
+    `run started for site ${state.site}`,
+  );
 
   // host preflight: every node step plans before the first one changes anything. A refusal here
   // changed nothing, so no state is written; it is still journaled and shown on the console.
@@ -104,8 +124,12 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Stat
       status,
       inputHash,
       attempts,
-      startedAt: (status === 'running' ? undefined : state.steps[step.name]?.startedAt) ?? ctx.clock.now().toISOString(),
-      ...(status !== 'running' && { finishedAt: ctx.clock.now().toISOString(), durationMs: Math.round(ctx.clock.monotonic() - began) }),
+      startedAt:
+        (status === 'running' ? undefined : state.steps[step.name]?.startedAt) ?? ctx.clock.now().toISOString(),
+      ...(status !== 'running' && {
+        finishedAt: ctx.clock.now().toISOString(),
+        durationMs: Math.round(ctx.clock.monotonic() - began),
+      }),
       ...(message !== undefined && { message: scrubText(message) }),
     };
     return store.save(state);
@@ -117,21 +141,42 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Stat
     if (plan.action === 'noop') {
       if (!doneBefore) await step.verify(ctx);
       await record('done', plan.reason);
-      logEvent(ctx.log, 'info', 'stepSkipped', { reason: plan.reason, durationMs: Math.round(ctx.clock.monotonic() - began) }, `nothing to do: ${plan.reason}`);
+      logEvent(
+        ctx.log,
+        'info',
+        'stepSkipped',
+        { reason: plan.reason, durationMs: Math.round(ctx.clock.monotonic() - began) },
+        `nothing to do: ${plan.reason}`,
+      );
       return;
     }
-    if (doneBefore) ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
+    if (doneBefore)
+      ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
     ctx.log.info({ changes: redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`)) }, plan.summary);
     await record('running');
     await step.apply(ctx, plan);
     await step.verify(ctx);
     await record('done', plan.summary);
-    logEvent(ctx.log, 'info', 'stepFinished', { durationMs: Math.round(ctx.clock.monotonic() - began) }, 'step finished');
+    logEvent(
+      ctx.log,
+      'info',
+      'stepFinished',
+      { durationMs: Math.round(ctx.clock.monotonic() - began) },
+      'step finished',
+    );
   } catch (err) {
     const wrapped =
-      err instanceof SnoRelocateError ? err : new StepError(`${step.name}: ${errorMessage(err)}`, { step: step.name, cause: err, retryable: true });
+      err instanceof SnoRelocateError
+        ? err
+        : new StepError(`${step.name}: ${errorMessage(err)}`, { step: step.name, cause: err, retryable: true });
     await record('failed', wrapped.message);
-    logEvent(ctx.log, 'error', 'stepFailed', { durationMs: Math.round(ctx.clock.monotonic() - began), err: wrapped }, `step failed: ${wrapped.message}`);
+    logEvent(
+      ctx.log,
+      'error',
+      'stepFailed',
+      { durationMs: Math.round(ctx.clock.monotonic() - began), err: wrapped },
+      `step failed: ${wrapped.message}`,
+    );
     throw wrapped;
   }
 }

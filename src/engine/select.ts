@@ -10,7 +10,9 @@ function expand(steps: readonly Step[], list: string, flag: string): Set<StepNam
     const matched = steps.filter((s) => s.name === item || s.group === item);
     if (matched.length === 0) {
       const names = steps.map((s) => s.name).join(', ');
-      throw new UsageError(`${flag}: unknown step or group "${item}" (steps: ${names}; groups: ${STEP_GROUPS.join(', ')})`);
+      throw new UsageError(
+        `${flag}: unknown step or group "${item}" (steps: ${names}; groups: ${STEP_GROUPS.join(', ')})`,
+      );
     }
     for (const s of matched) out.add(s.name);
   }

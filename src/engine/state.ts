@@ -39,10 +39,16 @@ export function hashOf(value: unknown): string {
   const stable = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(stable);
     if (v && typeof v === 'object')
-      return Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, stable(x)]));
+      return Object.fromEntries(
+        Object.entries(v)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([k, x]) => [k, stable(x)]),
+      );
     return v;
   };
-  return createHash('sha256').update(JSON.stringify(stable(value) ?? null)).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(stable(value) ?? null))
+    .digest('hex');
 }
 
 export class StateStore {
@@ -81,4 +87,3 @@ export class StateStore {
     );
   }
 }
-

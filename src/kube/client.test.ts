@@ -31,7 +31,10 @@ describe('timeoutHttpLibrary', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const send = (path: string, ms: number) => timeoutHttpLibrary(ms).send(new RequestContext(`${base}${path}`, HttpMethod.GET)).toPromise();
+  const send = (path: string, ms: number) =>
+    timeoutHttpLibrary(ms)
+      .send(new RequestContext(`${base}${path}`, HttpMethod.GET))
+      .toPromise();
 
   it('passes an answer through', async () => {
     const response = await send('/ok', 1_000);

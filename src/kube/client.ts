@@ -67,7 +67,10 @@ export class RequestTimeoutError extends Error {
     } catch {
       // not a URL: keep it as given
     }
-    super(`no answer from the API within ${timeoutMs / 1000} s (${method} ${path})`, cause === undefined ? undefined : { cause });
+    super(
+      `no answer from the API within ${timeoutMs / 1000} s (${method} ${path})`,
+      cause === undefined ? undefined : { cause },
+    );
     this.name = 'RequestTimeoutError';
   }
 }
@@ -78,13 +81,19 @@ export class RequestTimeoutError extends Error {
  * connecting, waiting for the answer and reading its body. An abort by that deadline comes out as a
  * RequestTimeoutError rather than node-fetch's "The user aborted a request."
  */
-export function timeoutHttpLibrary(timeoutMs: number, base: HttpLibrary = new IsomorphicFetchHttpLibrary()): HttpLibrary {
+export function timeoutHttpLibrary(
+  timeoutMs: number,
+  base: HttpLibrary = new IsomorphicFetchHttpLibrary(),
+): HttpLibrary {
   return wrapHttpLibrary({
     async send(request: RequestContext): Promise<ResponseContext> {
       const deadline = AbortSignal.timeout(timeoutMs);
       const given = request.getSignal();
       request.setSignal(given ? AbortSignal.any([given, deadline]) : deadline);
-      const timedOut = (err: unknown): unknown => (deadline.aborted && !given?.aborted ? new RequestTimeoutError(request.getHttpMethod(), request.getUrl(), timeoutMs, err) : err);
+      const timedOut = (err: unknown): unknown =>
+        deadline.aborted && !given?.aborted
+          ? new RequestTimeoutError(request.getHttpMethod(), request.getUrl(), timeoutMs, err)
+          : err;
       let response: ResponseContext;
       try {
         response = await base.send(request).toPromise();
@@ -106,10 +115,18 @@ export function timeoutHttpLibrary(timeoutMs: number, base: HttpLibrary = new Is
  * What KubeConfig.makeApiClient configures (the kubeconfig's server and authentication), with a
  * deadline on each request; `auth` may wrap the kubeconfig's own (the shared keep-alive agent).
  */
-export function timeoutConfiguration(config: KubeConfig, timeoutMs: number, auth: SecurityAuthentication = config): Configuration {
+export function timeoutConfiguration(
+  config: KubeConfig,
+  timeoutMs: number,
+  auth: SecurityAuthentication = config,
+): Configuration {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new StepError('the kubeconfig names no current cluster');
-  return createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: auth }, httpApi: timeoutHttpLibrary(timeoutMs) });
+  return createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: auth },
+    httpApi: timeoutHttpLibrary(timeoutMs),
+  });
 }
 
 const headerOf = (ref: ObjectRef): KubernetesObject & { metadata: { name: string; namespace?: string } } => ({
@@ -120,7 +137,9 @@ const headerOf = (ref: ObjectRef): KubernetesObject & { metadata: { name: string
 
 const splitApiVersion = (apiVersion: string): { group: string; version: string } => {
   const slash = apiVersion.indexOf('/');
-  return slash < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
+  return slash < 0
+    ? { group: '', version: apiVersion }
+    : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 };
 
 /**
@@ -175,16 +194,22 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       const { group, version } = splitApiVersion(apiVersion);
       found = retry(`discover ${apiVersion}`, async () => {
         try {
-          const list = group === '' ? await core.getAPIResources() : await customApi.getAPIResources({ group, version });
+          const list =
+            group === '' ? await core.getAPIResources() : await customApi.getAPIResources({ group, version });
           // subresources (routes/status) share their kind: keep the resource itself
-          return new Map(list.resources.filter((r) => !r.name.includes('/')).map((r) => [r.kind, { group, version, plural: r.name, namespaced: r.namespaced }]));
+          return new Map(
+            list.resources
+              .filter((r) => !r.name.includes('/'))
+              .map((r) => [r.kind, { group, version, plural: r.name, namespaced: r.namespaced }]),
+          );
         } catch (err) {
           if (statusOf(err) === 404) return new Map<string, Resource>();
           throw err;
         }
       }).catch((err: unknown) => {
         // a stuck API is named in the failure; an answer (ApiException) goes to the caller as it was
-        if (err instanceof RequestTimeoutError) throw new StepError(`failed to discover ${apiVersion}: ${err.message}`, { cause: err, retryable: true });
+        if (err instanceof RequestTimeoutError)
+          throw new StepError(`failed to discover ${apiVersion}: ${err.message}`, { cause: err, retryable: true });
         throw err;
       });
       // a failed discovery is asked again next time, not remembered
@@ -203,19 +228,36 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
    * kinds (Secret) have models and go through KubernetesObjectApi.
    */
   const custom = <T>(r: Resource, ref: { namespace?: string; name?: string }) => ({
-    read: () => (r.namespaced ? customApi.getNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name! }) : customApi.getClusterCustomObject({ ...r, name: ref.name! })) as Promise<T>,
-    create: (body: object) => (r.namespaced ? customApi.createNamespacedCustomObject({ ...r, namespace: ref.namespace!, body }) : customApi.createClusterCustomObject({ ...r, body })) as Promise<T>,
+    read: () =>
+      (r.namespaced
+        ? customApi.getNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name! })
+        : customApi.getClusterCustomObject({ ...r, name: ref.name! })) as Promise<T>,
+    create: (body: object) =>
+      (r.namespaced
+        ? customApi.createNamespacedCustomObject({ ...r, namespace: ref.namespace!, body })
+        : customApi.createClusterCustomObject({ ...r, body })) as Promise<T>,
     replace: (body: object) =>
-      (r.namespaced ? customApi.replaceNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name!, body }) : customApi.replaceClusterCustomObject({ ...r, name: ref.name!, body })) as Promise<T>,
+      (r.namespaced
+        ? customApi.replaceNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name!, body })
+        : customApi.replaceClusterCustomObject({ ...r, name: ref.name!, body })) as Promise<T>,
     patch: (body: object) =>
       (r.namespaced
-        ? customApi.patchNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name!, body }, mergePatchOptions)
+        ? customApi.patchNamespacedCustomObject(
+            { ...r, namespace: ref.namespace!, name: ref.name!, body },
+            mergePatchOptions,
+          )
         : customApi.patchClusterCustomObject({ ...r, name: ref.name!, body }, mergePatchOptions)) as Promise<T>,
-    delete: () => (r.namespaced ? customApi.deleteNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name! }) : customApi.deleteClusterCustomObject({ ...r, name: ref.name! })) as Promise<unknown>,
+    delete: () =>
+      (r.namespaced
+        ? customApi.deleteNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name! })
+        : customApi.deleteClusterCustomObject({ ...r, name: ref.name! })) as Promise<unknown>,
   });
 
   const fail = (verb: string, what: string, err: unknown): never => {
-    throw new StepError(`failed to ${verb} ${what}: ${describeFailure(err)}`, { cause: err, retryable: isTransient(err) || statusOf(err) === 409 });
+    throw new StepError(`failed to ${verb} ${what}: ${describeFailure(err)}`, {
+      cause: err,
+      retryable: isTransient(err) || statusOf(err) === 409,
+    });
   };
 
   const get = async <T extends KubeObject>(ref: ObjectRef): Promise<T | undefined> => {
@@ -234,7 +276,9 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     const ref = { ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind };
     const r = await resourceOf(obj.apiVersion, obj.kind);
     if (r && r.group !== '') return retry(`replace ${describeRef(ref)}`, () => custom<T>(r, ref).replace(obj));
-    return (await retry(`replace ${describeRef(ref)}`, () => objects.replace(obj as unknown as KubernetesObject))) as unknown as T;
+    return (await retry(`replace ${describeRef(ref)}`, () =>
+      objects.replace(obj as unknown as KubernetesObject),
+    )) as unknown as T;
   };
 
   return {
@@ -247,7 +291,11 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         if (r.group !== '') {
           const page = (await retry(`list ${kind}`, () =>
             r.namespaced && opts.namespace
-              ? customApi.listNamespacedCustomObject({ ...r, namespace: opts.namespace, labelSelector: opts.labelSelector })
+              ? customApi.listNamespacedCustomObject({
+                  ...r,
+                  namespace: opts.namespace,
+                  labelSelector: opts.labelSelector,
+                })
               : r.namespaced
                 ? customApi.listCustomObjectForAllNamespaces({ ...r, labelSelector: opts.labelSelector })
                 : customApi.listClusterCustomObject({ ...r, labelSelector: opts.labelSelector }),
@@ -255,7 +303,16 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
           return page.items.map((item) => ({ ...item, apiVersion, kind }));
         }
         const list = await retry(`list ${kind}`, () =>
-          objects.list(apiVersion, kind, opts.namespace, undefined, undefined, undefined, undefined, opts.labelSelector),
+          objects.list(
+            apiVersion,
+            kind,
+            opts.namespace,
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            opts.labelSelector,
+          ),
         );
         // list items come without apiVersion and kind; callers use them as refs
         return list.items.map((item) => ({ ...item, apiVersion, kind }) as unknown as T);
@@ -266,9 +323,14 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     async create<T extends KubeObject>(obj: T): Promise<T> {
       const r = await resourceOf(obj.apiVersion, obj.kind);
       try {
-        if (r && r.group !== '') return await retry(`create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () => custom<T>(r, obj.metadata).create(obj));
-        return (await retry(`create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`, () =>
-          objects.create(obj as unknown as KubernetesObject),
+        if (r && r.group !== '')
+          return await retry(
+            `create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`,
+            () => custom<T>(r, obj.metadata).create(obj),
+          );
+        return (await retry(
+          `create ${describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind })}`,
+          () => objects.create(obj as unknown as KubernetesObject),
         )) as unknown as T;
       } catch (err) {
         return fail('create', describeRef({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind }), err);
@@ -279,7 +341,18 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       try {
         if (r && r.group !== '') return await retry(`patch ${describeRef(ref)}`, () => custom<T>(r, ref).patch(patch));
         return (await retry(`patch ${describeRef(ref)}`, () =>
-          objects.patch({ ...headerOf(ref), ...patch, metadata: { ...(patch as { metadata?: object }).metadata, ...headerOf(ref).metadata } }, undefined, undefined, 'sno-relocate', undefined, PatchStrategy.MergePatch),
+          objects.patch(
+            {
+              ...headerOf(ref),
+              ...patch,
+              metadata: { ...(patch as { metadata?: object }).metadata, ...headerOf(ref).metadata },
+            },
+            undefined,
+            undefined,
+            'sno-relocate',
+            undefined,
+            PatchStrategy.MergePatch,
+          ),
         )) as unknown as T;
       } catch (err) {
         return fail('patch', describeRef(ref), err);
@@ -292,10 +365,16 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         const next = change(structuredClone(current));
         if (next === undefined) return current;
         try {
-          return await replace({ ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } });
+          return await replace({
+            ...next,
+            metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion },
+          });
         } catch (err) {
           if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('update', describeRef(ref), err);
-          log.info({ target: describeRef(ref), attempt }, `${describeRef(ref)} changed while it was being updated: reading it again`);
+          log.info(
+            { target: describeRef(ref), attempt },
+            `${describeRef(ref)} changed while it was being updated: reading it again`,
+          );
         }
       }
     },
@@ -314,14 +393,25 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     async approveCsr(name: string, reason: string, message: string): Promise<void> {
       for (let attempt = 1; ; attempt++) {
         try {
-          const csr = await retry(`read CertificateSigningRequest ${name}`, () => certificates.readCertificateSigningRequest({ name }));
+          const csr = await retry(`read CertificateSigningRequest ${name}`, () =>
+            certificates.readCertificateSigningRequest({ name }),
+          );
           const conditions = csr.status?.conditions ?? [];
           if (conditions.some((c) => c.type === 'Approved' && c.status === 'True')) return;
-          csr.status = { ...csr.status, conditions: [...conditions, { type: 'Approved', status: 'True', reason, message, lastUpdateTime: clock.now() }] };
-          await retry(`approve CertificateSigningRequest ${name}`, () => certificates.replaceCertificateSigningRequestApproval({ name, body: csr }));
+          csr.status = {
+            ...csr.status,
+            conditions: [
+              ...conditions,
+              { type: 'Approved', status: 'True', reason, message, lastUpdateTime: clock.now() },
+            ],
+          };
+          await retry(`approve CertificateSigningRequest ${name}`, () =>
+            certificates.replaceCertificateSigningRequestApproval({ name, body: csr }),
+          );
           return;
         } catch (err) {
-          if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('approve', `CertificateSigningRequest ${name}`, err);
+          if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS)
+            return fail('approve', `CertificateSigningRequest ${name}`, err);
         }
       }
     },
@@ -359,7 +449,8 @@ export async function connectKube(kubeconfigPath: string, log: Logger, options: 
           return true;
         } catch (err) {
           // an answer that no retry changes (401, 403) ends the wait at once
-          if (err instanceof ApiException && !isTransient(err)) throw new StepError(`the API at ${server} refused the agent: ${describeFailure(err)}`, { cause: err });
+          if (err instanceof ApiException && !isTransient(err))
+            throw new StepError(`the API at ${server} refused the agent: ${describeFailure(err)}`, { cause: err });
           const reason = describeFailure(err);
           if (reason !== last) log.info({ server, reason }, 'the API is not answering yet');
           last = reason;
@@ -369,6 +460,9 @@ export async function connectKube(kubeconfigPath: string, log: Logger, options: 
       { timeoutMs, intervalMs: 200, maxIntervalMs: 5_000 },
     ),
   );
-  if (!ready) throw new StepError(`the API at ${server} did not answer within ${Math.round(timeoutMs / 1000)} s: ${last}`, { retryable: true });
+  if (!ready)
+    throw new StepError(`the API at ${server} did not answer within ${Math.round(timeoutMs / 1000)} s: ${last}`, {
+      retryable: true,
+    });
   return createKube(config, log, options);
 }

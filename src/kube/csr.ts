@@ -87,14 +87,23 @@ export function parseCertificateRequest(pem: string): ParsedRequest {
   // bit strings left undecoded, so that the info re-encodes to the very bytes that were signed
   const request = fromDer(block.body, { decodeBitStrings: false });
   const [info, algorithm, signature] = children(request);
-  if (!info || !algorithm || !signature) throw new Error('certificate request is not a SEQUENCE of info, algorithm and signature');
+  if (!info || !algorithm || !signature)
+    throw new Error('certificate request is not a SEQUENCE of info, algorithm and signature');
   const [, name, spki, attributes] = children(info);
   if (!name || !spki) throw new Error('certificate request info lacks a subject or a public key');
-  const parsed: ParsedRequest = { subject: [], dnsNames: [], ipAddresses: [], emailAddresses: [], uris: [], signatureValid: false };
+  const parsed: ParsedRequest = {
+    subject: [],
+    dnsNames: [],
+    ipAddresses: [],
+    emailAddresses: [],
+    uris: [],
+    signatureValid: false,
+  };
   for (const rdn of children(name)) {
     for (const pair of children(rdn)) {
       const [oid, value] = children(pair);
-      if (oid && value) parsed.subject.push([attributeName(asn1.derToOid(bytes(oid))), forge.util.decodeUtf8(bytes(value))]);
+      if (oid && value)
+        parsed.subject.push([attributeName(asn1.derToOid(bytes(oid))), forge.util.decodeUtf8(bytes(value))]);
     }
   }
   for (const attribute of attributes ? children(attributes) : []) {
@@ -112,7 +121,11 @@ export function parseCertificateRequest(pem: string): ParsedRequest {
   const digest = SIGNATURE_DIGESTS[asn1.derToOid(bytes(children(algorithm)[0] ?? algorithm))];
   if (digest) {
     try {
-      const key = createPublicKey({ key: Buffer.from(asn1.toDer(spki).getBytes(), 'binary'), format: 'der', type: 'spki' });
+      const key = createPublicKey({
+        key: Buffer.from(asn1.toDer(spki).getBytes(), 'binary'),
+        format: 'der',
+        type: 'spki',
+      });
       // a BIT STRING's first byte counts its unused bits
       const sig = Buffer.from(bytes(signature).slice(1), 'binary');
       parsed.signatureValid = verify(digest, Buffer.from(asn1.toDer(info).getBytes(), 'binary'), key, sig);
@@ -157,7 +170,12 @@ const kindOf = (signer: string): CsrKind | undefined =>
 function usagesFit(kind: CsrKind, usages: readonly string[]): boolean {
   const wanted = kind === 'client' ? 'client auth' : 'server auth';
   const allowed = new Set(['digital signature', 'key encipherment', wanted]);
-  return usages.length === new Set(usages).size && usages.includes('digital signature') && usages.includes(wanted) && usages.every((u) => allowed.has(u));
+  return (
+    usages.length === new Set(usages).size &&
+    usages.includes('digital signature') &&
+    usages.includes(wanted) &&
+    usages.every((u) => allowed.has(u))
+  );
 }
 
 /** Which node a request's subject names, when it names one the way kubelet does. */
@@ -166,7 +184,9 @@ export function requestedNode(request: ParsedRequest): string | undefined {
   const o = request.subject.filter(([k]) => k === 'O');
   if (cn.length !== 1 || o.length !== 1 || o[0]![1] !== NODES_GROUP || request.subject.length !== 2) return undefined;
   const name = cn[0]![1];
-  return name.startsWith('system:node:') && name.length > 'system:node:'.length ? name.slice('system:node:'.length) : undefined;
+  return name.startsWith('system:node:') && name.length > 'system:node:'.length
+    ? name.slice('system:node:'.length)
+    : undefined;
 }
 
 /** Whether this pending request is this node's own, and why (or why not). */
@@ -177,33 +197,73 @@ export function judgeCsr(csr: CsrObject, node: NodeIdentity): Verdict {
   try {
     request = parseCertificateRequest(Buffer.from(csr.spec.request, 'base64').toString('utf8'));
   } catch (err) {
-    return { approve: false, kind, why: `the request cannot be read: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      approve: false,
+      kind,
+      why: `the request cannot be read: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
   if (!request.signatureValid) return { approve: false, kind, why: 'the request is not signed by the key it carries' };
   const subjectNode = requestedNode(request);
   if (subjectNode === undefined) {
-    return { approve: false, kind, why: `subject ${request.subject.map(([k, v]) => `${k}=${v}`).join(', ')} is not CN=system:node:<name>, O=system:nodes` };
+    return {
+      approve: false,
+      kind,
+      why: `subject ${request.subject.map(([k, v]) => `${k}=${v}`).join(', ')} is not CN=system:node:<name>, O=system:nodes`,
+    };
   }
-  if (subjectNode !== node.hostname) return { approve: false, kind, why: `it is for node ${subjectNode}, not this node (${node.hostname})` };
+  if (subjectNode !== node.hostname)
+    return { approve: false, kind, why: `it is for node ${subjectNode}, not this node (${node.hostname})` };
   const usages = csr.spec.usages ?? [];
-  if (!usagesFit(kind, usages)) return { approve: false, kind, why: `usages [${usages.join(', ')}] are not what kubelet asks for a ${kind} certificate` };
+  if (!usagesFit(kind, usages))
+    return {
+      approve: false,
+      kind,
+      why: `usages [${usages.join(', ')}] are not what kubelet asks for a ${kind} certificate`,
+    };
   const username = csr.spec.username ?? '';
   const groups = csr.spec.groups ?? [];
   const self = `system:node:${node.hostname}`;
   if (kind === 'client') {
     const bootstrapper = username === NODE_BOOTSTRAPPER && groups.includes(NODE_BOOTSTRAPPER_GROUP);
     const renewal = username === self && groups.includes(NODES_GROUP);
-    if (!bootstrapper && !renewal) return { approve: false, kind, why: `requested by ${username || '(nobody)'}, neither the node-bootstrapper nor the node itself` };
+    if (!bootstrapper && !renewal)
+      return {
+        approve: false,
+        kind,
+        why: `requested by ${username || '(nobody)'}, neither the node-bootstrapper nor the node itself`,
+      };
     const sans = [...request.dnsNames, ...request.ipAddresses, ...request.emailAddresses, ...request.uris];
-    if (sans.length > 0) return { approve: false, kind, why: `a client request with subjectAltNames (${sans.join(', ')})` };
-    return { approve: true, kind, why: `client certificate for ${self}, requested by ${bootstrapper ? 'the node-bootstrapper' : 'the node itself'}` };
+    if (sans.length > 0)
+      return { approve: false, kind, why: `a client request with subjectAltNames (${sans.join(', ')})` };
+    return {
+      approve: true,
+      kind,
+      why: `client certificate for ${self}, requested by ${bootstrapper ? 'the node-bootstrapper' : 'the node itself'}`,
+    };
   }
-  if (username !== self || !groups.includes(NODES_GROUP)) return { approve: false, kind, why: `requested by ${username || '(nobody)'}, not by the node itself in ${NODES_GROUP}` };
-  if (request.emailAddresses.length > 0 || request.uris.length > 0) return { approve: false, kind, why: 'a serving request with e-mail or URI names' };
+  if (username !== self || !groups.includes(NODES_GROUP))
+    return {
+      approve: false,
+      kind,
+      why: `requested by ${username || '(nobody)'}, not by the node itself in ${NODES_GROUP}`,
+    };
+  if (request.emailAddresses.length > 0 || request.uris.length > 0)
+    return { approve: false, kind, why: 'a serving request with e-mail or URI names' };
   const ips = new Set(node.ips.map(canonicalIp));
   const foreignNames = request.dnsNames.filter((n) => n !== node.hostname);
   const foreignIps = request.ipAddresses.filter((ip) => isIP(ip) === 0 || !ips.has(canonicalIp(ip)));
-  if (foreignNames.length + foreignIps.length > 0) return { approve: false, kind, why: `names that are not this node's: ${[...foreignNames, ...foreignIps].join(', ')}` };
-  if (request.dnsNames.length + request.ipAddresses.length === 0) return { approve: false, kind, why: 'a serving request without any name' };
-  return { approve: true, kind, why: `serving certificate for ${[...request.dnsNames, ...request.ipAddresses].join(', ')}, requested by the node itself` };
+  if (foreignNames.length + foreignIps.length > 0)
+    return {
+      approve: false,
+      kind,
+      why: `names that are not this node's: ${[...foreignNames, ...foreignIps].join(', ')}`,
+    };
+  if (request.dnsNames.length + request.ipAddresses.length === 0)
+    return { approve: false, kind, why: 'a serving request without any name' };
+  return {
+    approve: true,
+    kind,
+    why: `serving certificate for ${[...request.dnsNames, ...request.ipAddresses].join(', ')}, requested by the node itself`,
+  };
 }

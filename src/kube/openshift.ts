@@ -19,7 +19,11 @@ export const SECRET_PREFIX = 'sno-relocate-';
 export const CONFIG_NAMESPACE = 'openshift-config';
 export const INGRESS_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' };
 export const APISERVER_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'APIServer', name: 'cluster' };
-export const INFRASTRUCTURE_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Infrastructure', name: 'cluster' };
+export const INFRASTRUCTURE_CONFIG: ObjectRef = {
+  apiVersion: 'config.openshift.io/v1',
+  kind: 'Infrastructure',
+  name: 'cluster',
+};
 
 export interface IngressConfig extends KubeObject {
   spec?: {
@@ -53,7 +57,10 @@ export interface SecretObject extends KubeObject {
 
 export async function readIngressConfig(kube: Kube): Promise<IngressConfig> {
   const ingress = await kube.get<IngressConfig>(INGRESS_CONFIG);
-  if (!ingress?.spec?.domain) throw new StepError('ingress.config.openshift.io/cluster has no spec.domain: this does not look like an OpenShift cluster');
+  if (!ingress?.spec?.domain)
+    throw new StepError(
+      'ingress.config.openshift.io/cluster has no spec.domain: this does not look like an OpenShift cluster',
+    );
   return ingress;
 }
 
@@ -65,18 +72,27 @@ export async function readIngressConfig(kube: Kube): Promise<IngressConfig> {
 export async function clusterName(kube: Kube, siteName: string | undefined, ingress: IngressConfig): Promise<string> {
   const infrastructure = await kube.get<KubeObject & { status?: { apiServerURL?: string } }>(INFRASTRUCTURE_CONFIG);
   const url = infrastructure?.status?.apiServerURL;
-  const current = (url ? /^api\.([^.]+)\./.exec(new URL(url).hostname)?.[1] : undefined) ?? /^apps\.([^.]+)\./.exec(ingress.spec?.domain ?? '')?.[1];
+  const current =
+    (url ? /^api\.([^.]+)\./.exec(new URL(url).hostname)?.[1] : undefined) ??
+    /^apps\.([^.]+)\./.exec(ingress.spec?.domain ?? '')?.[1];
   if (siteName !== undefined && current !== undefined && siteName !== current)
-    throw new RefusedError(`spec.clusterName is ${siteName}, but the cluster is named ${current}: renaming the cluster is not supported; leave clusterName out or set it to ${current}`);
+    throw new RefusedError(
+      `spec.clusterName is ${siteName}, but the cluster is named ${current}: renaming the cluster is not supported; leave clusterName out or set it to ${current}`,
+    );
   const name = siteName ?? current;
-  if (name === undefined) throw new StepError(`cannot tell the cluster's name from ingress domain ${ingress.spec?.domain ?? '(none)'}: set spec.clusterName in the site-config`);
+  if (name === undefined)
+    throw new StepError(
+      `cannot tell the cluster's name from ingress domain ${ingress.spec?.domain ?? '(none)'}: set spec.clusterName in the site-config`,
+    );
   return name;
 }
 
 /** Flattened `path: value` lines of a JSON value, for plan diffs. */
 function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
   if (value !== null && typeof value === 'object' && !(Array.isArray(value) && value.length === 0)) {
-    const entries = Array.isArray(value) ? value.map((v, i) => [`[${i}]`, v] as const) : Object.entries(value).map(([k, v]) => [prefix ? `.${k}` : k, v] as const);
+    const entries = Array.isArray(value)
+      ? value.map((v, i) => [`[${i}]`, v] as const)
+      : Object.entries(value).map(([k, v]) => [prefix ? `.${k}` : k, v] as const);
     if (entries.length === 0) out.set(prefix, '{}');
     for (const [key, v] of entries) flatten(v, `${prefix}${key}`, out);
     return;
@@ -110,7 +126,11 @@ export interface SiteDomains {
   api: string;
 }
 
-export async function siteDomains(kube: Kube, site: { clusterName?: string; baseDomain: string }, ingress: IngressConfig): Promise<SiteDomains> {
+export async function siteDomains(
+  kube: Kube,
+  site: { clusterName?: string; baseDomain: string },
+  ingress: IngressConfig,
+): Promise<SiteDomains> {
   const cluster = await clusterName(kube, site.clusterName, ingress);
   return { cluster, apps: `apps.${cluster}.${site.baseDomain}`, api: `api.${cluster}.${site.baseDomain}` };
 }
@@ -134,11 +154,18 @@ export async function rememberAppsDomain(fs: RootFs, stateDir: string, domain: s
   const known = await rememberedAppsDomains(fs, stateDir);
   if (known.includes(domain)) return;
   await fs.mkdirp(stateDir, 0o700);
-  await fs.writeAtomic(path.join(stateDir, APPS_DOMAINS_FILE), `${JSON.stringify([...known, domain])}\n`, { mode: 0o644 });
+  await fs.writeAtomic(path.join(stateDir, APPS_DOMAINS_FILE), `${JSON.stringify([...known, domain])}\n`, {
+    mode: 0o644,
+  });
 }
 
 /** Every apps domain routes may have been created under, except the site's. */
-export async function oldAppsDomains(fs: RootFs, stateDir: string, ingress: IngressConfig, newDomain: string): Promise<string[]> {
+export async function oldAppsDomains(
+  fs: RootFs,
+  stateDir: string,
+  ingress: IngressConfig,
+  newDomain: string,
+): Promise<string[]> {
   const candidates = [ingress.spec?.domain, ingress.spec?.appsDomain, ...(await rememberedAppsDomains(fs, stateDir))];
   return [...new Set(candidates.filter((d): d is string => !!d && d !== newDomain))];
 }

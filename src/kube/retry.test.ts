@@ -37,18 +37,30 @@ describe('withRetry', () => {
   it('retries transient failures with growing waits, then returns', async () => {
     const clock = fakeClock();
     let calls = 0;
-    const value = await withRetry(clock, quiet, 'read', async () => {
-      calls += 1;
-      if (calls < 4) throw calls % 2 ? api(503) : socket('ECONNREFUSED');
-      return 'ok';
-    }, { budgetMs: 10_000, firstDelayMs: 100, maxDelayMs: 300 });
+    const value = await withRetry(
+      clock,
+      quiet,
+      'read',
+      async () => {
+        calls += 1;
+        if (calls < 4) throw calls % 2 ? api(503) : socket('ECONNREFUSED');
+        return 'ok';
+      },
+      { budgetMs: 10_000, firstDelayMs: 100, maxDelayMs: 300 },
+    );
     expect(value).toBe('ok');
     expect(clock.waits).toEqual([100, 200, 300]);
   });
 
   it('gives up when its budget is spent, throwing the last failure', async () => {
     const clock = fakeClock();
-    await expect(withRetry(clock, quiet, 'read', () => Promise.reject(api(503)), { budgetMs: 1_000, firstDelayMs: 100, maxDelayMs: 400 })).rejects.toMatchObject({ code: 503 });
+    await expect(
+      withRetry(clock, quiet, 'read', () => Promise.reject(api(503)), {
+        budgetMs: 1_000,
+        firstDelayMs: 100,
+        maxDelayMs: 400,
+      }),
+    ).rejects.toMatchObject({ code: 503 });
     expect(clock.waits.reduce((a, b) => a + b, 0)).toBe(1_000);
   });
 
@@ -61,8 +73,12 @@ describe('withRetry', () => {
 
 describe('describeFailure', () => {
   it("gives the API's own message", () => {
-    expect(describeFailure(api(409, JSON.stringify({ message: 'the object has been modified' })))).toBe('HTTP 409: the object has been modified');
-    expect(describeFailure(api(500, { message: 'etcdserver: request timed out' }))).toBe('HTTP 500: etcdserver: request timed out');
+    expect(describeFailure(api(409, JSON.stringify({ message: 'the object has been modified' })))).toBe(
+      'HTTP 409: the object has been modified',
+    );
+    expect(describeFailure(api(500, { message: 'etcdserver: request timed out' }))).toBe(
+      'HTTP 500: etcdserver: request timed out',
+    );
     expect(describeFailure(socket('ECONNREFUSED'))).toBe('connect ECONNREFUSED 127.0.0.1:6443');
   });
 });

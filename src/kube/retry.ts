@@ -9,7 +9,17 @@ import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 
 const TRANSIENT_STATUS = new Set([429, 500, 502, 503, 504]);
-const TRANSIENT_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+]);
 
 export function statusOf(err: unknown): number | undefined {
   return err instanceof ApiException ? err.code : undefined;
@@ -51,7 +61,13 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { budgetMs: 120_000, firstDelayMs: 100, maxDelayMs: 5_000 };
 
-export async function withRetry<T>(clock: Clock, log: Logger, what: string, fn: () => Promise<T>, policy: RetryPolicy = DEFAULT_RETRY): Promise<T> {
+export async function withRetry<T>(
+  clock: Clock,
+  log: Logger,
+  what: string,
+  fn: () => Promise<T>,
+  policy: RetryPolicy = DEFAULT_RETRY,
+): Promise<T> {
   const deadline = clock.monotonic() + policy.budgetMs;
   let delay = policy.firstDelayMs;
   for (let attempt = 1; ; attempt++) {
@@ -61,7 +77,10 @@ export async function withRetry<T>(clock: Clock, log: Logger, what: string, fn: 
       const left = deadline - clock.monotonic();
       if (!isTransient(err) || left <= 0) throw err;
       const wait = Math.min(delay, left);
-      log.warn({ attempt, retryInMs: Math.round(wait), reason: describeFailure(err) }, `${what}: transient failure, retrying`);
+      log.warn(
+        { attempt, retryInMs: Math.round(wait), reason: describeFailure(err) },
+        `${what}: transient failure, retrying`,
+      );
       await clock.sleep(wait);
       delay = Math.min(delay * 2, policy.maxDelayMs);
     }

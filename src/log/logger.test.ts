@@ -15,7 +15,9 @@ describe('logger', () => {
     const { log, lines } = capture();
     log.child({ step: 'network' }).info({ checkpoint: '/cp/1', problems: ['no ping', 'no dns'] }, 'checking');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z INFO {2}\[network\] checking checkpoint=\/cp\/1 problems="no ping,no dns"\n$/);
+    expect(lines[0]).toMatch(
+      /^\d{4}-\d\d-\d\dT[\d:.]+Z INFO {2}\[network\] checking checkpoint=\/cp\/1 problems="no ping,no dns"\n$/,
+    );
   });
 
   it('under the journal, prefixes the syslog priority and leaves the time to journald', () => {
@@ -28,11 +30,15 @@ describe('logger', () => {
   it('redacts secrets in fields, in messages and in errors, in both formats', () => {
     for (const format of ['text', 'json'] as const) {
       const { log, lines } = capture({ format });
-      log.info({ pullSecret: { auths: { 'r.example.com': { auth: 'cm9ib3Q6cGFzcw==' } } }, password: 'hunter2' }, 'loaded');
+      log.info(
+        { pullSecret: { auths: { 'r.example.com': { auth: 'cm9ib3Q6cGFzcw==' } } }, password: 'hunter2' },
+        'loaded',
+      );
       log.info(`read ${KEY}`);
       log.error({ err: new Error(`bad token: Bearer abcdefghijklmnop`) }, 'failed');
       const all = lines.join('');
-      for (const secret of ['cm9ib3Q6cGFzcw==', 'hunter2', 'b3BlbnNzaC1rZXkt', 'abcdefghijklmnop']) expect(all).not.toContain(secret);
+      for (const secret of ['cm9ib3Q6cGFzcw==', 'hunter2', 'b3BlbnNzaC1rZXkt', 'abcdefghijklmnop'])
+        expect(all).not.toContain(secret);
       expect(all).toContain('<redacted: 1 registry>');
     }
   });
@@ -41,15 +47,28 @@ describe('logger', () => {
     const { log, lines } = capture({ format: 'json' });
     logEvent(log, 'error', 'stepFailed', { step: 'network' }, 'step failed: no gateway');
     const entry = JSON.parse(lines[0]!) as Record<string, unknown>;
-    expect(entry).toMatchObject({ msgId: MessageId.stepFailed, event: 'stepFailed', step: 'network', msg: 'step failed: no gateway', level: 50 });
+    expect(entry).toMatchObject({
+      msgId: MessageId.stepFailed,
+      event: 'stepFailed',
+      step: 'network',
+      msg: 'step failed: no gateway',
+      level: 50,
+    });
   });
 
   it('times an operation as started, finished with durationMs, or failed', async () => {
     const { log, lines } = capture({ format: 'json' });
     await timed(log, 'nmstatectl show', async () => 1);
-    await expect(timed(log, 'nmstatectl apply', async () => Promise.reject(new Error('exit 1')))).rejects.toThrow('exit 1');
+    await expect(timed(log, 'nmstatectl apply', async () => Promise.reject(new Error('exit 1')))).rejects.toThrow(
+      'exit 1',
+    );
     const entries = lines.map((l) => JSON.parse(l) as { msg: string; durationMs?: number; level: number });
-    expect(entries.map((e) => e.msg)).toEqual(['nmstatectl show: started', 'nmstatectl show: finished', 'nmstatectl apply: started', 'nmstatectl apply: failed']);
+    expect(entries.map((e) => e.msg)).toEqual([
+      'nmstatectl show: started',
+      'nmstatectl show: finished',
+      'nmstatectl apply: started',
+      'nmstatectl apply: failed',
+    ]);
     expect(entries[1]!.durationMs).toBeGreaterThanOrEqual(0);
     expect(entries[3]!.level).toBe(40);
   });

@@ -23,7 +23,14 @@ export interface LoggerOptions {
 }
 
 const PRIORITY: Record<number, number> = { 10: 7, 20: 7, 30: 6, 40: 4, 50: 3, 60: 2 };
-const LEVEL_NAME: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const LEVEL_NAME: Record<number, string> = {
+  10: 'TRACE',
+  20: 'DEBUG',
+  30: 'INFO',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+};
 const HIDDEN_IN_TEXT = new Set(['level', 'time', 'msg', 'step', 'event']);
 
 /** systemd sets JOURNAL_STREAM to the device:inode of the stream it connected. */
@@ -87,7 +94,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
   // synchronous, so journal order matches the order of events
   const sendNative = (entry: Record<string, unknown>, line: string): void => {
-    const sent = spawnSync('logger', ['--journald'], { input: journalFields(entry, line), stdio: ['pipe', 'ignore', 'ignore'] });
+    const sent = spawnSync('logger', ['--journald'], {
+      input: journalFields(entry, line),
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     if (sent.error || sent.status !== 0) write(`<${PRIORITY[entry.level as number] ?? 6}>${line}\n`);
   };
 
@@ -130,7 +140,12 @@ export function logEvent(
 }
 
 /** Runs one operation, logged as started / finished with durationMs / failed. */
-export async function timed<T>(log: Logger, what: string, fn: () => Promise<T>, fields: Record<string, unknown> = {}): Promise<T> {
+export async function timed<T>(
+  log: Logger,
+  what: string,
+  fn: () => Promise<T>,
+  fields: Record<string, unknown> = {},
+): Promise<T> {
   const started = performance.now();
   log.debug(fields, `${what}: started`);
   try {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { describeAuths, redactSecrets, scrubText } from './redact.js';
 
-const KEY = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----';
+const KEY =
+  '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----';
 const AUTH = Buffer.from('robot:s3cr3t-pa55').toString('base64');
 
 describe('scrubText', () => {
@@ -9,7 +10,12 @@ describe('scrubText', () => {
     ['a PEM private key', `key is ${KEY} here`, 'MIIEvQ', 'key is <redacted: private key> here'],
     ['an EC private key cut short', '-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB', 'MHcCAQ', '<redacted: private key>'],
     ['a bearer token', 'Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.abc', 'eyJhbG', 'Authorization: Bearer <redacted>'],
-    ['a docker auth', `{"auths":{"r.example.com":{"auth":"${AUTH}"}}}`, AUTH, '{"auths":{"r.example.com":{"auth":"<redacted>"}}}'],
+    [
+      'a docker auth',
+      `{"auths":{"r.example.com":{"auth":"${AUTH}"}}}`,
+      AUTH,
+      '{"auths":{"r.example.com":{"auth":"<redacted>"}}}',
+    ],
   ])('hides %s', (_what, text, secret, shown) => {
     const out = scrubText(text);
     expect(out).not.toContain(secret);

@@ -2,7 +2,8 @@
  * Secret scrubbing shared by the logger, status, plan output and error
  * messages: applied once at each exit, never left to each caller.
  */
-const SECRET_KEY = /^(pullSecret|auths?|password|passwd|token|bearerToken|secret|privateKey|keyPem|key|identitytoken|registrytoken|tls\.key|data)$/i;
+const SECRET_KEY =
+  /^(pullSecret|auths?|password|passwd|token|bearerToken|secret|privateKey|keyPem|key|identitytoken|registrytoken|tls\.key|data)$/i;
 const PRIVATE_KEY_BLOCK = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 const DOCKER_AUTH = /("auth"\s*:\s*")[^"]*(")/g;
@@ -10,7 +11,10 @@ const DOCKER_AUTH = /("auth"\s*:\s*")[^"]*(")/g;
 export const REDACTED = '<redacted>';
 
 export function scrubText(text: string): string {
-  return text.replace(PRIVATE_KEY_BLOCK, '<redacted: private key>').replace(BEARER, '$1 <redacted>').replace(DOCKER_AUTH, `$1${REDACTED}$2`);
+  return text
+    .replace(PRIVATE_KEY_BLOCK, '<redacted: private key>')
+    .replace(BEARER, '$1 <redacted>')
+    .replace(DOCKER_AUTH, `$1${REDACTED}$2`);
 }
 
 /** A short, secret-free description of a registry auth file. */

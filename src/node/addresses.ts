@@ -42,11 +42,19 @@ export async function interfaceAddresses(exec: Exec, dev: string): Promise<strin
   const result = await exec.run('ip', ['-j', 'addr', 'show', 'dev', dev], { allowFailure: true });
   if (result.code !== 0) {
     if (/does not exist|Cannot find device/i.test(result.stderr)) return undefined;
-    throw new CommandError(`ip addr show dev ${dev} failed (exit ${result.code}): ${result.stderr.trim()}`, `ip -j addr show dev ${dev}`, result.code, result.stderr, { retryable: true });
+    throw new CommandError(
+      `ip addr show dev ${dev} failed (exit ${result.code}): ${result.stderr.trim()}`,
+      `ip -j addr show dev ${dev}`,
+      result.code,
+      result.stderr,
+      { retryable: true },
+    );
   }
   const links = JSON.parse(result.stdout || '[]') as IpAddrJson[];
   return links.flatMap((link) =>
-    (link.addr_info ?? []).flatMap((a) => (a.local !== undefined && a.prefixlen !== undefined ? [formatCidr(parseCidr(`${a.local}/${a.prefixlen}`))] : [])),
+    (link.addr_info ?? []).flatMap((a) =>
+      a.local !== undefined && a.prefixlen !== undefined ? [formatCidr(parseCidr(`${a.local}/${a.prefixlen}`))] : [],
+    ),
   );
 }
 
@@ -54,5 +62,13 @@ export async function interfaceAddresses(exec: Exec, dev: string): Promise<strin
 export async function ensureAddress(exec: Exec, cidr: string, dev: string): Promise<void> {
   const c = parseCidr(cidr);
   // no duplicate address detection: kubelet binds to it at once and a tentative address refuses that
-  await exec.run('ip', [`-${c.family}`, 'addr', 'replace', formatCidr(c), 'dev', dev, ...(c.family === 6 ? ['nodad'] : [])]);
+  await exec.run('ip', [
+    `-${c.family}`,
+    'addr',
+    'replace',
+    formatCidr(c),
+    'dev',
+    dev,
+    ...(c.family === 6 ? ['nodad'] : []),
+  ]);
 }

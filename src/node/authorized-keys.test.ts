@@ -3,7 +3,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BLOCK_BEGIN, BLOCK_END, describeKey, fingerprint, parseKeyLine, passwdEntry, renderAuthorizedKeys } from './authorized-keys.js';
+import {
+  BLOCK_BEGIN,
+  BLOCK_END,
+  describeKey,
+  fingerprint,
+  parseKeyLine,
+  passwdEntry,
+  renderAuthorizedKeys,
+} from './authorized-keys.js';
 
 const SITE = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
 const OTHER = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH0dPb1uZ0d2H5oF4Jt2p0Q9m0cY3o3c8o7y9dJm3G8x ops@store42';
@@ -12,7 +20,9 @@ const FACTORY = 'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7 factory@line-3';
 describe('renderAuthorizedKeys', () => {
   it('keeps the lines it does not own and appends the site keys in a marked block', () => {
     const existing = `# factory\n${FACTORY}\n`;
-    expect(renderAuthorizedKeys(existing, [SITE, OTHER])).toBe(`# factory\n${FACTORY}\n${BLOCK_BEGIN}\n${SITE}\n${OTHER}\n${BLOCK_END}\n`);
+    expect(renderAuthorizedKeys(existing, [SITE, OTHER])).toBe(
+      `# factory\n${FACTORY}\n${BLOCK_BEGIN}\n${SITE}\n${OTHER}\n${BLOCK_END}\n`,
+    );
   });
 
   it('rewrites only its block, keeps lines added after it, and is stable', () => {
@@ -25,7 +35,9 @@ describe('renderAuthorizedKeys', () => {
 
   it('never repeats a key, whatever its comment or options', () => {
     const existing = `command="/bin/true" ${SITE.replace('support@store42', 'added by hand')}\n`;
-    expect(renderAuthorizedKeys(existing, [SITE, SITE, OTHER])).toBe(`${existing}${BLOCK_BEGIN}\n${OTHER}\n${BLOCK_END}\n`);
+    expect(renderAuthorizedKeys(existing, [SITE, SITE, OTHER])).toBe(
+      `${existing}${BLOCK_BEGIN}\n${OTHER}\n${BLOCK_END}\n`,
+    );
   });
 
   it('drops its block when the site has no keys, and writes nothing into an empty file', () => {
@@ -38,7 +50,9 @@ describe('keys', () => {
   it('reads the key past options and prints the fingerprint ssh-keygen prints', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'keys-'));
     writeFileSync(path.join(dir, 'k.pub'), `${SITE}\n`);
-    const keygen = execFileSync('ssh-keygen', ['-l', '-f', path.join(dir, 'k.pub')], { encoding: 'utf8' }).split(' ')[1];
+    const keygen = execFileSync('ssh-keygen', ['-l', '-f', path.join(dir, 'k.pub')], { encoding: 'utf8' }).split(
+      ' ',
+    )[1];
     const key = parseKeyLine(`no-pty,from="10.0.0.1" ${SITE}`)!;
     expect(fingerprint(key)).toBe(keygen);
     expect(describeKey(key)).toBe(`ssh-ed25519 ${keygen} support@store42`);

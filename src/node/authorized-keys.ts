@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 export const BLOCK_BEGIN = '# BEGIN sno-relocate: keys from the site-config; this block is rewritten on every run';
 export const BLOCK_END = '# END sno-relocate';
 
-const KEY_TYPE = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)$/;
+const KEY_TYPE =
+  /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com)$/;
 
 export interface PublicKey {
   type: string;
@@ -17,7 +18,10 @@ export interface PublicKey {
   comment: string;
 }
 
-/** The key on an authorized_keys line, past any options (`from="..."`, `command="..."`); undefined for comments and blanks. */
+/**
+ * The key on an authorized_keys line, past any options (`from="..."`, `command="..."`);
+ * undefined for comments and blanks.
+ */
 export function parseKeyLine(line: string): PublicKey | undefined {
   const trimmed = line.trim();
   if (trimmed === '' || trimmed.startsWith('#')) return undefined;
@@ -32,7 +36,8 @@ export function fingerprint(key: PublicKey): string {
   return `SHA256:${createHash('sha256').update(Buffer.from(key.blob, 'base64')).digest('base64').replace(/=+$/, '')}`;
 }
 
-export const describeKey = (key: PublicKey): string => `${key.type} ${fingerprint(key)}${key.comment ? ` ${key.comment}` : ''}`;
+export const describeKey = (key: PublicKey): string =>
+  `${key.type} ${fingerprint(key)}${key.comment ? ` ${key.comment}` : ''}`;
 
 const identity = (key: PublicKey) => `${key.type} ${key.blob}`;
 
@@ -51,10 +56,12 @@ export function splitManagedBlock(text: string): { outside: string[]; managed: s
 export function renderAuthorizedKeys(existing: string, keys: readonly string[]): string {
   const { outside } = splitManagedBlock(existing);
   while (outside.length > 0 && outside.at(-1)!.trim() === '') outside.pop();
-  const seen = new Set(outside.flatMap((line) => {
-    const key = parseKeyLine(line);
-    return key ? [identity(key)] : [];
-  }));
+  const seen = new Set(
+    outside.flatMap((line) => {
+      const key = parseKeyLine(line);
+      return key ? [identity(key)] : [];
+    }),
+  );
   const ours: string[] = [];
   for (const line of keys) {
     const key = parseKeyLine(line);

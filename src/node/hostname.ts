@@ -7,7 +7,12 @@ export const HOSTNAME_FILE = '/etc/hostname';
 /** As hostnamed reads it: the first line that is neither blank nor a comment; '' when there is none. */
 export async function readStaticHostname(fs: RootFs): Promise<string> {
   const text = (await fs.readText(HOSTNAME_FILE)) ?? '';
-  return text.split('\n').map((l) => l.trim()).find((l) => l !== '' && !l.startsWith('#')) ?? '';
+  return (
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l !== '' && !l.startsWith('#')) ?? ''
+  );
 }
 
 /** Why a name cannot be the node's name, or undefined when it can. */

@@ -1,11 +1,21 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { CRIO_NODE_IP_DROP_IN, nodeIpFiles, renderCrioNodeIpDropIn, renderDispatcherScript, renderKubeletNodeIpDropIn } from './internal-ip.js';
+import {
+  CRIO_NODE_IP_DROP_IN,
+  nodeIpFiles,
+  renderCrioNodeIpDropIn,
+  renderDispatcherScript,
+  renderKubeletNodeIpDropIn,
+} from './internal-ip.js';
 
 describe('node IP renderers', () => {
   it('pin kubelet and CRI-O to the address without its prefix length', () => {
-    expect(renderKubeletNodeIpDropIn('192.168.127.10/24')).toContain('\n[Service]\nEnvironment="KUBELET_NODE_IP=192.168.127.10" "KUBELET_NODE_IPS=192.168.127.10"\n');
-    expect(renderCrioNodeIpDropIn('192.168.127.10/24')).toContain('\n[Service]\nEnvironment="CONTAINER_STREAM_ADDRESS=192.168.127.10"\n');
+    expect(renderKubeletNodeIpDropIn('192.168.127.10/24')).toContain(
+      '\n[Service]\nEnvironment="KUBELET_NODE_IP=192.168.127.10" "KUBELET_NODE_IPS=192.168.127.10"\n',
+    );
+    expect(renderCrioNodeIpDropIn('192.168.127.10/24')).toContain(
+      '\n[Service]\nEnvironment="CONTAINER_STREAM_ADDRESS=192.168.127.10"\n',
+    );
     expect(renderKubeletNodeIpDropIn('FD00:0:0::10/64')).toContain('KUBELET_NODE_IP=fd00::10"');
     // a crio.service drop-in sorting after OpenShift's 20-nodenet.conf, whose value it must override
     expect(CRIO_NODE_IP_DROP_IN).toBe('/etc/systemd/system/crio.service.d/30-sno-relocate-node-ip.conf');
@@ -21,7 +31,9 @@ describe('node IP renderers', () => {
   });
 
   it('refuses an address without a prefix length or that is no address, naming it', () => {
-    expect(() => renderDispatcherScript('192.168.127.10')).toThrow('internal IP: not an IP address with prefix length (CIDR): "192.168.127.10"');
+    expect(() => renderDispatcherScript('192.168.127.10')).toThrow(
+      'internal IP: not an IP address with prefix length (CIDR): "192.168.127.10"',
+    );
     expect(() => renderKubeletNodeIpDropIn('192.168.127.300/24')).toThrow('internal IP');
     expect(() => renderCrioNodeIpDropIn('10.0.0.1/33')).toThrow('internal IP');
   });

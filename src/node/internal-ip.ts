@@ -81,8 +81,23 @@ export interface NodeFile {
 /** Every file that pins the internal IP, with its mode. */
 export function nodeIpFiles(internalIP: string): NodeFile[] {
   return [
-    { path: DISPATCHER_SCRIPT, content: renderDispatcherScript(internalIP), mode: 0o755, purpose: `NetworkManager dispatcher script that keeps the address on ${BR_EX}` },
-    { path: KUBELET_NODE_IP_DROP_IN, content: renderKubeletNodeIpDropIn(internalIP), mode: 0o644, purpose: 'kubelet drop-in pinning the node IP' },
-    { path: CRIO_NODE_IP_DROP_IN, content: renderCrioNodeIpDropIn(internalIP), mode: 0o644, purpose: 'CRI-O drop-in pinning the stream address' },
+    {
+      path: DISPATCHER_SCRIPT,
+      content: renderDispatcherScript(internalIP),
+      mode: 0o755,
+      purpose: `NetworkManager dispatcher script that keeps the address on ${BR_EX}`,
+    },
+    {
+      path: KUBELET_NODE_IP_DROP_IN,
+      content: renderKubeletNodeIpDropIn(internalIP),
+      mode: 0o644,
+      purpose: 'kubelet drop-in pinning the node IP',
+    },
+    {
+      path: CRIO_NODE_IP_DROP_IN,
+      content: renderCrioNodeIpDropIn(internalIP),
+      mode: 0o644,
+      purpose: 'CRI-O drop-in pinning the stream address',
+    },
   ];
 }

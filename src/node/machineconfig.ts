@@ -68,7 +68,9 @@ export interface MachineConfig {
   apiVersion: 'machineconfiguration.openshift.io/v1';
   kind: 'MachineConfig';
   metadata: { name: string; labels: Record<string, string> };
-  spec: { config: { ignition: { version: string }; storage?: { files: IgnitionFile[] }; systemd?: { units: IgnitionUnit[] } } };
+  spec: {
+    config: { ignition: { version: string }; storage?: { files: IgnitionFile[] }; systemd?: { units: IgnitionUnit[] } };
+  };
 }
 
 /** Ignition takes file contents as data: URLs; base64 keeps scripts and keys byte-exact. */
@@ -76,7 +78,8 @@ export function dataUrl(content: string): string {
   return `data:text/plain;charset=utf-8;base64,${Buffer.from(content, 'utf8').toString('base64')}`;
 }
 
-const byName = <T>(entries: Record<string, T>): [string, T][] => Object.entries(entries).sort(([a], [b]) => a.localeCompare(b));
+const byName = <T>(entries: Record<string, T>): [string, T][] =>
+  Object.entries(entries).sort(([a], [b]) => a.localeCompare(b));
 
 /**
  * The files and units of every factory MachineConfig, decoded: what a node has once the Machine
@@ -87,8 +90,20 @@ export function machineConfigPayloads(sources: AgentSources, options: MachineCon
   const agentFiles: PayloadFile[] = [
     { path: '/etc/udev/rules.d/99-sno-relocate.rules', mode: 0o644, contents: sources.udevRule },
     { path: '/usr/local/libexec/sno-relocate-install', mode: 0o755, contents: sources.installScript },
-    ...(options.image ? [{ path: INSTALL_ENV, mode: 0o644, contents: `# the image sno-relocate-install.service extracts the agent from\nSNO_RELOCATE_IMAGE=${options.image}\n` }] : []),
-    ...byName(options.trustAnchors ?? {}).map(([name, pem]) => ({ path: `${TRUST_DIR}/${name}`, mode: 0o644, contents: pem })),
+    ...(options.image
+      ? [
+          {
+            path: INSTALL_ENV,
+            mode: 0o644,
+            contents: `# the image sno-relocate-install.service extracts the agent from\nSNO_RELOCATE_IMAGE=${options.image}\n`,
+          },
+        ]
+      : []),
+    ...byName(options.trustAnchors ?? {}).map(([name, pem]) => ({
+      path: `${TRUST_DIR}/${name}`,
+      mode: 0o644,
+      contents: pem,
+    })),
   ];
   const agentUnits: PayloadUnit[] = [
     ...byName(sources.units).map(([name, contents]) => ({ name, enabled: true, contents, dropins: [] })),
@@ -106,8 +121,15 @@ export function machineConfigPayloads(sources: AgentSources, options: MachineCon
 }
 
 function machineConfig({ name, files, units }: Payload): MachineConfig {
-  const ignitionFiles = files.map((f): IgnitionFile => ({ path: f.path, mode: f.mode, overwrite: true, contents: { source: dataUrl(f.contents) } }));
-  const ignitionUnits = units.map(({ dropins, ...unit }): IgnitionUnit => (dropins.length ? { ...unit, dropins } : unit));
+  const ignitionFiles = files.map((f): IgnitionFile => ({
+    path: f.path,
+    mode: f.mode,
+    overwrite: true,
+    contents: { source: dataUrl(f.contents) },
+  }));
+  const ignitionUnits = units.map(({ dropins, ...unit }): IgnitionUnit =>
+    dropins.length ? { ...unit, dropins } : unit,
+  );
   return {
     apiVersion: 'machineconfiguration.openshift.io/v1',
     kind: 'MachineConfig',

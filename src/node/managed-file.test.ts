@@ -17,7 +17,12 @@ describe('managed files', () => {
   it('plans a missing file, then a changed mode and content, then nothing once written', async () => {
     const fs = createRootFs(mkdtempSync(path.join(tmpdir(), 'managed-')));
     const file = { path: '/etc/x/y.conf', content: 'a=1\n', mode: 0o644 };
-    expect(await planFile(fs, file, 'the y config')).toEqual({ action: 'create', target: '/etc/x/y.conf', summary: 'the y config (mode 0644)', diff: ['+ a=1'] });
+    expect(await planFile(fs, file, 'the y config')).toEqual({
+      action: 'create',
+      target: '/etc/x/y.conf',
+      summary: 'the y config (mode 0644)',
+      diff: ['+ a=1'],
+    });
     await fs.writeAtomic(file.path, 'a=2\n', { mode: 0o600 });
     expect(await planFile(fs, file, 'the y config')).toEqual({
       action: 'update',

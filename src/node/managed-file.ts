@@ -26,7 +26,8 @@ export function lineDiff(before: string, after: string): string[] {
   const b = after === '' ? [] : after.replace(/\n$/, '').split('\n');
   const common: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--)
-    for (let j = b.length - 1; j >= 0; j--) common[i]![j] = a[i] === b[j] ? common[i + 1]![j + 1]! + 1 : Math.max(common[i + 1]![j]!, common[i]![j + 1]!);
+    for (let j = b.length - 1; j >= 0; j--)
+      common[i]![j] = a[i] === b[j] ? common[i + 1]![j + 1]! + 1 : Math.max(common[i + 1]![j]!, common[i]![j + 1]!);
   const out: string[] = [];
   let i = 0;
   let j = 0;
@@ -41,7 +42,10 @@ export function lineDiff(before: string, after: string): string[] {
 }
 
 /** What is wrong with the file on the host, as short reasons; empty when it is as it should be. */
-export async function fileDrift(fs: RootFs, file: ManagedFile): Promise<{ exists: boolean; reasons: string[]; current?: string }> {
+export async function fileDrift(
+  fs: RootFs,
+  file: ManagedFile,
+): Promise<{ exists: boolean; reasons: string[]; current?: string }> {
   const current = await fs.readText(file.path);
   if (current === undefined) return { exists: false, reasons: ['missing'] };
   const reasons: string[] = [];
@@ -50,7 +54,8 @@ export async function fileDrift(fs: RootFs, file: ManagedFile): Promise<{ exists
   if (mode !== file.mode) reasons.push(`mode ${octal(mode)}, want ${octal(file.mode)}`);
   if (file.uid !== undefined && runningAsRoot()) {
     const info = await stat(fs.resolve(file.path));
-    if (info.uid !== file.uid || info.gid !== file.gid) reasons.push(`owner ${info.uid}:${info.gid}, want ${file.uid}:${file.gid}`);
+    if (info.uid !== file.uid || info.gid !== file.gid)
+      reasons.push(`owner ${info.uid}:${info.gid}, want ${file.uid}:${file.gid}`);
   }
   return { exists: true, reasons, current };
 }

@@ -21,7 +21,14 @@ const site: NmstateState = {
 function applied(): NmstateState {
   const state = factoryNetwork();
   const brEx = state.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!;
-  brEx.ipv4 = { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }, { ip: '192.168.127.10', 'prefix-length': 24 }] };
+  brEx.ipv4 = {
+    enabled: true,
+    dhcp: false,
+    address: [
+      { ip: '10.42.0.20', 'prefix-length': 24 },
+      { ip: '192.168.127.10', 'prefix-length': 24 },
+    ],
+  };
   brEx.ipv6 = { enabled: false };
   state.routes = { running: site.routes!.config!, config: site.routes!.config! } as NmstateState['routes'];
   state['dns-resolver'] = { running: site['dns-resolver']!.config!, config: site['dns-resolver']!.config! };
@@ -40,7 +47,12 @@ describe('desiredNetworkState', () => {
   });
 
   it('leaves DHCP, other interfaces and the other family alone', () => {
-    const dhcp: NmstateState = { interfaces: [{ name: 'br-ex', ipv4: { enabled: true, dhcp: true } }, { name: 'ens3', ipv4: { enabled: true, address: [] } }] };
+    const dhcp: NmstateState = {
+      interfaces: [
+        { name: 'br-ex', ipv4: { enabled: true, dhcp: true } },
+        { name: 'ens3', ipv4: { enabled: true, address: [] } },
+      ],
+    };
     expect(desiredNetworkState(dhcp, '192.168.127.10/24')).toEqual(dhcp);
     expect(desiredNetworkState(site, 'fd00::10/64')).toEqual(site);
     expect(desiredNetworkState(site, undefined)).toBe(site);
@@ -49,37 +61,65 @@ describe('desiredNetworkState', () => {
 
 describe('compareNetworkState', () => {
   it('names every difference between the site network and the factory one', () => {
-    const diffs = compareNetworkState(desiredNetworkState(site, '192.168.127.10/24'), factoryNetwork(), '192.168.127.10/24');
+    const diffs = compareNetworkState(
+      desiredNetworkState(site, '192.168.127.10/24'),
+      factoryNetwork(),
+      '192.168.127.10/24',
+    );
     expect(diffs).toEqual([
       { path: 'interfaces[br-ex].ipv4.dhcp', want: 'false', have: 'true' },
-      { path: 'interfaces[br-ex].ipv4.address', want: '10.42.0.20/24, 192.168.127.10/24', have: '192.168.1.50/24, 192.168.127.10/24' },
+      {
+        path: 'interfaces[br-ex].ipv4.address',
+        want: '10.42.0.20/24, 192.168.127.10/24',
+        have: '192.168.1.50/24, 192.168.127.10/24',
+      },
       { path: 'interfaces[br-ex].ipv6.enabled', want: 'false', have: 'true' },
       { path: 'routes.config[0.0.0.0/0 via 10.42.0.1 dev br-ex]', want: 'present', have: 'absent' },
       { path: 'dns-resolver.config.server', want: '10.42.0.53', have: '192.168.1.1' },
       { path: 'dns-resolver.config.search', want: 'store42.example.com', have: '(none)' },
     ]);
-    expect(differenceLines(diffs.slice(0, 1))).toEqual(['- interfaces[br-ex].ipv4.dhcp: true', '+ interfaces[br-ex].ipv4.dhcp: false']);
+    expect(differenceLines(diffs.slice(0, 1))).toEqual([
+      '- interfaces[br-ex].ipv4.dhcp: true',
+      '+ interfaces[br-ex].ipv4.dhcp: false',
+    ]);
   });
 
   it('finds nothing once the state is applied, with the internal IP and link-local addresses as extras', () => {
     const current = applied();
-    current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!.ipv4!.address!.push({ ip: 'fe80::1', 'prefix-length': 64 });
+    current
+      .interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!
+      .ipv4!.address!.push({ ip: 'fe80::1', 'prefix-length': 64 });
     expect(compareNetworkState(site, current, '192.168.127.10/24')).toEqual([]);
-    expect(compareNetworkState(desiredNetworkState(site, '192.168.127.10/24'), current, '192.168.127.10/24')).toEqual([]);
+    expect(compareNetworkState(desiredNetworkState(site, '192.168.127.10/24'), current, '192.168.127.10/24')).toEqual(
+      [],
+    );
   });
 
   it('counts a foreign extra address on a static interface as a difference', () => {
     const current = applied();
-    current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!.ipv4!.address!.push({ ip: '10.42.0.99', 'prefix-length': 24 });
-    expect(compareNetworkState(site, current, '192.168.127.10/24').map((d) => d.path)).toEqual(['interfaces[br-ex].ipv4.address']);
+    current
+      .interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!
+      .ipv4!.address!.push({ ip: '10.42.0.99', 'prefix-length': 24 });
+    expect(compareNetworkState(site, current, '192.168.127.10/24').map((d) => d.path)).toEqual([
+      'interfaces[br-ex].ipv4.address',
+    ]);
   });
 
   it('compares IPv6 in canonical form and ignores addresses under DHCP', () => {
-    const want: NmstateState = { interfaces: [{ name: 'ens3', ipv6: { enabled: true, address: [{ ip: '2001:DB8:0:0::10', 'prefix-length': 64 }] } }, { name: 'ens4', ipv4: { enabled: true, dhcp: true } }] };
+    const want: NmstateState = {
+      interfaces: [
+        { name: 'ens3', ipv6: { enabled: true, address: [{ ip: '2001:DB8:0:0::10', 'prefix-length': 64 }] } },
+        { name: 'ens4', ipv4: { enabled: true, dhcp: true } },
+      ],
+    };
     const have: NmstateState = {
       interfaces: [
         { name: 'ens3', state: 'up', ipv6: { enabled: true, address: [{ ip: '2001:db8::10', 'prefix-length': 64 }] } },
-        { name: 'ens4', state: 'up', ipv4: { enabled: true, dhcp: true, address: [{ ip: '192.168.9.9', 'prefix-length': 24 }] } },
+        {
+          name: 'ens4',
+          state: 'up',
+          ipv4: { enabled: true, dhcp: true, address: [{ ip: '192.168.9.9', 'prefix-length': 24 }] },
+        },
       ],
     };
     expect(compareNetworkState(want, have)).toEqual([]);
@@ -88,7 +128,12 @@ describe('compareNetworkState', () => {
   it('checks interface state, MTU, MAC, VLAN and bond settings', () => {
     const want: NmstateState = {
       interfaces: [
-        { name: 'bond0', type: 'bond', 'link-aggregation': { mode: 'active-backup', port: ['ens3', 'ens4'] }, mtu: 9000 },
+        {
+          name: 'bond0',
+          type: 'bond',
+          'link-aggregation': { mode: 'active-backup', port: ['ens3', 'ens4'] },
+          mtu: 9000,
+        },
         { name: 'ens3.100', type: 'vlan', vlan: { 'base-iface': 'ens3', id: 100 }, 'mac-address': '52:54:00:AA:BB:CC' },
         { name: 'eth9', state: 'absent' },
         { name: 'ens5', state: 'down' },
@@ -97,8 +142,20 @@ describe('compareNetworkState', () => {
     };
     const have: NmstateState = {
       interfaces: [
-        { name: 'bond0', type: 'bond', state: 'up', mtu: 1500, 'link-aggregation': { mode: 'balance-rr', port: ['ens4', 'ens3'] } },
-        { name: 'ens3.100', type: 'vlan', state: 'up', vlan: { 'base-iface': 'ens3', id: 200 }, 'mac-address': '52:54:00:aa:bb:cc' },
+        {
+          name: 'bond0',
+          type: 'bond',
+          state: 'up',
+          mtu: 1500,
+          'link-aggregation': { mode: 'balance-rr', port: ['ens4', 'ens3'] },
+        },
+        {
+          name: 'ens3.100',
+          type: 'vlan',
+          state: 'up',
+          vlan: { 'base-iface': 'ens3', id: 200 },
+          'mac-address': '52:54:00:aa:bb:cc',
+        },
         { name: 'eth9', type: 'ethernet', state: 'up' },
         { name: 'ens5', type: 'ethernet', state: 'up' },
       ],
@@ -117,7 +174,12 @@ describe('compareNetworkState', () => {
       interfaces: [{ name: 'ens9', type: 'ethernet' }],
       routes: { config: [{ destination: '10.9.0.0/16', 'next-hop-interface': 'ens3', state: 'absent' } as never] },
     };
-    const have: NmstateState = { interfaces: [], routes: { config: [{ destination: '10.9.0.0/16', 'next-hop-address': '10.0.0.1', 'next-hop-interface': 'ens3' }] } };
+    const have: NmstateState = {
+      interfaces: [],
+      routes: {
+        config: [{ destination: '10.9.0.0/16', 'next-hop-address': '10.0.0.1', 'next-hop-interface': 'ens3' }],
+      },
+    };
     expect(compareNetworkState(want, have)).toEqual([
       { path: 'interfaces[ens9].state', want: 'up', have: 'absent' },
       { path: 'routes.config[10.9.0.0/16 dev ens3]', want: 'absent', have: 'present' },

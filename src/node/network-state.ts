@@ -42,13 +42,21 @@ export function desiredNetworkState(nmstate: NmstateState, internalIP: string | 
       block.dhcp !== true &&
       block.autoconf !== true &&
       Array.isArray(block.address);
-    if (!static_ || block.address!.some((a) => formatCidr(parseCidr(`${a.ip}/${a['prefix-length']}`)) === formatCidr(internal))) return iface;
-    return { ...iface, [key]: { ...block, address: [...block.address!, { ip: internal.ip, 'prefix-length': internal.prefix }] } };
+    if (
+      !static_ ||
+      block.address!.some((a) => formatCidr(parseCidr(`${a.ip}/${a['prefix-length']}`)) === formatCidr(internal))
+    )
+      return iface;
+    return {
+      ...iface,
+      [key]: { ...block, address: [...block.address!, { ip: internal.ip, 'prefix-length': internal.prefix }] },
+    };
   });
   return { ...nmstate, interfaces };
 }
 
-const show = (value: unknown): string => (value === undefined ? '(unset)' : Array.isArray(value) ? (value.length ? value.join(', ') : '(none)') : String(value));
+const show = (value: unknown): string =>
+  value === undefined ? '(unset)' : Array.isArray(value) ? (value.length ? value.join(', ') : '(none)') : String(value);
 
 function addressSet(block: IpBlock | undefined): string[] {
   return (block?.address ?? [])
@@ -57,10 +65,16 @@ function addressSet(block: IpBlock | undefined): string[] {
     .sort();
 }
 
-function compareIp(where: string, want: IpBlock | undefined, have: IpBlock | undefined, allowedExtra: string | undefined): Difference[] {
+function compareIp(
+  where: string,
+  want: IpBlock | undefined,
+  have: IpBlock | undefined,
+  allowedExtra: string | undefined,
+): Difference[] {
   if (!want) return [];
   const out: Difference[] = [];
-  const diff = (key: string, w: unknown, h: unknown) => out.push({ path: `${where}.${key}`, want: show(w), have: show(h) });
+  const diff = (key: string, w: unknown, h: unknown) =>
+    out.push({ path: `${where}.${key}`, want: show(w), have: show(h) });
   if (want.enabled === false) {
     if (have?.enabled !== false) diff('enabled', false, have?.enabled ?? true);
     return out;
@@ -92,28 +106,40 @@ function compareInterface(want: Interface, have: Interface | undefined, internal
   if (wantState === 'ignore') return [];
   const haveState = have ? String(have.state ?? 'up') : 'absent';
   if (wantState === 'absent') return have ? [{ path: `${where}.state`, want: 'absent', have: haveState }] : [];
-  if (wantState === 'down') return have && haveState !== 'down' ? [{ path: `${where}.state`, want: 'down', have: haveState }] : [];
+  if (wantState === 'down')
+    return have && haveState !== 'down' ? [{ path: `${where}.state`, want: 'down', have: haveState }] : [];
   if (!have || haveState !== 'up') return [{ path: `${where}.state`, want: 'up', have: haveState }];
 
   const out: Difference[] = [];
-  const diff = (key: string, w: unknown, h: unknown) => out.push({ path: `${where}.${key}`, want: show(w), have: show(h) });
+  const diff = (key: string, w: unknown, h: unknown) =>
+    out.push({ path: `${where}.${key}`, want: show(w), have: show(h) });
   if (want.mtu !== undefined && have.mtu !== want.mtu) diff('mtu', want.mtu, have.mtu);
   const mac = want['mac-address'];
-  if (mac !== undefined && mac.toUpperCase() !== String(have['mac-address'] ?? '').toUpperCase()) diff('mac-address', mac, have['mac-address']);
+  if (mac !== undefined && mac.toUpperCase() !== String(have['mac-address'] ?? '').toUpperCase())
+    diff('mac-address', mac, have['mac-address']);
   const extra = want.name === BR_EX && internalIP !== undefined ? parseCidr(internalIP) : undefined;
   for (const family of [4, 6] as const) {
     const key = familyKey(family);
-    out.push(...compareIp(`${where}.${key}`, want[key], have[key] as IpBlock | undefined, extra?.family === family ? formatCidr(extra) : undefined));
+    out.push(
+      ...compareIp(
+        `${where}.${key}`,
+        want[key],
+        have[key] as IpBlock | undefined,
+        extra?.family === family ? formatCidr(extra) : undefined,
+      ),
+    );
   }
   if (want.vlan) {
-    if (have.vlan?.['base-iface'] !== want.vlan['base-iface']) diff('vlan.base-iface', want.vlan['base-iface'], have.vlan?.['base-iface']);
+    if (have.vlan?.['base-iface'] !== want.vlan['base-iface'])
+      diff('vlan.base-iface', want.vlan['base-iface'], have.vlan?.['base-iface']);
     if (have.vlan?.id !== want.vlan.id) diff('vlan.id', want.vlan.id, have.vlan?.id);
   }
   const bond = want['link-aggregation'];
   if (bond) {
     const haveBond = have['link-aggregation'];
     if (haveBond?.mode !== bond.mode) diff('link-aggregation.mode', bond.mode, haveBond?.mode);
-    if (bond.port !== undefined && !sameSet(bond.port, haveBond?.port)) diff('link-aggregation.port', [...bond.port].sort(), [...(haveBond?.port ?? [])].sort());
+    if (bond.port !== undefined && !sameSet(bond.port, haveBond?.port))
+      diff('link-aggregation.port', [...bond.port].sort(), [...(haveBond?.port ?? [])].sort());
   }
   return out;
 }
@@ -124,17 +150,31 @@ const describeRoute = (r: Route) =>
 
 function routeMatches(want: Route, have: Route): boolean {
   if (canonicalDestination(want.destination) !== canonicalDestination(have.destination)) return false;
-  if (want['next-hop-address'] !== undefined && canonicalIp(want['next-hop-address']) !== canonicalIp(String(have['next-hop-address'] ?? ''))) return false;
-  if (want['next-hop-interface'] !== undefined && want['next-hop-interface'] !== have['next-hop-interface']) return false;
+  if (
+    want['next-hop-address'] !== undefined &&
+    canonicalIp(want['next-hop-address']) !== canonicalIp(String(have['next-hop-address'] ?? ''))
+  )
+    return false;
+  if (want['next-hop-interface'] !== undefined && want['next-hop-interface'] !== have['next-hop-interface'])
+    return false;
   return want.metric === undefined || want.metric === have.metric;
 }
 
 function compareRoutes(desired: NmstateState, current: NmstateState): Difference[] {
-  const currentRoutes = (current.routes?.config ?? (current.routes as { running?: Route[] } | undefined)?.running ?? []) as Route[];
+  const currentRoutes = (current.routes?.config ??
+    (current.routes as { running?: Route[] } | undefined)?.running ??
+    []) as Route[];
   return (desired.routes?.config ?? []).flatMap((route): Difference[] => {
     const present = currentRoutes.some((r) => routeMatches(route, r));
     const absent = (route as { state?: string }).state === 'absent';
-    if (absent === present) return [{ path: `routes.config[${describeRoute(route)}]`, want: absent ? 'absent' : 'present', have: present ? 'present' : 'absent' }];
+    if (absent === present)
+      return [
+        {
+          path: `routes.config[${describeRoute(route)}]`,
+          want: absent ? 'absent' : 'present',
+          have: present ? 'present' : 'absent',
+        },
+      ];
     return [];
   });
 }
@@ -146,7 +186,10 @@ function compareDns(desired: NmstateState, current: NmstateState): Difference[] 
   if (!want) return [];
   const dns = current['dns-resolver'] as { config?: DnsConfig; running?: DnsConfig } | undefined;
   // what NetworkManager is configured with; what runs (from DHCP, say) where nothing is configured
-  const have = { server: dns?.config?.server ?? dns?.running?.server, search: dns?.config?.search ?? dns?.running?.search };
+  const have = {
+    server: dns?.config?.server ?? dns?.running?.server,
+    search: dns?.config?.search ?? dns?.running?.search,
+  };
   const out: Difference[] = [];
   if (want.server !== undefined && want.server.map(canonicalIp).join() !== (have.server ?? []).map(canonicalIp).join())
     out.push({ path: 'dns-resolver.config.server', want: show(want.server), have: show(have.server ?? []) });
@@ -159,7 +202,9 @@ function compareDns(desired: NmstateState, current: NmstateState): Difference[] 
 export function compareNetworkState(desired: NmstateState, current: NmstateState, internalIP?: string): Difference[] {
   const currentInterfaces = current.interfaces ?? [];
   return [
-    ...(desired.interfaces ?? []).flatMap((want) => compareInterface(want, currentInterface(currentInterfaces, want), internalIP)),
+    ...(desired.interfaces ?? []).flatMap((want) =>
+      compareInterface(want, currentInterface(currentInterfaces, want), internalIP),
+    ),
     ...compareRoutes(desired, current),
     ...compareDns(desired, current),
   ];
@@ -182,9 +227,16 @@ export function defaultGateways(state: NmstateState): Gateway[] {
   const seen = new Set<string>();
   return candidates.flatMap((r) => {
     const hop = r['next-hop-address'];
-    if (!hop || !['0.0.0.0/0', '::/0'].includes(canonicalDestination(r.destination)) || ['0.0.0.0', '::'].includes(canonicalIp(hop))) return [];
+    if (
+      !hop ||
+      !['0.0.0.0/0', '::/0'].includes(canonicalDestination(r.destination)) ||
+      ['0.0.0.0', '::'].includes(canonicalIp(hop))
+    )
+      return [];
     if ((r as { state?: string }).state === 'absent' || seen.has(canonicalIp(hop))) return [];
     seen.add(canonicalIp(hop));
-    return [{ address: canonicalIp(hop), ...(r['next-hop-interface'] !== undefined && { iface: r['next-hop-interface'] }) }];
+    return [
+      { address: canonicalIp(hop), ...(r['next-hop-interface'] !== undefined && { iface: r['next-hop-interface'] }) },
+    ];
   });
 }

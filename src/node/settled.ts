@@ -6,6 +6,12 @@ import type { Step, StepContext } from '../engine/step.js';
 export async function expectSettled(step: Step, ctx: StepContext): Promise<void> {
   const plan = await step.plan(ctx);
   if (plan.action === 'noop') return;
-  const left = plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}${c.summary ? ` (${c.summary})` : ''}`).join('; ') : plan.reason;
-  throw new VerificationError(`${step.name}: the host still differs after apply: ${left}`, { step: step.name, retryable: true });
+  const left =
+    plan.action === 'change'
+      ? plan.changes.map((c) => `${c.action} ${c.target}${c.summary ? ` (${c.summary})` : ''}`).join('; ')
+      : plan.reason;
+  throw new VerificationError(`${step.name}: the host still differs after apply: ${left}`, {
+    step: step.name,
+    retryable: true,
+  });
 }

@@ -21,7 +21,11 @@ export const systemClock: Clock = {
 export async function pollUntil<T>(
   clock: Clock,
   probe: () => Promise<T | undefined>,
-  { timeoutMs, intervalMs = 250, maxIntervalMs = 5000 }: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
+  {
+    timeoutMs,
+    intervalMs = 250,
+    maxIntervalMs = 5000,
+  }: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
 ): Promise<T | undefined> {
   const deadline = clock.monotonic() + timeoutMs;
   let wait = intervalMs;

@@ -45,18 +45,35 @@ export function createExec(log: Logger): Exec {
         child.stderr.on('data', (d: Buffer) => err.push(d));
         child.stdin.on('error', () => undefined);
         child.on('error', (e) =>
-          reject(new CommandError(`cannot run ${command}: ${e.message}`, argv, null, '', { cause: e, retryable: false })),
+          reject(
+            new CommandError(`cannot run ${command}: ${e.message}`, argv, null, '', { cause: e, retryable: false }),
+          ),
         );
         child.on('close', (code, signal) => {
-          const result = { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+          const result = {
+            code,
+            stdout: Buffer.concat(out).toString('utf8'),
+            stderr: Buffer.concat(err).toString('utf8'),
+          };
           const durationMs = Math.round(performance.now() - started);
           if (code === 0 || options.allowFailure) {
             log.debug({ command, code, durationMs }, `exec ${command}: exit ${code}`);
             return resolve(result);
           }
           const why = signal ? `killed by ${signal}` : `exit ${code}`;
-          log.warn({ command, code, durationMs, stderr: tail(result.stderr), stdout: tail(result.stdout) }, `exec ${command}: ${why}`);
-          reject(new CommandError(`${command} failed (${why}): ${tail(result.stderr, 3) || tail(result.stdout, 3)}`, argv, code, result.stderr, { retryable: true }));
+          log.warn(
+            { command, code, durationMs, stderr: tail(result.stderr), stdout: tail(result.stdout) },
+            `exec ${command}: ${why}`,
+          );
+          reject(
+            new CommandError(
+              `${command} failed (${why}): ${tail(result.stderr, 3) || tail(result.stdout, 3)}`,
+              argv,
+              code,
+              result.stderr,
+              { retryable: true },
+            ),
+          );
         });
         child.stdin.end(options.input ?? '');
       });

@@ -25,8 +25,14 @@ describe('writeAtomic', () => {
     const dir = path.join(root, 'etc/systemd/system/kubelet.service.d');
     mkdirSync(dir, { recursive: true });
     // a run killed between write and rename (pid 4242), and files that only look alike
-    for (const name of ['.node-ip.conf.4242.tmp', '.node-ip.conf.tmp', '.other.conf.4242.tmp', 'node-ip.conf.4242.tmp']) writeFileSync(path.join(dir, name), 'half');
+    for (const name of ['.node-ip.conf.4242.tmp', '.node-ip.conf.tmp', '.other.conf.4242.tmp', 'node-ip.conf.4242.tmp'])
+      writeFileSync(path.join(dir, name), 'half');
     await createRootFs(root).writeAtomic('/etc/systemd/system/kubelet.service.d/node-ip.conf', 'x\n', { mode: 0o644 });
-    expect(readdirSync(dir).sort()).toEqual(['.node-ip.conf.tmp', '.other.conf.4242.tmp', 'node-ip.conf', 'node-ip.conf.4242.tmp']);
+    expect(readdirSync(dir).sort()).toEqual([
+      '.node-ip.conf.tmp',
+      '.other.conf.4242.tmp',
+      'node-ip.conf',
+      'node-ip.conf.4242.tmp',
+    ]);
   });
 });

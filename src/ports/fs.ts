@@ -62,7 +62,8 @@ export function createRootFs(root: string): RootFs {
   const resolve = (hostPath: string): string => {
     if (!path.isAbsolute(hostPath)) throw new Error(`host path must be absolute: ${hostPath}`);
     const real = path.join(base, path.normalize(hostPath));
-    if (real !== base && !real.startsWith(base === '/' ? '/' : base + path.sep)) throw new Error(`path leaves the root: ${hostPath}`);
+    if (real !== base && !real.startsWith(base === '/' ? '/' : base + path.sep))
+      throw new Error(`path leaves the root: ${hostPath}`);
     return real;
   };
   const orUndefined = async <T>(fn: () => Promise<T>): Promise<T | undefined> => {
@@ -117,4 +118,3 @@ export function createRootFs(root: string): RootFs {
     syncDir,
   };
 }
-

@@ -35,7 +35,8 @@ export interface ListOptions {
 }
 
 /** `Kind namespace/name`, as logs, plans and errors name an object. */
-export const describeRef = (ref: ObjectRef): string => `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
+export const describeRef = (ref: ObjectRef): string =>
+  `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
 
 export const refOf = (obj: KubeObject): ObjectRef => ({
   apiVersion: obj.apiVersion,

@@ -119,7 +119,10 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
   const props = async (path: string, name: string): Promise<Record<string, unknown>> => {
     const b = await bus();
     const p = await iface(path, PROPERTIES);
-    return plain(await b.call(`reading ${name} of ${path}`, () => p.GetAll!(name) as Promise<unknown>)) as Record<string, unknown>;
+    return plain(await b.call(`reading ${name} of ${path}`, () => p.GetAll!(name) as Promise<unknown>)) as Record<
+      string,
+      unknown
+    >;
   };
   const method = async <T>(path: string, name: string, member: string, ...args: unknown[]): Promise<T> => {
     const b = await bus();
@@ -133,7 +136,9 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
     const p = await props(path, `org.freedesktop.NetworkManager.IP${family}Config`);
     return {
       addresses: (p.AddressData as { address: string; prefix: number }[] | undefined) ?? [],
-      routes: ((p.RouteData as { dest: string; prefix: number; 'next-hop'?: string; metric?: number }[] | undefined) ?? []).map((r) => ({
+      routes: (
+        (p.RouteData as { dest: string; prefix: number; 'next-hop'?: string; metric?: number }[] | undefined) ?? []
+      ).map((r) => ({
         dest: r.dest,
         prefix: r.prefix,
         ...(r['next-hop'] !== undefined ? { nextHop: r['next-hop'] } : {}),
@@ -183,7 +188,9 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
   /** every saved profile with its settings */
   const profiles = async (): Promise<{ path: string; settings: Settings }[]> => {
     const paths = await method<string[]>(SETTINGS_PATH, SETTINGS, 'ListConnections');
-    return Promise.all(paths.map(async (path) => ({ path, settings: await method<Settings>(path, CONNECTION, 'GetSettings') })));
+    return Promise.all(
+      paths.map(async (path) => ({ path, settings: await method<Settings>(path, CONNECTION, 'GetSettings') })),
+    );
   };
 
   /** the profiles that belong to an interface: the one active on its device first, then those bound to its name */
@@ -196,7 +203,10 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
   /** why a device last changed state, for an activation that ended before its own reason could be read */
   const deviceReason = async (name: string): Promise<string> => {
     const device = (await devices().catch(() => [])).find((d) => d.data.name === name);
-    const stateReason = device ? ((await props(device.path, DEVICE).catch(() => ({}) as Record<string, unknown>)).StateReason as [number, number] | undefined) : undefined;
+    const stateReason = device
+      ? ((await props(device.path, DEVICE).catch(() => ({}) as Record<string, unknown>)).StateReason as
+          [number, number] | undefined)
+      : undefined;
     return stateReason ? ` (device state ${stateReason[0]}, NMDeviceStateReason ${stateReason[1]})` : '';
   };
 
@@ -224,7 +234,8 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
     try {
       const result = await bounded(outcome, activationTimeoutMs, `activating ${name}`);
       if (result.state === ACTIVATED) return;
-      const why = result.reason !== undefined ? `: ${reasonName(ACTIVE_REASONS, result.reason)}` : await deviceReason(name);
+      const why =
+        result.reason !== undefined ? `: ${reasonName(ACTIVE_REASONS, result.reason)}` : await deviceReason(name);
       throw new Error(`NetworkManager could not activate ${name}${why}`);
     } finally {
       proxy?.off('StateChanged', onStateChanged);
@@ -233,13 +244,24 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
 
   const rollback = async (checkpoint: string, names: Map<string, string>): Promise<void> => {
     const results = await method<Record<string, number>>(NM_PATH, NM, 'CheckpointRollback', checkpoint);
-    const described = Object.entries(results).map(([path, code]) => ({ device: names.get(path) ?? path, result: reasonName(ROLLBACK_RESULTS, code), ok: code === 0 }));
-    log.info({ checkpoint, devices: Object.fromEntries(described.map((d) => [d.device, d.result])) }, `NetworkManager rolled back checkpoint ${checkpoint}`);
+    const described = Object.entries(results).map(([path, code]) => ({
+      device: names.get(path) ?? path,
+      result: reasonName(ROLLBACK_RESULTS, code),
+      ok: code === 0,
+    }));
+    log.info(
+      { checkpoint, devices: Object.fromEntries(described.map((d) => [d.device, d.result])) },
+      `NetworkManager rolled back checkpoint ${checkpoint}`,
+    );
     const failed = described.filter((d) => !d.ok);
-    if (failed.length) throw new Error(`NetworkManager could not roll back ${failed.map((d) => `${d.device} (${d.result})`).join(', ')}`);
+    if (failed.length)
+      throw new Error(
+        `NetworkManager could not roll back ${failed.map((d) => `${d.device} (${d.result})`).join(', ')}`,
+      );
   };
 
-  const deviceNames = async (): Promise<Map<string, string>> => new Map((await devices()).map((d) => [d.path, d.data.name]));
+  const deviceNames = async (): Promise<Map<string, string>> =>
+    new Map((await devices()).map((d) => [d.path, d.data.name]));
 
   const applyProfiles = async (plan: ReturnType<typeof profilesFor>, checkpoint: string): Promise<void> => {
     const existing = await profiles();
@@ -254,8 +276,12 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
         log.info({ iface: name, checkpoint, removed: own.length }, `deleted the NetworkManager profiles of ${name}`);
       } else {
         // kept, but no longer brought up at boot: down is to stay down
-        for (const p of own) await method(p.path, CONNECTION, 'Update2', withoutAutoconnect(p.settings), SAVE_WITHOUT_AUTOCONNECT, {});
-        log.info({ iface: name, checkpoint, profiles: own.length }, `took ${name} down; its profiles no longer autoconnect`);
+        for (const p of own)
+          await method(p.path, CONNECTION, 'Update2', withoutAutoconnect(p.settings), SAVE_WITHOUT_AUTOCONNECT, {});
+        log.info(
+          { iface: name, checkpoint, profiles: own.length },
+          `took ${name} down; its profiles no longer autoconnect`,
+        );
       }
     }
 
@@ -269,26 +295,53 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
       // saved to disk, and not auto-activated in between: the activation below would cut that one short
       let path: string;
       if (first) {
-        await method(first.path, CONNECTION, 'Update2', mergeSettings(first.settings, profile.settings), SAVE_WITHOUT_AUTOCONNECT, {});
+        await method(
+          first.path,
+          CONNECTION,
+          'Update2',
+          mergeSettings(first.settings, profile.settings),
+          SAVE_WITHOUT_AUTOCONNECT,
+          {},
+        );
         path = first.path;
       } else {
-        [path] = await method<[string, unknown]>(SETTINGS_PATH, SETTINGS, 'AddConnection2', profile.settings, SAVE_WITHOUT_AUTOCONNECT, {});
+        [path] = await method<[string, unknown]>(
+          SETTINGS_PATH,
+          SETTINGS,
+          'AddConnection2',
+          profile.settings,
+          SAVE_WITHOUT_AUTOCONNECT,
+          {},
+        );
       }
-      log.info({ iface: profile.name, profile: path, updated: Boolean(first), removed: others.length }, `${first ? 'updated' : 'added'} the NetworkManager profile for ${profile.name}`);
+      log.info(
+        { iface: profile.name, profile: path, updated: Boolean(first), removed: others.length },
+        `${first ? 'updated' : 'added'} the NetworkManager profile for ${profile.name}`,
+      );
       // controllers first, then their ports, then the rest; NetworkManager holds each until what it depends on is up
-      activations.push({ name: profile.name, active: await method<string>(NM_PATH, NM, 'ActivateConnection', path, '/', '/') });
+      activations.push({
+        name: profile.name,
+        active: await method<string>(NM_PATH, NM, 'ActivateConnection', path, '/', '/'),
+      });
     }
     // every outcome, in activation order: a failed controller fails its ports too, and the cause comes first
     const outcomes = await Promise.allSettled(activations.map((a) => waitActivated(a.active, a.name)));
-    const failed = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason instanceof Error ? o.reason.message : String(o.reason)] : []));
+    const failed = outcomes.flatMap((o) =>
+      o.status === 'rejected' ? [o.reason instanceof Error ? o.reason.message : String(o.reason)] : [],
+    );
     if (failed.length) throw new Error(failed.join('; '));
   };
 
   return {
     async show() {
-      const dns = await props(DNS_MANAGER_PATH, 'org.freedesktop.NetworkManager.DnsManager').catch(() => ({}) as Record<string, unknown>);
+      const dns = await props(DNS_MANAGER_PATH, 'org.freedesktop.NetworkManager.DnsManager').catch(
+        () => ({}) as Record<string, unknown>,
+      );
       const entries = (dns.Configuration as { nameservers?: string[]; domains?: string[] }[] | undefined) ?? [];
-      const running = { server: [...new Set(entries.flatMap((e) => e.nameservers ?? []))], search: [...new Set(entries.flatMap((e) => e.domains ?? []))] };
+      const running = {
+        server: [...new Set(entries.flatMap((e) => e.nameservers ?? []))],
+        search: [...new Set(entries.flatMap((e) => e.domains ?? []))],
+      };
       return stateFromDevices(
         (await devices()).map((d) => d.data),
         running,
@@ -300,7 +353,10 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
       // before anything changes: an unsupported state is refused, not half applied
       const plan = profilesFor(state, options);
       const checkpoint = await method<string>(NM_PATH, NM, 'CheckpointCreate', [], timeoutSeconds, CHECKPOINT_FLAGS);
-      log.info({ checkpoint, timeoutSeconds }, `NetworkManager checkpoint ${checkpoint} created; it rolls back by itself after ${timeoutSeconds} s`);
+      log.info(
+        { checkpoint, timeoutSeconds },
+        `NetworkManager checkpoint ${checkpoint} created; it rolls back by itself after ${timeoutSeconds} s`,
+      );
       try {
         await applyProfiles(plan, checkpoint);
       } catch (err) {
@@ -326,7 +382,10 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
     },
 
     close() {
-      void connection?.then((b) => b.bus.disconnect(), () => undefined);
+      void connection?.then(
+        (b) => b.bus.disconnect(),
+        () => undefined,
+      );
     },
   };
 }

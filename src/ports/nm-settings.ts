@@ -33,7 +33,16 @@ const CONNECTION_TYPE: Record<string, string> = {
 };
 
 /** NetworkManager device types (NMDeviceType) to nmstate interface types */
-const DEVICE_TYPE: Record<number, string> = { 1: 'ethernet', 10: 'bond', 11: 'vlan', 13: 'linux-bridge', 22: 'dummy', 24: 'ovs-interface', 26: 'ovs-bridge', 32: 'loopback' };
+const DEVICE_TYPE: Record<number, string> = {
+  1: 'ethernet',
+  10: 'bond',
+  11: 'vlan',
+  13: 'linux-bridge',
+  22: 'dummy',
+  24: 'ovs-interface',
+  26: 'ovs-bridge',
+  32: 'loopback',
+};
 /** NM_DEVICE_STATE_ACTIVATED, and UNMANAGED which nmstate shows as ignore */
 const ACTIVATED = 100;
 const UNMANAGED = 10;
@@ -87,7 +96,14 @@ const familyOf = (destination: string) => parseCidr(destination).family;
 
 type IpBlock = NonNullable<Interface['ipv4']>;
 
-function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], dns: string[], search: string[], dnsPriority: number | undefined): Record<string, Variant> {
+function ipSettings(
+  family: 4 | 6,
+  block: IpBlock | undefined,
+  routes: Route[],
+  dns: string[],
+  search: string[],
+  dnsPriority: number | undefined,
+): Record<string, Variant> {
   const enabled = block?.enabled !== false && block !== undefined;
   if (!enabled) return { method: new Variant('s', 'disabled') };
   const dynamic = block.dhcp === true || block.autoconf === true;
@@ -119,7 +135,13 @@ function ipSettings(family: 4 | 6, block: IpBlock | undefined, routes: Route[], 
     );
   }
   if (dns.length) {
-    out.dns = family === 4 ? new Variant('au', dns.map(ipv4ToNetworkOrder)) : new Variant('aay', dns.map((d) => Buffer.from(ipv6Bytes(d))));
+    out.dns =
+      family === 4
+        ? new Variant('au', dns.map(ipv4ToNetworkOrder))
+        : new Variant(
+            'aay',
+            dns.map((d) => Buffer.from(ipv6Bytes(d))),
+          );
     // the site's servers, not whatever a lease hands out
     if (dynamic) out['ignore-auto-dns'] = new Variant('b', true);
     if (dnsPriority !== undefined) out['dns-priority'] = new Variant('i', dnsPriority);
@@ -142,7 +164,9 @@ function dnsCarriers(state: NmstateState, ports: Map<string, unknown>): { 4?: st
     return block !== undefined && block.enabled !== false;
   };
   const carrier = (family: 4 | 6): string | undefined => {
-    const viaDefault = (state.routes?.config ?? []).find((r) => isDefault(r.destination) && familyOf(r.destination) === family && r['next-hop-interface'])?.['next-hop-interface'];
+    const viaDefault = (state.routes?.config ?? []).find(
+      (r) => isDefault(r.destination) && familyOf(r.destination) === family && r['next-hop-interface'],
+    )?.['next-hop-interface'];
     const candidates = up.filter((i) => enabled(i, family));
     return candidates.find((i) => i.name === viaDefault)?.name ?? candidates[0]?.name;
   };
@@ -153,7 +177,10 @@ function dnsCarriers(state: NmstateState, ports: Map<string, unknown>): { 4?: st
     if (servers.length === 0 && !(searchHere && dns.search?.length)) continue;
     const name = carrier(family);
     if (name) out[family] = name;
-    else if (servers.length) throw new UnsupportedStateError(`dns-resolver.config.server: no interface in the site network has IPv${family} enabled to carry ${servers.join(', ')}`);
+    else if (servers.length)
+      throw new UnsupportedStateError(
+        `dns-resolver.config.server: no interface in the site network has IPv${family} enabled to carry ${servers.join(', ')}`,
+      );
   }
   return out;
 }
@@ -170,7 +197,10 @@ function dnsPriorities(state: NmstateState): { 4?: number; 6?: number } {
   const servers = state['dns-resolver']?.config?.server ?? [];
   const families = servers.map((s) => (isIPv4(s) ? 4 : 6));
   const switches = families.filter((f, i) => i > 0 && f !== families[i - 1]).length;
-  if (switches > 1) throw new UnsupportedStateError(`dns-resolver.config.server: ${servers.join(', ')} alternate between IPv4 and IPv6; NetworkManager keeps each family's servers together, so list them grouped`);
+  if (switches > 1)
+    throw new UnsupportedStateError(
+      `dns-resolver.config.server: ${servers.join(', ')} alternate between IPv4 and IPv6; NetworkManager keeps each family's servers together, so list them grouped`,
+    );
   return families[0] === 6 && switches === 1 ? { 6: 40, 4: 50 } : {};
 }
 
@@ -196,7 +226,11 @@ export function brExAsLinuxBridge(state: NmstateState): NmstateState {
   const ovsBridge = ovs.find((i) => i.type === 'ovs-bridge') as BridgePorts | undefined;
   const ports = ovsBridge?.bridge?.port?.filter((p) => p.name !== BR_EX).map((p) => ({ name: p.name }));
   const { bridge: _ovsOptions, ...rest } = carrier as Interface & BridgePorts;
-  const linux = { ...rest, type: 'linux-bridge', bridge: { options: { stp: { enabled: false } }, ...(ports ? { port: ports } : {}) } } as Interface;
+  const linux = {
+    ...rest,
+    type: 'linux-bridge',
+    bridge: { options: { stp: { enabled: false } }, ...(ports ? { port: ports } : {}) },
+  } as Interface;
   return { ...state, interfaces: interfaces.flatMap((i) => (i === ovs[0] ? [linux] : ovs.includes(i) ? [] : [i])) };
 }
 
@@ -205,8 +239,12 @@ function connectionType(iface: Interface): string {
   const type = iface.type ?? 'ethernet';
   const known = CONNECTION_TYPE[type];
   if (known) return known;
-  const ovs = type.startsWith('ovs-') ? ` (OVS needs nmstatectl${iface.name === BR_EX ? `, or ${BR_EX_AS_LINUX_BRIDGE_ENV}=1 to make br-ex a Linux bridge` : ''})` : '';
-  throw new UnsupportedStateError(`interface ${iface.name}: type ${type} is not supported through NetworkManager's D-Bus API here${ovs}; supported: ${Object.keys(CONNECTION_TYPE).join(', ')}`);
+  const ovs = type.startsWith('ovs-')
+    ? ` (OVS needs nmstatectl${iface.name === BR_EX ? `, or ${BR_EX_AS_LINUX_BRIDGE_ENV}=1 to make br-ex a Linux bridge` : ''})`
+    : '';
+  throw new UnsupportedStateError(
+    `interface ${iface.name}: type ${type} is not supported through NetworkManager's D-Bus API here${ovs}; supported: ${Object.keys(CONNECTION_TYPE).join(', ')}`,
+  );
 }
 
 /** The profiles that make the desired state, in activation order. */
@@ -217,7 +255,8 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
   for (const iface of interfaces) {
     const bridgePorts = (iface as BridgePorts).bridge?.port ?? [];
     // an OVS bridge lists its own internal interface among its ports
-    for (const p of bridgePorts) if (p.name !== iface.name) ports.set(p.name, { controller: iface.name, kind: 'bridge' });
+    for (const p of bridgePorts)
+      if (p.name !== iface.name) ports.set(p.name, { controller: iface.name, kind: 'bridge' });
     for (const p of iface['link-aggregation']?.port ?? []) ports.set(p, { controller: iface.name, kind: 'bond' });
   }
   const dnsConfig = state['dns-resolver']?.config;
@@ -246,13 +285,16 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
       ...(port ? { master: new Variant('s', port.controller), 'slave-type': new Variant('s', port.kind) } : {}),
     };
     const settings: Settings = { connection };
-    if (type === 'ethernet') settings['802-3-ethernet'] = iface.mtu !== undefined ? { mtu: new Variant('u', iface.mtu) } : {};
+    if (type === 'ethernet')
+      settings['802-3-ethernet'] = iface.mtu !== undefined ? { mtu: new Variant('u', iface.mtu) } : {};
     if (type === 'linux-bridge') {
-      const stp = (iface as { bridge?: { options?: { stp?: { enabled?: boolean } } } }).bridge?.options?.stp?.enabled ?? false;
+      const stp =
+        (iface as { bridge?: { options?: { stp?: { enabled?: boolean } } } }).bridge?.options?.stp?.enabled ?? false;
       settings.bridge = { stp: new Variant('b', stp) };
     }
     if (type === 'vlan') {
-      if (!iface.vlan) throw new UnsupportedStateError(`interface ${iface.name}: a vlan needs vlan.base-iface and vlan.id`);
+      if (!iface.vlan)
+        throw new UnsupportedStateError(`interface ${iface.name}: a vlan needs vlan.base-iface and vlan.id`);
       settings.vlan = { parent: new Variant('s', iface.vlan['base-iface']), id: new Variant('u', iface.vlan.id) };
     }
     if (type === 'bond') {
@@ -262,25 +304,51 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
       settings.bond = { options: new Variant('a{ss}', { ...options, mode: aggregation?.mode ?? 'active-backup' }) };
     }
     if (!port) {
-      const routes = (state.routes?.config ?? []).filter((r) => r['next-hop-interface'] === iface.name && (r as { state?: string }).state !== 'absent');
-      const servers = (family: 4 | 6) => (carriers[family] === iface.name ? (dnsConfig?.server ?? []).filter((s) => isIPv4(s) === (family === 4)) : []);
+      const routes = (state.routes?.config ?? []).filter(
+        (r) => r['next-hop-interface'] === iface.name && (r as { state?: string }).state !== 'absent',
+      );
+      const servers = (family: 4 | 6) =>
+        carriers[family] === iface.name ? (dnsConfig?.server ?? []).filter((s) => isIPv4(s) === (family === 4)) : [];
       const searchFamily = carriers[4] !== undefined ? 4 : 6;
-      const search = (family: 4 | 6) => (family === searchFamily && carriers[family] === iface.name ? (dnsConfig?.search ?? []) : []);
-      settings.ipv4 = ipSettings(4, iface.ipv4, routes.filter((r) => familyOf(r.destination) === 4), servers(4), search(4), dnsPriority[4]);
-      settings.ipv6 = ipSettings(6, iface.ipv6, routes.filter((r) => familyOf(r.destination) === 6), servers(6), search(6), dnsPriority[6]);
+      const search = (family: 4 | 6) =>
+        family === searchFamily && carriers[family] === iface.name ? (dnsConfig?.search ?? []) : [];
+      settings.ipv4 = ipSettings(
+        4,
+        iface.ipv4,
+        routes.filter((r) => familyOf(r.destination) === 4),
+        servers(4),
+        search(4),
+        dnsPriority[4],
+      );
+      settings.ipv6 = ipSettings(
+        6,
+        iface.ipv6,
+        routes.filter((r) => familyOf(r.destination) === 6),
+        servers(6),
+        search(6),
+        dnsPriority[6],
+      );
     }
-    const role = port ? 'port' : interfaces.some((i) => ports.get(i.name)?.controller === iface.name) ? 'controller' : 'plain';
+    const role = port
+      ? 'port'
+      : interfaces.some((i) => ports.get(i.name)?.controller === iface.name)
+        ? 'controller'
+        : 'plain';
     plan.profiles.push({ name: iface.name, role, settings });
   }
   // controllers before their ports, at every level (a bond in a bridge), VLAN parents early, the rest last
   const depth = (name: string, seen: readonly string[] = []): number => {
     const port = ports.get(name);
     if (!port) return 0;
-    if (seen.includes(name)) throw new UnsupportedStateError(`interface ${name}: its controllers form a loop (${[...seen, name].join(' -> ')})`);
+    if (seen.includes(name))
+      throw new UnsupportedStateError(
+        `interface ${name}: its controllers form a loop (${[...seen, name].join(' -> ')})`,
+      );
     return 1 + depth(port.controller, [...seen, name]);
   };
   const vlanParents = new Set(interfaces.flatMap((i) => (i.vlan ? [i.vlan['base-iface']] : [])));
-  const rank = (p: Profile) => (p.role === 'plain' && !vlanParents.has(p.name) ? Number.MAX_SAFE_INTEGER : depth(p.name));
+  const rank = (p: Profile) =>
+    p.role === 'plain' && !vlanParents.has(p.name) ? Number.MAX_SAFE_INTEGER : depth(p.name);
   plan.profiles.sort((a, b) => rank(a) - rank(b));
   return plan;
 }
@@ -290,7 +358,8 @@ export function plain(value: unknown): unknown {
   if (value instanceof Variant) return plain(value.value);
   if (Array.isArray(value)) return value.map(plain);
   if (Buffer.isBuffer(value)) return [...value];
-  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
   return value;
 }
 
@@ -300,7 +369,8 @@ export function withoutAutoconnect(settings: Settings): Settings {
 }
 
 /** whether an existing profile can be updated into the desired one: a profile does not change type */
-export const sameType = (existing: Settings, desired: Settings): boolean => existing.connection?.type?.value === desired.connection?.type?.value;
+export const sameType = (existing: Settings, desired: Settings): boolean =>
+  existing.connection?.type?.value === desired.connection?.type?.value;
 
 /**
  * An existing profile updated to the desired settings. Keys the desired state sets replace theirs
@@ -315,7 +385,8 @@ export function mergeSettings(existing: Settings, desired: Settings): Settings {
     merged[section] = section === 'ipv4' || section === 'ipv6' ? keys : { ...existing[section], ...keys };
   }
   const connection = merged.connection!;
-  for (const keep of ['id', 'uuid'] as const) if (existing.connection?.[keep]) connection[keep] = existing.connection[keep];
+  for (const keep of ['id', 'uuid'] as const)
+    if (existing.connection?.[keep]) connection[keep] = existing.connection[keep];
   if (!desired.connection?.master) {
     delete connection.master;
     delete connection['slave-type'];
@@ -345,22 +416,37 @@ export interface DeviceData {
   applied?: PlainSettings;
 }
 
-type ShownIp = { enabled: boolean; dhcp?: boolean; autoconf?: boolean; address: { ip: string; 'prefix-length': number }[] };
+type ShownIp = {
+  enabled: boolean;
+  dhcp?: boolean;
+  autoconf?: boolean;
+  address: { ip: string; 'prefix-length': number }[];
+};
 
 function shownIp(family: 4 | 6, data: IpConfigData | undefined, applied: PlainSettings | undefined): ShownIp {
   const method = applied?.[family === 4 ? 'ipv4' : 'ipv6']?.method as string | undefined;
   const address = (data?.addresses ?? []).map((a) => ({ ip: a.address, 'prefix-length': a.prefix }));
   const enabled = method ? !['disabled', 'ignore'].includes(method) : address.length > 0;
-  return { enabled, ...(family === 4 ? { dhcp: method === 'auto' } : { autoconf: method === 'auto', dhcp: method === 'auto' || method === 'dhcp' }), address };
+  return {
+    enabled,
+    ...(family === 4
+      ? { dhcp: method === 'auto' }
+      : { autoconf: method === 'auto', dhcp: method === 'auto' || method === 'dhcp' }),
+    address,
+  };
 }
 
 function configuredRoutes(name: string, applied: PlainSettings | undefined): Route[] {
   const out: Route[] = [];
-  for (const [key, zero] of [['ipv4', '0.0.0.0/0'], ['ipv6', '::/0']] as const) {
+  for (const [key, zero] of [
+    ['ipv4', '0.0.0.0/0'],
+    ['ipv6', '::/0'],
+  ] as const) {
     const section = applied?.[key];
     const gateway = section?.gateway as string | undefined;
     if (gateway) out.push({ destination: zero, 'next-hop-address': gateway, 'next-hop-interface': name });
-    for (const r of (section?.['route-data'] as { dest: string; prefix: number; 'next-hop'?: string; metric?: number }[] | undefined) ?? []) {
+    for (const r of (section?.['route-data'] as
+      { dest: string; prefix: number; 'next-hop'?: string; metric?: number }[] | undefined) ?? []) {
       out.push({
         destination: `${r.dest}/${r.prefix}`,
         ...(r['next-hop'] ? { 'next-hop-address': r['next-hop'] } : {}),
@@ -373,15 +459,35 @@ function configuredRoutes(name: string, applied: PlainSettings | undefined): Rou
 }
 
 /** the DNS servers a profile configures, with the priority that orders them among all profiles' */
-function configuredDns(applied: PlainSettings | undefined): { servers: { server: string; priority: number }[]; search: string[] } {
-  const priority = (section: Record<string, unknown> | undefined) => (section?.['dns-priority'] as number | undefined) || DEFAULT_DNS_PRIORITY;
-  const v4 = ((applied?.ipv4?.dns as number[] | undefined) ?? []).map((n) => ({ server: networkOrderToIpv4(n), priority: priority(applied?.ipv4) }));
-  const v6 = ((applied?.ipv6?.dns as number[][] | undefined) ?? []).map((b) => ({ server: bytesToIpv6(b), priority: priority(applied?.ipv6) }));
-  return { servers: [...v4, ...v6], search: [...((applied?.ipv4?.['dns-search'] as string[] | undefined) ?? []), ...((applied?.ipv6?.['dns-search'] as string[] | undefined) ?? [])] };
+function configuredDns(applied: PlainSettings | undefined): {
+  servers: { server: string; priority: number }[];
+  search: string[];
+} {
+  const priority = (section: Record<string, unknown> | undefined) =>
+    (section?.['dns-priority'] as number | undefined) || DEFAULT_DNS_PRIORITY;
+  const v4 = ((applied?.ipv4?.dns as number[] | undefined) ?? []).map((n) => ({
+    server: networkOrderToIpv4(n),
+    priority: priority(applied?.ipv4),
+  }));
+  const v6 = ((applied?.ipv6?.dns as number[][] | undefined) ?? []).map((b) => ({
+    server: bytesToIpv6(b),
+    priority: priority(applied?.ipv6),
+  }));
+  return {
+    servers: [...v4, ...v6],
+    search: [
+      ...((applied?.ipv4?.['dns-search'] as string[] | undefined) ?? []),
+      ...((applied?.ipv6?.['dns-search'] as string[] | undefined) ?? []),
+    ],
+  };
 }
 
 /** NetworkManager's devices as nmstate's current state (interfaces, routes, dns-resolver). */
-export function stateFromDevices(devices: readonly DeviceData[], runningDns: { server: string[]; search: string[] }, options: TranslationOptions = {}): NmstateState {
+export function stateFromDevices(
+  devices: readonly DeviceData[],
+  runningDns: { server: string[]; search: string[] },
+  options: TranslationOptions = {},
+): NmstateState {
   const interfaces = devices.flatMap((d): Interface[] => {
     const type = DEVICE_TYPE[d.deviceType] ?? 'unknown';
     const state = d.state === ACTIVATED ? 'up' : d.state === UNMANAGED ? 'ignore' : 'down';
@@ -396,14 +502,31 @@ export function stateFromDevices(devices: readonly DeviceData[], runningDns: { s
       ipv6: shownIp(6, d.ip6, d.applied),
     };
     if (connection?.master) iface.controller = connection.master as string;
-    if (type === 'vlan' && d.applied?.vlan) iface.vlan = { 'base-iface': d.applied.vlan.parent as string, id: d.applied.vlan.id as number };
-    const portsOf = (kind: string) => devices.filter((p) => p.applied?.connection?.master === d.name && p.applied.connection['slave-type'] === kind).map((p) => p.name);
-    if (type === 'bond') iface['link-aggregation'] = { mode: ((d.applied?.bond?.options as Record<string, string> | undefined)?.mode ?? 'balance-rr'), port: portsOf('bond') };
+    if (type === 'vlan' && d.applied?.vlan)
+      iface.vlan = { 'base-iface': d.applied.vlan.parent as string, id: d.applied.vlan.id as number };
+    const portsOf = (kind: string) =>
+      devices
+        .filter((p) => p.applied?.connection?.master === d.name && p.applied.connection['slave-type'] === kind)
+        .map((p) => p.name);
+    if (type === 'bond')
+      iface['link-aggregation'] = {
+        mode: (d.applied?.bond?.options as Record<string, string> | undefined)?.mode ?? 'balance-rr',
+        port: portsOf('bond'),
+      };
     if (type === 'linux-bridge') iface.bridge = { port: portsOf('bridge').map((name) => ({ name })) };
     if (type !== 'linux-bridge' || d.name !== BR_EX || !options.brExAsLinuxBridge) return [iface];
     // the bridge as a site-config for an OVS node names it: OVS shows br-ex as a bridge and as its internal interface
     const { bridge: _ports, ...ip } = iface;
-    return [iface, { ...ip, type: 'ovs-interface' }, { name: d.name, type: 'ovs-bridge', state, bridge: { port: [...portsOf('bridge'), BR_EX].map((name) => ({ name })) } } as Interface];
+    return [
+      iface,
+      { ...ip, type: 'ovs-interface' },
+      {
+        name: d.name,
+        type: 'ovs-bridge',
+        state,
+        bridge: { port: [...portsOf('bridge'), BR_EX].map((name) => ({ name })) },
+      } as Interface,
+    ];
   });
   const running = devices.flatMap((d) =>
     [d.ip4, d.ip6].flatMap((ip) =>

@@ -36,9 +36,11 @@ function parseShow(stdout: string): NmstateState {
   } catch {
     throw new Error(`${NMSTATECTL} show --json printed no JSON: ${stdout.slice(0, 200)}`);
   }
-  if (state === null || typeof state !== 'object' || Array.isArray(state)) throw new Error(`${NMSTATECTL} show --json printed no state object`);
+  if (state === null || typeof state !== 'object' || Array.isArray(state))
+    throw new Error(`${NMSTATECTL} show --json printed no state object`);
   const interfaces = (state as { interfaces?: unknown }).interfaces;
-  if (interfaces !== undefined && !Array.isArray(interfaces)) throw new Error(`${NMSTATECTL} show --json: interfaces is not a list`);
+  if (interfaces !== undefined && !Array.isArray(interfaces))
+    throw new Error(`${NMSTATECTL} show --json: interfaces is not a list`);
   return state as NmstateState;
 }
 
@@ -55,10 +57,14 @@ export function createNmstatectl(exec: Exec, log: Logger, clock: Clock = systemC
 
     async apply(state, { timeoutSeconds }) {
       last = undefined;
-      const { stdout, stderr } = await exec.run(NMSTATECTL, ['apply', '--no-commit', '--timeout', String(timeoutSeconds)], {
-        input: yaml.dump(state, { noRefs: true }),
-        timeoutMs: Math.max(MIN_APPLY_WAIT_MS, timeoutSeconds * 1000),
-      });
+      const { stdout, stderr } = await exec.run(
+        NMSTATECTL,
+        ['apply', '--no-commit', '--timeout', String(timeoutSeconds)],
+        {
+          input: yaml.dump(state, { noRefs: true }),
+          timeoutMs: Math.max(MIN_APPLY_WAIT_MS, timeoutSeconds * 1000),
+        },
+      );
       const checkpoint = parseCheckpoint(`${stdout}\n${stderr}`);
       if (checkpoint) return { checkpoint };
       // without the path the change cannot be committed: undo it now rather than at the timeout

@@ -47,12 +47,18 @@ export function chooseBackend(env: NodeJS.ProcessEnv = process.env): BackendChoi
   const brExAsLinuxBridge = flag(env, BR_EX_AS_LINUX_BRIDGE_ENV);
   let choice: Omit<BackendChoice, 'brExAsLinuxBridge'>;
   if (forced !== undefined && forced !== '') {
-    if (forced !== 'nmstatectl' && forced !== 'networkmanager') throw new Error(`${NMSTATE_BACKEND_ENV} must be nmstatectl or networkmanager, not "${forced}"`);
+    if (forced !== 'nmstatectl' && forced !== 'networkmanager')
+      throw new Error(`${NMSTATE_BACKEND_ENV} must be nmstatectl or networkmanager, not "${forced}"`);
     choice = { backend: forced, why: `${NMSTATE_BACKEND_ENV} says so` };
   } else {
-    choice = onPath('nmstatectl', env.PATH) ? { backend: 'nmstatectl', why: 'nmstatectl is installed' } : { backend: 'networkmanager', why: 'nmstatectl is not installed' };
+    choice = onPath('nmstatectl', env.PATH)
+      ? { backend: 'nmstatectl', why: 'nmstatectl is installed' }
+      : { backend: 'networkmanager', why: 'nmstatectl is not installed' };
   }
-  if (brExAsLinuxBridge && choice.backend === 'nmstatectl') throw new Error(`${BR_EX_AS_LINUX_BRIDGE_ENV} works only with NetworkManager's D-Bus API, and nmstatectl was chosen (${choice.why})`);
+  if (brExAsLinuxBridge && choice.backend === 'nmstatectl')
+    throw new Error(
+      `${BR_EX_AS_LINUX_BRIDGE_ENV} works only with NetworkManager's D-Bus API, and nmstatectl was chosen (${choice.why})`,
+    );
   return { ...choice, brExAsLinuxBridge };
 }
 

@@ -24,13 +24,18 @@ function typeInterface(unit: string): string {
 /** Connects to the system bus; rejects with the bus address when it cannot be reached. */
 export async function connectSystemdBus(log: Logger): Promise<Systemd> {
   const { bus, call } = await connectSystemBus(log, 'systemd');
-  const proxy = (name: string, path: string) => call(`introspecting ${name} ${path}`, () => bus.getProxyObject(name, path));
+  const proxy = (name: string, path: string) =>
+    call(`introspecting ${name} ${path}`, () => bus.getProxyObject(name, path));
   const manager = (await proxy(SYSTEMD, SYSTEMD_PATH)).getInterface(MANAGER);
   let hostnamed: dbus.ClientInterface | undefined;
-  const hostnameProperties = async () => (hostnamed ??= (await proxy(HOSTNAMED, HOSTNAMED_PATH)).getInterface(PROPERTIES));
+  const hostnameProperties = async () =>
+    (hostnamed ??= (await proxy(HOSTNAMED, HOSTNAMED_PATH)).getInterface(PROPERTIES));
 
   const property = async (props: dbus.ClientInterface, iface: string, name: string): Promise<string> => {
-    const variant = (await call(`reading ${iface}.${name}`, () => props.Get!(iface, name) as Promise<dbus.Variant<string>>)) as dbus.Variant<string>;
+    const variant = (await call(
+      `reading ${iface}.${name}`,
+      () => props.Get!(iface, name) as Promise<dbus.Variant<string>>,
+    )) as dbus.Variant<string>;
     return variant.value;
   };
 
@@ -60,7 +65,10 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
       };
       manager.on('JobRemoved', onJobRemoved);
       try {
-        const job = (await call(`StartUnit(${unit}, replace)`, () => manager.StartUnit!(unit, 'replace') as Promise<string>)) as string;
+        const job = (await call(
+          `StartUnit(${unit}, replace)`,
+          () => manager.StartUnit!(unit, 'replace') as Promise<string>,
+        )) as string;
         log.debug({ unit, job }, 'start job queued');
         const early = finished.get(job);
         const jobResult =

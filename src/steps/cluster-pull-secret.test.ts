@@ -10,13 +10,21 @@ describe('desiredPullSecret', () => {
   });
 
   it('merges into the current auths, the site winning for a registry in both, other keys kept', () => {
-    const current = { auths: { 'quay.io': { auth: 'cXVheQ==' }, 'registry.site.example.com': { auth: 'b2xk' } }, credsStore: 'x' };
-    expect(desiredPullSecret(site, 'merge', { value: current })).toEqual({ auths: { 'quay.io': { auth: 'cXVheQ==' }, 'registry.site.example.com': { auth: 'c2l0ZTp0b2tlbg==' } }, credsStore: 'x' });
+    const current = {
+      auths: { 'quay.io': { auth: 'cXVheQ==' }, 'registry.site.example.com': { auth: 'b2xk' } },
+      credsStore: 'x',
+    };
+    expect(desiredPullSecret(site, 'merge', { value: current })).toEqual({
+      auths: { 'quay.io': { auth: 'cXVheQ==' }, 'registry.site.example.com': { auth: 'c2l0ZTp0b2tlbg==' } },
+      credsStore: 'x',
+    });
     expect(desiredPullSecret(site, 'merge', {})).toEqual(site);
   });
 
   it('says why it cannot merge, without quoting the secret', () => {
-    expect(desiredPullSecret(site, 'merge', { unreadable: 'Secret openshift-config/pull-secret does not hold valid JSON' })).toMatch(/cannot be merged/);
+    expect(
+      desiredPullSecret(site, 'merge', { unreadable: 'Secret openshift-config/pull-secret does not hold valid JSON' }),
+    ).toMatch(/cannot be merged/);
     expect(desiredPullSecret(site, 'merge', { value: { auths: ['x'] } })).toMatch(/no "auths" object/);
   });
 });

@@ -31,11 +31,17 @@ function readSecret(secret: SecretObject | undefined): Read {
 
 function authsOf(current: Read): Record<string, unknown> | undefined {
   const auths = (current.value as { auths?: unknown } | undefined)?.auths;
-  return auths !== null && typeof auths === 'object' && !Array.isArray(auths) ? (auths as Record<string, unknown>) : undefined;
+  return auths !== null && typeof auths === 'object' && !Array.isArray(auths)
+    ? (auths as Record<string, unknown>)
+    : undefined;
 }
 
 /** The pull secret the cluster should hold, from what it holds now; a string says why it cannot be made. */
-export function desiredPullSecret(site: DockerConfig, policy: 'replace' | 'merge', current: Read): DockerConfig | string {
+export function desiredPullSecret(
+  site: DockerConfig,
+  policy: 'replace' | 'merge',
+  current: Read,
+): DockerConfig | string {
   if (policy === 'replace') return site;
   if (current.unreadable) return `${current.unreadable}, so the site's registries cannot be merged into it`;
   if (current.value === undefined) return site;
@@ -48,7 +54,10 @@ async function survey(ctx: StepContext) {
   const kube = await ctx.kube();
   const secret = await kube.get<SecretObject>(PULL_SECRET);
   const current = readSecret(secret);
-  const wanted = ctx.site.pullSecret === undefined ? undefined : desiredPullSecret(ctx.site.pullSecret, ctx.site.pullSecretPolicy, current);
+  const wanted =
+    ctx.site.pullSecret === undefined
+      ? undefined
+      : desiredPullSecret(ctx.site.pullSecret, ctx.site.pullSecretPolicy, current);
   return { kube, secret, current, wanted };
 }
 
@@ -56,12 +65,21 @@ function planOf(ctx: StepContext, s: Awaited<ReturnType<typeof survey>>): PlanRe
   if (s.wanted === undefined) return { action: 'noop', reason: 'the site-config has no pull secret' };
   if (typeof s.wanted === 'string') return { action: 'conflict', reason: s.wanted };
   const described = describeAuths(s.wanted);
-  if (s.current.value !== undefined && isDeepStrictEqual(s.current.value, s.wanted)) return { action: 'noop', reason: `${TARGET} already holds the site's credentials (${described})` };
-  const before = s.current.value !== undefined ? describeAuths(s.current.value) : s.current.unreadable ? '<unreadable>' : undefined;
+  if (s.current.value !== undefined && isDeepStrictEqual(s.current.value, s.wanted))
+    return { action: 'noop', reason: `${TARGET} already holds the site's credentials (${described})` };
+  const before =
+    s.current.value !== undefined ? describeAuths(s.current.value) : s.current.unreadable ? '<unreadable>' : undefined;
   return {
     action: 'change',
     summary: `${ctx.site.pullSecretPolicy} the cluster's pull secret`,
-    changes: [{ action: s.secret ? 'update' : 'create', target: TARGET, summary: `${described}, ${ctx.site.pullSecretPolicy}`, diff: [...(before ? [`- ${before}`] : []), `+ ${described}`] }],
+    changes: [
+      {
+        action: s.secret ? 'update' : 'create',
+        target: TARGET,
+        summary: `${described}, ${ctx.site.pullSecretPolicy}`,
+        diff: [...(before ? [`- ${before}`] : []), `+ ${described}`],
+      },
+    ],
   };
 }
 
@@ -96,15 +114,26 @@ export const clusterPullSecretStep: Step = {
       await s.kube.update<SecretObject>(PULL_SECRET, (current) => {
         // merged again from what is there now: a registry another writer added meanwhile stays
         const wanted = desiredPullSecret(site, ctx.site.pullSecretPolicy, readSecret(current));
-        if (typeof wanted === 'string') throw new StepError(`cluster-pull-secret: ${wanted}`, { step: 'cluster-pull-secret' });
-        return { ...current, data: { ...current.data, [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(wanted)).toString('base64') } };
+        if (typeof wanted === 'string')
+          throw new StepError(`cluster-pull-secret: ${wanted}`, { step: 'cluster-pull-secret' });
+        return {
+          ...current,
+          data: { ...current.data, [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(wanted)).toString('base64') },
+        };
       });
     }
-    ctx.log.info({ secret: TARGET, registries: Object.keys(wanted.auths).length, policy: ctx.site.pullSecretPolicy }, 'cluster pull secret written');
+    ctx.log.info(
+      { secret: TARGET, registries: Object.keys(wanted.auths).length, policy: ctx.site.pullSecretPolicy },
+      'cluster pull secret written',
+    );
   },
 
   async verify(ctx) {
     const plan = planOf(ctx, await survey(ctx));
-    if (plan.action !== 'noop') throw new VerificationError(`cluster-pull-secret: ${TARGET} does not hold the site's credentials after apply`, { step: 'cluster-pull-secret', retryable: true });
+    if (plan.action !== 'noop')
+      throw new VerificationError(`cluster-pull-secret: ${TARGET} does not hold the site's credentials after apply`, {
+        step: 'cluster-pull-secret',
+        retryable: true,
+      });
   },
 };

@@ -26,7 +26,15 @@ const ctx = (site: ReturnType<typeof testSite>, exec: Exec) =>
 
 describe('nodeIdentity', () => {
   it('takes the address a DHCP site got on br-ex, never a link-local one', async () => {
-    const site = testSite({ hostname: 'sno-store42', network: { nmstate: { interfaces: [{ name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: true } }] }, internalIP: '192.168.127.10/24' } });
+    const site = testSite({
+      hostname: 'sno-store42',
+      network: {
+        nmstate: {
+          interfaces: [{ name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: true } }],
+        },
+        internalIP: '192.168.127.10/24',
+      },
+    });
     const live = brEx([
       { local: '10.42.0.77', prefixlen: 24 },
       { local: '192.168.127.10', prefixlen: 24 },
@@ -39,7 +47,21 @@ describe('nodeIdentity', () => {
   });
 
   it('keeps the static addresses of the site when br-ex is not there yet', async () => {
-    const site = testSite({ hostname: 'sno-store42', network: { nmstate: { interfaces: [{ name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] } }] } } });
+    const site = testSite({
+      hostname: 'sno-store42',
+      network: {
+        nmstate: {
+          interfaces: [
+            {
+              name: 'br-ex',
+              type: 'ovs-interface',
+              state: 'up',
+              ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] },
+            },
+          ],
+        },
+      },
+    });
     expect((await nodeIdentity(ctx(site, noBrEx))).ips).toEqual(['10.42.0.20']);
   });
 });

@@ -30,9 +30,12 @@ type Csr = KubeObject & CsrObject;
 
 export async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
   const hostname = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
-  if (!hostname) throw new StepError('csr-approval: the node has no hostname to match requests against', { step: 'csr-approval' });
+  if (!hostname)
+    throw new StepError('csr-approval: the node has no hostname to match requests against', { step: 'csr-approval' });
   const ips = new Set<string>();
-  const internal = ctx.site.network.internalIP ?? /KUBELET_NODE_IP=([^"\s]+)/.exec((await ctx.fs.readText(KUBELET_NODE_IP_DROP_IN)) ?? '')?.[1];
+  const internal =
+    ctx.site.network.internalIP ??
+    /KUBELET_NODE_IP=([^"\s]+)/.exec((await ctx.fs.readText(KUBELET_NODE_IP_DROP_IN)) ?? '')?.[1];
   if (internal) ips.add(parseCidr(internal).ip);
   for (const iface of ctx.site.network.nmstate.interfaces ?? []) {
     for (const family of [iface.ipv4, iface.ipv6]) for (const a of family?.address ?? []) ips.add(canonicalIp(a.ip));
@@ -80,28 +83,44 @@ async function survey(ctx: StepContext, kube: Kube, node: NodeIdentity): Promise
     const verdict = judgeCsr(csr, node);
     if (state === 'approved') {
       if (verdict.approve) result.done.add(verdict.kind);
-    } else if (verdict.approve) result.toApprove.push({ name: csr.metadata.name, kind: verdict.kind, why: verdict.why });
+    } else if (verdict.approve)
+      result.toApprove.push({ name: csr.metadata.name, kind: verdict.kind, why: verdict.why });
     else result.leftAlone.push({ name: csr.metadata.name, why: verdict.why });
   }
   return result;
 }
 
-const missing = (s: Survey): CsrKind[] => (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
+const missing = (s: Survey): CsrKind[] =>
+  (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
 
 export const csrApprovalStep: Step = {
   name: 'csr-approval',
   group: 'cluster',
-  description: 'approve this node\'s kubelet client and serving CSRs (subject, usages and SANs checked)',
-  inputs: (site) => ({ hostname: site.hostname ?? null, internalIP: site.network.internalIP ?? null, nmstate: site.network.nmstate }),
+  description: "approve this node's kubelet client and serving CSRs (subject, usages and SANs checked)",
+  inputs: (site) => ({
+    hostname: site.hostname ?? null,
+    internalIP: site.network.internalIP ?? null,
+    nmstate: site.network.nmstate,
+  }),
 
   async plan(ctx) {
     const s = await survey(ctx, await ctx.kube(), await nodeIdentity(ctx));
-    for (const l of s.leftAlone) ctx.log.debug({ csr: l.name, reason: l.why }, `CSR ${l.name} is not this node's: ${l.why}`);
-    if (s.toApprove.length === 0 && s.done.size === 2) return { action: 'noop', reason: `node ${s.node.hostname} has its client and serving certificates approved` };
-    const changes: Change[] = s.toApprove.map((a) => ({ action: 'approve', target: `CertificateSigningRequest ${a.name}`, summary: a.why }));
+    for (const l of s.leftAlone)
+      ctx.log.debug({ csr: l.name, reason: l.why }, `CSR ${l.name} is not this node's: ${l.why}`);
+    if (s.toApprove.length === 0 && s.done.size === 2)
+      return { action: 'noop', reason: `node ${s.node.hostname} has its client and serving certificates approved` };
+    const changes: Change[] = s.toApprove.map((a) => ({
+      action: 'approve',
+      target: `CertificateSigningRequest ${a.name}`,
+      summary: a.why,
+    }));
     const waiting = missing(s);
     const wait = waiting.length > 0 ? `; then wait for kubelet's ${waiting.join(' and ')} request` : '';
-    return { action: 'change', summary: `approve node ${s.node.hostname}'s kubelet certificate requests${wait}`, changes };
+    return {
+      action: 'change',
+      summary: `approve node ${s.node.hostname}'s kubelet certificate requests${wait}`,
+      changes,
+    };
   },
 
   async apply(ctx) {
@@ -129,12 +148,19 @@ export const csrApprovalStep: Step = {
     );
     if (!settled) {
       const waiting = last ? missing(last).join(' and ') : 'client and serving';
-      throw new StepError(`csr-approval: kubelet filed no ${waiting} request for node ${node.hostname} within ${CSR_WAIT_MS / 60_000} min`, { step: 'csr-approval', retryable: true });
+      throw new StepError(
+        `csr-approval: kubelet filed no ${waiting} request for node ${node.hostname} within ${CSR_WAIT_MS / 60_000} min`,
+        { step: 'csr-approval', retryable: true },
+      );
     }
   },
 
   async verify(ctx) {
     const s = await survey(ctx, await ctx.kube(), await nodeIdentity(ctx));
-    if (s.done.size < 2) throw new VerificationError(`csr-approval: node ${s.node.hostname} has no approved ${missing(s).join(' and ')} request`, { step: 'csr-approval', retryable: true });
+    if (s.done.size < 2)
+      throw new VerificationError(
+        `csr-approval: node ${s.node.hostname} has no approved ${missing(s).join(' and ')} request`,
+        { step: 'csr-approval', retryable: true },
+      );
   },
 };

@@ -10,14 +10,23 @@ describe('mergeIngress', () => {
         domain: 'apps.sno.factory.example.com',
         componentRoutes: [
           { namespace: 'store-tools', name: 'tools', hostname: 'tools.example.net' },
-          { namespace: 'openshift-console', name: 'console', hostname: 'console.old.example.com', servingCertKeyPairSecret: { name: 'old' } },
+          {
+            namespace: 'openshift-console',
+            name: 'console',
+            hostname: 'console.old.example.com',
+            servingCertKeyPairSecret: { name: 'old' },
+          },
         ],
       },
       domains,
     );
     expect(merged.domain).toBe('apps.sno.factory.example.com');
     expect(merged.appsDomain).toBe(domains.apps);
-    expect(merged.componentRoutes!.map((r) => `${r.namespace}/${r.name} ${r.hostname} ${r.servingCertKeyPairSecret?.name ?? '-'}`)).toEqual([
+    expect(
+      merged.componentRoutes!.map(
+        (r) => `${r.namespace}/${r.name} ${r.hostname} ${r.servingCertKeyPairSecret?.name ?? '-'}`,
+      ),
+    ).toEqual([
       'store-tools/tools tools.example.net -',
       `openshift-console/console console-openshift-console.${domains.apps} sno-relocate-console`,
       `openshift-console/downloads downloads-openshift-console.${domains.apps} sno-relocate-downloads`,
@@ -34,7 +43,10 @@ describe('mergeNamedCertificates', () => {
     expect(once).toEqual([foreign, { names: [domains.api], servingCertificate: { name: 'sno-relocate-api' } }]);
     expect(mergeNamedCertificates(once, domains)).toEqual(once);
     const moved = mergeNamedCertificates(once, { ...domains, api: 'api.sno.store77.example.com' });
-    expect(moved).toEqual([foreign, { names: ['api.sno.store77.example.com'], servingCertificate: { name: 'sno-relocate-api' } }]);
+    expect(moved).toEqual([
+      foreign,
+      { names: ['api.sno.store77.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
+    ]);
   });
 });
 

@@ -45,14 +45,32 @@ interface WantedSecret {
 
 /** The component routes OpenShift lets a cluster admin rename, and the secret each is served with. */
 const COMPONENT_ROUTES = [
-  { namespace: 'openshift-console', name: 'console', host: 'console-openshift-console', secret: `${SECRET_PREFIX}console` },
-  { namespace: 'openshift-console', name: 'downloads', host: 'downloads-openshift-console', secret: `${SECRET_PREFIX}downloads` },
-  { namespace: 'openshift-authentication', name: 'oauth-openshift', host: 'oauth-openshift', secret: `${SECRET_PREFIX}oauth` },
+  {
+    namespace: 'openshift-console',
+    name: 'console',
+    host: 'console-openshift-console',
+    secret: `${SECRET_PREFIX}console`,
+  },
+  {
+    namespace: 'openshift-console',
+    name: 'downloads',
+    host: 'downloads-openshift-console',
+    secret: `${SECRET_PREFIX}downloads`,
+  },
+  {
+    namespace: 'openshift-authentication',
+    name: 'oauth-openshift',
+    host: 'oauth-openshift',
+    secret: `${SECRET_PREFIX}oauth`,
+  },
 ] as const;
 export const API_SECRET = `${SECRET_PREFIX}api`;
 export const APPS_SECRET = `${SECRET_PREFIX}apps-wildcard`;
 
-export function wantedSecrets(domains: SiteDomains, given: { ingress?: CertificatePair; api?: CertificatePair }): WantedSecret[] {
+export function wantedSecrets(
+  domains: SiteDomains,
+  given: { ingress?: CertificatePair; api?: CertificatePair },
+): WantedSecret[] {
   const ingress = given.ingress && { given: given.ingress, field: 'spec.certificates.ingress' };
   return [
     { name: APPS_SECRET, names: [`*.${domains.apps}`], ...ingress },
@@ -62,11 +80,19 @@ export function wantedSecrets(domains: SiteDomains, given: { ingress?: Certifica
 }
 
 export function wantedComponentRoutes(domains: SiteDomains): ComponentRoute[] {
-  return COMPONENT_ROUTES.map((r) => ({ namespace: r.namespace, name: r.name, hostname: `${r.host}.${domains.apps}`, servingCertKeyPairSecret: { name: r.secret } }));
+  return COMPONENT_ROUTES.map((r) => ({
+    namespace: r.namespace,
+    name: r.name,
+    hostname: `${r.host}.${domains.apps}`,
+    servingCertKeyPairSecret: { name: r.secret },
+  }));
 }
 
 /** The ingress spec with the site's appsDomain and component routes; other component routes kept in place. */
-export function mergeIngress(spec: NonNullable<IngressConfig['spec']>, domains: SiteDomains): NonNullable<IngressConfig['spec']> {
+export function mergeIngress(
+  spec: NonNullable<IngressConfig['spec']>,
+  domains: SiteDomains,
+): NonNullable<IngressConfig['spec']> {
   const ours = wantedComponentRoutes(domains);
   const key = (r: { namespace: string; name: string }) => `${r.namespace}/${r.name}`;
   const wanted = new Map(ours.map((r) => [key(r), r]));
@@ -77,7 +103,10 @@ export function mergeIngress(spec: NonNullable<IngressConfig['spec']>, domains: 
 
 /** namedCertificates with the agent's entries replaced by the one for the site's API name; others kept. */
 export function mergeNamedCertificates(current: readonly NamedCertificate[], domains: SiteDomains): NamedCertificate[] {
-  return [...current.filter((c) => !c.servingCertificate.name.startsWith(SECRET_PREFIX)), { names: [domains.api], servingCertificate: { name: API_SECRET } }];
+  return [
+    ...current.filter((c) => !c.servingCertificate.name.startsWith(SECRET_PREFIX)),
+    { names: [domains.api], servingCertificate: { name: API_SECRET } },
+  ];
 }
 
 const secretRef = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', name, namespace: CONFIG_NAMESPACE });
@@ -95,7 +124,9 @@ function givenProblem(want: WantedSecret): string | undefined {
     const leaf = certificatesIn(want.given!.certPem)[0];
     if (!leaf) return `${want.field}: no certificate in the file`;
     if (!matchesKey(leaf, parseKey(want.given!.keyPem))) return `${want.field}: the key does not match the certificate`;
-    const uncovered = want.names.filter((n) => (n.startsWith('*.') ? leaf.checkHost(`x${n.slice(1)}`) : leaf.checkHost(n)) === undefined);
+    const uncovered = want.names.filter(
+      (n) => (n.startsWith('*.') ? leaf.checkHost(`x${n.slice(1)}`) : leaf.checkHost(n)) === undefined,
+    );
     if (uncovered.length > 0) return `${want.field}: the certificate does not cover ${uncovered.join(', ')}`;
   } catch {
     return `${want.field}: the certificate or key cannot be read`;
@@ -119,7 +150,8 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   const now = ctx.clock.now();
   const ingress = await readIngressConfig(kube);
   const apiserver = await kube.get<APIServerConfig>(APISERVER_CONFIG);
-  if (!apiserver) throw new VerificationError('apiserver.config.openshift.io/cluster does not exist', { step: 'domain' });
+  if (!apiserver)
+    throw new VerificationError('apiserver.config.openshift.io/cluster does not exist', { step: 'domain' });
   const domains = await siteDomains(kube, ctx.site, ingress);
   const ca = await loadSiteCa(ctx.fs, ctx.stateDir, now);
   const wanted = wantedSecrets(domains, ctx.site.certificates);
@@ -139,11 +171,17 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
     if (want.given) {
       const problem = givenProblem(want);
       if (problem) s.conflicts.push(problem);
-      else if (!pair || pair.certPem !== want.given.certPem || pair.keyPem !== want.given.keyPem) s.stale.push({ want, exists: !!current[i], why: `the site's certificate from ${want.field}` });
+      else if (!pair || pair.certPem !== want.given.certPem || pair.keyPem !== want.given.keyPem)
+        s.stale.push({ want, exists: !!current[i], why: `the site's certificate from ${want.field}` });
       continue;
     }
     const problem = pair ? servingProblem(pair, want.names, ca, now) : 'missing';
-    if (problem) s.stale.push({ want, exists: !!current[i], why: `signed by the site CA for ${want.names.join(', ')}${pair ? ` (${problem})` : ''}` });
+    if (problem)
+      s.stale.push({
+        want,
+        exists: !!current[i],
+        why: `signed by the site CA for ${want.names.join(', ')}${pair ? ` (${problem})` : ''}`,
+      });
   }
   return s;
 }
@@ -152,17 +190,41 @@ function planOf(ctx: StepContext, s: Survey): PlanResult {
   if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
   const changes: Change[] = [];
   if (!s.ca && s.stale.some((x) => !x.want.given)) {
-    changes.push({ action: 'create', target: `${ctx.stateDir}/site-ca`, summary: `site CA for ${ctx.site.name} (key 0600, kept for reruns)` });
+    changes.push({
+      action: 'create',
+      target: `${ctx.stateDir}/site-ca`,
+      summary: `site CA for ${ctx.site.name} (key 0600, kept for reruns)`,
+    });
   }
   for (const x of s.stale) {
-    changes.push({ action: x.exists ? 'update' : 'create', target: `Secret ${CONFIG_NAMESPACE}/${x.want.name}`, summary: `kubernetes.io/tls, ${x.why}; key not shown` });
+    changes.push({
+      action: x.exists ? 'update' : 'create',
+      target: `Secret ${CONFIG_NAMESPACE}/${x.want.name}`,
+      summary: `kubernetes.io/tls, ${x.why}; key not shown`,
+    });
   }
   const ingressDiff = diffLines(s.ingress.spec, s.ingressSpec, 'spec');
-  if (ingressDiff.length > 0) changes.push({ action: 'update', target: 'Ingress.config.openshift.io cluster', summary: `appsDomain ${s.domains.apps} and component routes`, diff: ingressDiff });
+  if (ingressDiff.length > 0)
+    changes.push({
+      action: 'update',
+      target: 'Ingress.config.openshift.io cluster',
+      summary: `appsDomain ${s.domains.apps} and component routes`,
+      diff: ingressDiff,
+    });
   const currentNamed = s.apiserver.spec?.servingCerts?.namedCertificates ?? [];
   const namedDiff = diffLines(currentNamed, s.namedCertificates, 'spec.servingCerts.namedCertificates');
-  if (namedDiff.length > 0) changes.push({ action: 'update', target: 'APIServer.config.openshift.io cluster', summary: `named certificate for ${s.domains.api}`, diff: namedDiff });
-  if (changes.length === 0) return { action: 'noop', reason: `the cluster already serves ${s.domains.apps} and ${s.domains.api} with the site's certificates` };
+  if (namedDiff.length > 0)
+    changes.push({
+      action: 'update',
+      target: 'APIServer.config.openshift.io cluster',
+      summary: `named certificate for ${s.domains.api}`,
+      diff: namedDiff,
+    });
+  if (changes.length === 0)
+    return {
+      action: 'noop',
+      reason: `the cluster already serves ${s.domains.apps} and ${s.domains.api} with the site's certificates`,
+    };
   return { action: 'change', summary: `move the cluster to ${s.domains.apps} and ${s.domains.api}`, changes };
 }
 
@@ -172,7 +234,10 @@ function tlsSecret(name: string, pair: CertificatePair): SecretObject {
     kind: 'Secret',
     metadata: { name, namespace: CONFIG_NAMESPACE, labels: { ...managedLabels } },
     type: 'kubernetes.io/tls',
-    data: { 'tls.crt': Buffer.from(pair.certPem).toString('base64'), 'tls.key': Buffer.from(pair.keyPem).toString('base64') },
+    data: {
+      'tls.crt': Buffer.from(pair.certPem).toString('base64'),
+      'tls.key': Buffer.from(pair.keyPem).toString('base64'),
+    },
   };
 }
 
@@ -187,14 +252,24 @@ async function writeSecret(kube: Kube, secret: SecretObject, exists: boolean): P
       if (!(await kube.get(ref))) throw err;
     }
   }
-  await kube.update<SecretObject>(ref, (current) => ({ ...current, type: secret.type, data: secret.data, metadata: { ...current.metadata, labels: { ...current.metadata.labels, ...managedLabels } } }));
+  await kube.update<SecretObject>(ref, (current) => ({
+    ...current,
+    type: secret.type,
+    data: secret.data,
+    metadata: { ...current.metadata, labels: { ...current.metadata.labels, ...managedLabels } },
+  }));
 }
 
 export const domainStep: Step = {
   name: 'domain',
   group: 'cluster',
-  description: 'site CA and serving certificates; `ingress.config` componentRoutes and appsDomain; `apiserver.config` namedCertificates merged',
-  inputs: (site) => ({ baseDomain: site.baseDomain, clusterName: site.clusterName ?? null, certificates: site.certificates }),
+  description:
+    'site CA and serving certificates; `ingress.config` componentRoutes and appsDomain; `apiserver.config` namedCertificates merged',
+  inputs: (site) => ({
+    baseDomain: site.baseDomain,
+    clusterName: site.clusterName ?? null,
+    certificates: site.certificates,
+  }),
 
   async plan(ctx) {
     return planOf(ctx, await survey(ctx, await ctx.kube()));
@@ -204,13 +279,22 @@ export const domainStep: Step = {
     const kube = await ctx.kube();
     const s = await survey(ctx, kube);
     const now = ctx.clock.now();
-    const ca = s.stale.some((x) => !x.want.given) ? (s.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now))) : s.ca;
+    const ca = s.stale.some((x) => !x.want.given)
+      ? (s.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now)))
+      : s.ca;
     if (!s.ca && ca) ctx.log.info({ caDir: `${ctx.stateDir}/site-ca`, subject: ca.cert.subject }, 'site CA created');
     await Promise.all(
       s.stale.map(async (x) => {
         const pair = x.want.given ?? issueServing(x.want.names, ca!, now);
         await writeSecret(kube, tlsSecret(x.want.name, pair), x.exists);
-        ctx.log.info({ secret: `${CONFIG_NAMESPACE}/${x.want.name}`, names: x.want.names, serial: new X509Certificate(pair.certPem).serialNumber }, `secret ${x.want.name} written`);
+        ctx.log.info(
+          {
+            secret: `${CONFIG_NAMESPACE}/${x.want.name}`,
+            names: x.want.names,
+            serial: new X509Certificate(pair.certPem).serialNumber,
+          },
+          `secret ${x.want.name} written`,
+        );
       }),
     );
     // before the ingress config moves: the routes step must still find routes under the old domain
@@ -224,7 +308,10 @@ export const domainStep: Step = {
       const named = current.spec?.servingCerts?.namedCertificates ?? [];
       const merged = mergeNamedCertificates(named, s.domains);
       if (isDeepStrictEqual(named, merged)) return undefined;
-      return { ...current, spec: { ...current.spec, servingCerts: { ...current.spec?.servingCerts, namedCertificates: merged } } };
+      return {
+        ...current,
+        spec: { ...current.spec, servingCerts: { ...current.spec?.servingCerts, namedCertificates: merged } },
+      };
     });
   },
 
@@ -232,6 +319,9 @@ export const domainStep: Step = {
     const plan = planOf(ctx, await survey(ctx, await ctx.kube()));
     if (plan.action === 'noop') return;
     const left = plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`).join('; ') : plan.reason;
-    throw new VerificationError(`domain: the cluster still differs after apply: ${left}`, { step: 'domain', retryable: true });
+    throw new VerificationError(`domain: the cluster still differs after apply: ${left}`, {
+      step: 'domain',
+      retryable: true,
+    });
   },
 };

@@ -23,7 +23,11 @@ async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise
   const kube = await ctx.kube();
   // the watcher's informers load with the client, which the cluster steps have loaded already
   const { ClusterView } = await import('../watch/view.js');
-  const view = new ClusterView(kube.config, { clock: ctx.clock, log: ctx.log, ctx: await siteContext(ctx.fs, ctx.stateDir, ctx.site) });
+  const view = new ClusterView(kube.config, {
+    clock: ctx.clock,
+    log: ctx.log,
+    ctx: await siteContext(ctx.fs, ctx.stateDir, ctx.site),
+  });
   try {
     view.start();
     await view.synced(SYNC_TIMEOUT_MS);
@@ -40,22 +44,32 @@ function describe(findings: readonly Finding[]): string {
 }
 
 function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
-  for (const f of findings.filter((x) => x.severity === 'warning')) ctx.log.warn({ component: f.component, object: f.object }, `health: ${line(f)}`);
+  for (const f of findings.filter((x) => x.severity === 'warning'))
+    ctx.log.warn({ component: f.component, object: f.object }, `health: ${line(f)}`);
 }
 
 export const healthStep: Step = {
   name: 'health',
   group: 'cluster',
-  description: 'the watcher\'s checks until the cluster is healthy or the timeout passes',
+  description: "the watcher's checks until the cluster is healthy or the timeout passes",
   // the mirrors decide which image findings apply
   inputs: (site) => contextFromSite(site),
 
   async plan(ctx): Promise<PlanResult> {
     const { findings } = await withView(ctx, async (view) => view.evaluate());
     const n = countBySeverity(findings);
-    if (n.error === 0) return { action: 'noop', reason: `cluster healthy now (${n.warning} warnings, ${n.info} notes)` };
-    const changes: Change[] = errorsIn(findings).map((f) => ({ action: 'apply', target: f.object, summary: `wait until it clears: ${f.reason}` }));
-    return { action: 'change', summary: `wait up to ${ctx.options.healthTimeoutSeconds}s for ${n.error} error finding${n.error === 1 ? '' : 's'} to clear`, changes };
+    if (n.error === 0)
+      return { action: 'noop', reason: `cluster healthy now (${n.warning} warnings, ${n.info} notes)` };
+    const changes: Change[] = errorsIn(findings).map((f) => ({
+      action: 'apply',
+      target: f.object,
+      summary: `wait until it clears: ${f.reason}`,
+    }));
+    return {
+      action: 'change',
+      summary: `wait up to ${ctx.options.healthTimeoutSeconds}s for ${n.error} error finding${n.error === 1 ? '' : 's'} to clear`,
+      changes,
+    };
   },
 
   async apply(ctx) {
@@ -71,13 +85,18 @@ export const healthStep: Step = {
         },
         { timeoutMs, intervalMs: 1000, maxIntervalMs: 5000 },
       );
-      if (!healthy) throw new VerificationError(`cluster not healthy after ${ctx.options.healthTimeoutSeconds}s: ${describe(last)}`, { step: 'health', retryable: true });
+      if (!healthy)
+        throw new VerificationError(
+          `cluster not healthy after ${ctx.options.healthTimeoutSeconds}s: ${describe(last)}`,
+          { step: 'health', retryable: true },
+        );
       logNonErrors(ctx, healthy);
     });
   },
 
   async verify(ctx) {
     const { findings } = await withView(ctx, async (view) => view.evaluate());
-    if (errorsIn(findings).length > 0) throw new VerificationError(`cluster not healthy: ${describe(findings)}`, { step: 'health', retryable: true });
+    if (errorsIn(findings).length > 0)
+      throw new VerificationError(`cluster not healthy: ${describe(findings)}`, { step: 'health', retryable: true });
   },
 };

@@ -21,24 +21,40 @@ describe('hostname', () => {
     expect(await hostnameStep.plan(node.ctx)).toEqual({
       action: 'change',
       summary: 'set the static hostname to sno-store42',
-      changes: [{ action: 'set', target: 'static hostname', summary: 'through systemd-hostnamed', diff: [`- ${FACTORY_HOSTNAME}`, '+ sno-store42'] }],
+      changes: [
+        {
+          action: 'set',
+          target: 'static hostname',
+          summary: 'through systemd-hostnamed',
+          diff: [`- ${FACTORY_HOSTNAME}`, '+ sno-store42'],
+        },
+      ],
     });
     const state = await node.run([hostnameStep]);
     node.close();
     expect(state.steps.hostname?.status).toBe('done');
     expect(readFileSync(path.join(node.root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');
     expect(await bus.services.calls()).toContainEqual({ member: 'SetStaticHostname', args: ['sno-store42', false] });
-    expect(await hostnameStep.plan(node.ctx)).toEqual({ action: 'noop', reason: 'the static hostname is already sno-store42' });
+    expect(await hostnameStep.plan(node.ctx)).toEqual({
+      action: 'noop',
+      reason: 'the static hostname is already sno-store42',
+    });
   });
 
   it('refuses localhost before it reaches hostnamed, naming the field', async () => {
     const node = testNode({ site: testSite({ hostname: 'localhost' }), systemd: true });
     await bus.services.configure({ root: node.root });
-    await expect(node.run([hostnameStep])).rejects.toMatchObject({ exitCode: 2, findings: [{ path: '$.spec.hostname', message: 'localhost is not a usable node name' }] });
+    await expect(node.run([hostnameStep])).rejects.toMatchObject({
+      exitCode: 2,
+      findings: [{ path: '$.spec.hostname', message: 'localhost is not a usable node name' }],
+    });
     expect(await bus.services.calls()).toEqual([]);
   });
 
   it('does nothing when the site-config names no host', async () => {
-    expect(await hostnameStep.plan(testNode().ctx)).toEqual({ action: 'noop', reason: 'the site-config sets no hostname' });
+    expect(await hostnameStep.plan(testNode().ctx)).toEqual({
+      action: 'noop',
+      reason: 'the site-config sets no hostname',
+    });
   });
 });

@@ -12,7 +12,8 @@ function wanted(ctx: StepContext): string | undefined {
   if (name === undefined) return undefined;
   // the config rules refuse these already: never hand hostnamed a name that would break the node
   const problem = hostnameProblem(name);
-  if (problem) throw new ConfigError('invalid site-config', [{ severity: 'error', path: '$.spec.hostname', message: problem }]);
+  if (problem)
+    throw new ConfigError('invalid site-config', [{ severity: 'error', path: '$.spec.hostname', message: problem }]);
   return name;
 }
 
@@ -30,7 +31,14 @@ export const hostnameStep: Step = {
     return {
       action: 'change',
       summary: `set the static hostname to ${name}`,
-      changes: [{ action: 'set', target: 'static hostname', summary: 'through systemd-hostnamed', diff: [`- ${current || '(none)'}`, `+ ${name}`] }],
+      changes: [
+        {
+          action: 'set',
+          target: 'static hostname',
+          summary: 'through systemd-hostnamed',
+          diff: [`- ${current || '(none)'}`, `+ ${name}`],
+        },
+      ],
     };
   },
 
@@ -47,6 +55,9 @@ export const hostnameStep: Step = {
     const onBus = await (await ctx.systemd()).staticHostname();
     const onDisk = await readStaticHostname(ctx.fs);
     if (onBus !== name || onDisk !== name)
-      throw new VerificationError(`hostname: want ${name}, systemd-hostnamed reports "${onBus}" and ${HOSTNAME_FILE} holds "${onDisk}"`, { step: 'hostname', retryable: true });
+      throw new VerificationError(
+        `hostname: want ${name}, systemd-hostnamed reports "${onBus}" and ${HOSTNAME_FILE} holds "${onDisk}"`,
+        { step: 'hostname', retryable: true },
+      );
   },
 };

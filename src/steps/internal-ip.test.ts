@@ -2,7 +2,12 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
-import { CRIO_NODE_IP_DROP_IN, DISPATCHER_SCRIPT, KUBELET_NODE_IP_DROP_IN, renderKubeletNodeIpDropIn } from '../node/internal-ip.js';
+import {
+  CRIO_NODE_IP_DROP_IN,
+  DISPATCHER_SCRIPT,
+  KUBELET_NODE_IP_DROP_IN,
+  renderKubeletNodeIpDropIn,
+} from '../node/internal-ip.js';
 import { internalIpStep } from './internal-ip.js';
 
 const site = testSite({ network: { internalIP: '192.168.127.10/24' } });
@@ -18,18 +23,24 @@ describe('internal-ip', () => {
     ]);
     await node.run([internalIpStep]);
     expect(statSync(path.join(node.root, DISPATCHER_SCRIPT)).mode & 0o777).toBe(0o755);
-    expect(readFileSync(path.join(node.root, KUBELET_NODE_IP_DROP_IN), 'utf8')).toBe(renderKubeletNodeIpDropIn('192.168.127.10/24'));
+    expect(readFileSync(path.join(node.root, KUBELET_NODE_IP_DROP_IN), 'utf8')).toBe(
+      renderKubeletNodeIpDropIn('192.168.127.10/24'),
+    );
     // this machine has no br-ex: the address is left to the dispatcher script
     expect(await internalIpStep.plan(node.ctx)).toEqual({
       action: 'noop',
-      reason: 'kubelet and CRI-O are pinned to 192.168.127.10/24; br-ex does not exist yet, and the dispatcher script adds the address when it comes up',
+      reason:
+        'kubelet and CRI-O are pinned to 192.168.127.10/24; br-ex does not exist yet, and the dispatcher script adds the address when it comes up',
     });
   });
 
   it('repairs drift in any of the files', async () => {
     const node = testNode({ site });
     await node.run([internalIpStep]);
-    writeFileSync(path.join(node.root, KUBELET_NODE_IP_DROP_IN), '[Service]\nEnvironment="KUBELET_NODE_IP=10.42.0.20"\n');
+    writeFileSync(
+      path.join(node.root, KUBELET_NODE_IP_DROP_IN),
+      '[Service]\nEnvironment="KUBELET_NODE_IP=10.42.0.20"\n',
+    );
     await node.ctx.fs.chmod(DISPATCHER_SCRIPT, 0o644);
     const plan = await internalIpStep.plan(node.ctx);
     expect(plan.action === 'change' && plan.changes.map((c) => `${c.target}: ${c.summary}`)).toEqual([
@@ -42,6 +53,9 @@ describe('internal-ip', () => {
   });
 
   it('does nothing without an internal IP', async () => {
-    expect(await internalIpStep.plan(testNode().ctx)).toEqual({ action: 'noop', reason: 'the site-config sets no internal IP' });
+    expect(await internalIpStep.plan(testNode().ctx)).toEqual({
+      action: 'noop',
+      reason: 'the site-config sets no internal IP',
+    });
   });
 });

@@ -24,7 +24,8 @@ async function addressState(ctx: StepContext, cidr: string): Promise<'missing-in
 export const internalIpStep: Step = {
   name: 'internal-ip',
   group: 'node',
-  description: 'NetworkManager dispatcher script keeping the internal IP on `br-ex`; kubelet and CRI-O node-IP drop-ins',
+  description:
+    'NetworkManager dispatcher script keeping the internal IP on `br-ex`; kubelet and CRI-O node-IP drop-ins',
   inputs: (site) => site.network.internalIP ?? null,
 
   async plan(ctx) {
@@ -37,7 +38,8 @@ export const internalIpStep: Step = {
       if (change) changes.push(change);
     }
     const address = await addressState(ctx, cidr);
-    if (address === 'absent') changes.push({ action: 'set', target: BR_EX, summary: `add ${cidr} now (ip addr replace)` });
+    if (address === 'absent')
+      changes.push({ action: 'set', target: BR_EX, summary: `add ${cidr} now (ip addr replace)` });
     if (changes.length > 0) return { action: 'change', summary: `pin the node IP to ${cidr} on ${BR_EX}`, changes };
     return {
       action: 'noop',

@@ -14,7 +14,8 @@ beforeAll(async () => {
 afterAll(() => bus?.stop());
 beforeEach(() => bus.services.configure({}));
 
-const events = (logs: string[]) => logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string }).filter((l) => l.event);
+const events = (logs: string[]) =>
+  logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string }).filter((l) => l.event);
 
 describe('kubelet gate', () => {
   it('enables and starts the disabled kubelet, waits for the job, and logs the gate opening', async () => {
@@ -29,8 +30,13 @@ describe('kubelet gate', () => {
     });
     const state = await node.run([kubeletStep]);
     expect(state.steps.kubelet?.status).toBe('done');
-    expect(events(node.logs)).toContainEqual(expect.objectContaining({ event: 'kubeletGateOpened', msgId: MessageId.kubeletGateOpened }));
-    expect(await kubeletStep.plan(node.ctx)).toEqual({ action: 'noop', reason: 'kubelet.service is already enabled and running' });
+    expect(events(node.logs)).toContainEqual(
+      expect.objectContaining({ event: 'kubeletGateOpened', msgId: MessageId.kubeletGateOpened }),
+    );
+    expect(await kubeletStep.plan(node.ctx)).toEqual({
+      action: 'noop',
+      reason: 'kubelet.service is already enabled and running',
+    });
     node.close();
   });
 
@@ -43,20 +49,30 @@ describe('kubelet gate', () => {
     await expect(run).rejects.toThrow(
       /^kubelet: the start job ended with "failed"; ActiveState=failed SubState=failed Result=exit-code UnitFileState=enabled; last journal lines:\n./,
     );
-    expect(events(node.logs)).toContainEqual(expect.objectContaining({ event: 'kubeletGateFailed', msgId: MessageId.kubeletGateFailed }));
+    expect(events(node.logs)).toContainEqual(
+      expect.objectContaining({ event: 'kubeletGateFailed', msgId: MessageId.kubeletGateFailed }),
+    );
     node.close();
   });
 
   it('refuses a masked kubelet rather than unmasking it', async () => {
     await bus.services.configure({ units: { 'kubelet.service': { unitFileState: 'masked' } } });
     const node = testNode({ systemd: true });
-    expect(await kubeletStep.plan(node.ctx)).toEqual({ action: 'conflict', reason: 'kubelet.service is masked; unmask it to let the agent start kubelet' });
+    expect(await kubeletStep.plan(node.ctx)).toEqual({
+      action: 'conflict',
+      reason: 'kubelet.service is masked; unmask it to let the agent start kubelet',
+    });
     node.close();
   });
 
   it('stays shut when a node step before it fails', async () => {
     const node = testNode({ systemd: true });
-    const failing = { ...kubeletStep, name: 'hostname' as const, plan: async () => ({ action: 'change' as const, summary: 'x', changes: [] }), apply: async () => Promise.reject(new Error('hostnamed is down')) };
+    const failing = {
+      ...kubeletStep,
+      name: 'hostname' as const,
+      plan: async () => ({ action: 'change' as const, summary: 'x', changes: [] }),
+      apply: async () => Promise.reject(new Error('hostnamed is down')),
+    };
     await expect(node.run([failing, kubeletStep])).rejects.toThrow('hostname: hostnamed is down');
     expect((await bus.services.calls()).map((c) => c.member)).not.toContain('StartUnit');
     node.close();

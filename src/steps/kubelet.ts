@@ -15,14 +15,19 @@ const START_TIMEOUT_MS = 5 * 60_000;
 const JOURNAL_LINES = 20;
 const ENABLED = new Set(['enabled', 'enabled-runtime']);
 
-const describeStatus = (s: UnitStatus) => `ActiveState=${s.activeState} SubState=${s.subState} Result=${s.result} UnitFileState=${s.unitFileState}`;
+const describeStatus = (s: UnitStatus) =>
+  `ActiveState=${s.activeState} SubState=${s.subState} Result=${s.result} UnitFileState=${s.unitFileState}`;
 
 async function journalTail(ctx: StepContext): Promise<string> {
   try {
-    const { code, stdout, stderr } = await ctx.exec.run('journalctl', ['-u', 'kubelet', '-n', String(JOURNAL_LINES), '--no-pager'], {
-      allowFailure: true,
-      timeoutMs: 15_000,
-    });
+    const { code, stdout, stderr } = await ctx.exec.run(
+      'journalctl',
+      ['-u', 'kubelet', '-n', String(JOURNAL_LINES), '--no-pager'],
+      {
+        allowFailure: true,
+        timeoutMs: 15_000,
+      },
+    );
     const text = (code === 0 ? stdout : `${stdout}${stderr}`).trim();
     return text || '(no journal lines)';
   } catch (err) {
@@ -41,18 +46,23 @@ async function failure(ctx: StepContext, what: string, cause?: unknown): Promise
   }
   const journal = await journalTail(ctx);
   logEvent(ctx.log, 'error', 'kubeletGateFailed', { unit: KUBELET_UNIT, ...fields }, `kubelet gate failed: ${what}`);
-  return new StepError(`kubelet: ${what}; ${state}; last journal lines:\n${journal}`, { step: 'kubelet', retryable: true, cause });
+  return new StepError(`kubelet: ${what}; ${state}; last journal lines:\n${journal}`, {
+    step: 'kubelet',
+    retryable: true,
+    cause,
+  });
 }
 
 export const kubeletStep: Step = {
   name: 'kubelet',
   group: 'node',
-  description: 'enable and start `kubelet.service` through systemd\'s D-Bus API, wait for the job',
+  description: "enable and start `kubelet.service` through systemd's D-Bus API, wait for the job",
   inputs: () => KUBELET_UNIT,
 
   async plan(ctx) {
     const status = await (await ctx.systemd()).unitStatus(KUBELET_UNIT);
-    if (status.unitFileState === 'masked') return { action: 'conflict', reason: `${KUBELET_UNIT} is masked; unmask it to let the agent start kubelet` };
+    if (status.unitFileState === 'masked')
+      return { action: 'conflict', reason: `${KUBELET_UNIT} is masked; unmask it to let the agent start kubelet` };
     const active = status.activeState === 'active';
     const enabled = ENABLED.has(status.unitFileState);
     if (active && enabled) return { action: 'noop', reason: `${KUBELET_UNIT} is already enabled and running` };
@@ -60,8 +70,24 @@ export const kubeletStep: Step = {
       action: 'change',
       summary: 'open the gate: enable and start kubelet',
       changes: [
-        ...(enabled ? [] : [{ action: 'update' as const, target: KUBELET_UNIT, summary: `enable (now ${status.unitFileState || 'unknown'})` }]),
-        ...(active ? [] : [{ action: 'start' as const, target: KUBELET_UNIT, summary: `start and wait for the job (now ${status.activeState}/${status.subState})` }]),
+        ...(enabled
+          ? []
+          : [
+              {
+                action: 'update' as const,
+                target: KUBELET_UNIT,
+                summary: `enable (now ${status.unitFileState || 'unknown'})`,
+              },
+            ]),
+        ...(active
+          ? []
+          : [
+              {
+                action: 'start' as const,
+                target: KUBELET_UNIT,
+                summary: `start and wait for the job (now ${status.activeState}/${status.subState})`,
+              },
+            ]),
       ],
     };
   },
@@ -76,7 +102,13 @@ export const kubeletStep: Step = {
       throw await failure(ctx, errorMessage(err), err);
     }
     if (jobResult !== 'done') throw await failure(ctx, `the start job ended with "${jobResult}"`);
-    logEvent(ctx.log, 'info', 'kubeletGateOpened', { unit: KUBELET_UNIT, durationMs: Math.round(ctx.clock.monotonic() - started) }, 'kubelet gate opened: kubelet enabled and started');
+    logEvent(
+      ctx.log,
+      'info',
+      'kubeletGateOpened',
+      { unit: KUBELET_UNIT, durationMs: Math.round(ctx.clock.monotonic() - started) },
+      'kubelet gate opened: kubelet enabled and started',
+    );
   },
 
   async verify(ctx) {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { unmirroredCatalogs } from './mirrors.js';
 
-const catalog = (name: string, image: string) => ({ apiVersion: 'operators.coreos.com/v1alpha1', kind: 'CatalogSource', metadata: { name, namespace: 'openshift-marketplace' }, spec: { image } });
+const catalog = (name: string, image: string) => ({
+  apiVersion: 'operators.coreos.com/v1alpha1',
+  kind: 'CatalogSource',
+  metadata: { name, namespace: 'openshift-marketplace' },
+  spec: { image },
+});
 const digest = [{ source: 'registry.redhat.io/redhat', mirrors: ['mirror.example.com/redhat'] }];
 
 describe('unmirroredCatalogs', () => {
@@ -17,10 +22,14 @@ describe('unmirroredCatalogs', () => {
       digest,
       [],
     );
-    expect(found).toEqual(['CatalogSource openshift-marketplace/by-tag pulls registry.redhat.io/redhat/redhat-operator-index:v4.16 by tag, and registry.redhat.io/redhat/redhat-operator-index has only digest mirrors']);
+    expect(found).toEqual([
+      'CatalogSource openshift-marketplace/by-tag pulls registry.redhat.io/redhat/redhat-operator-index:v4.16 by tag, and registry.redhat.io/redhat/redhat-operator-index has only digest mirrors',
+    ]);
   });
 
   it('is quiet when a tag mirror covers the catalog', () => {
-    expect(unmirroredCatalogs([catalog('by-tag', 'registry.redhat.io/redhat/index:v4.16')], digest, digest)).toEqual([]);
+    expect(unmirroredCatalogs([catalog('by-tag', 'registry.redhat.io/redhat/index:v4.16')], digest, digest)).toEqual(
+      [],
+    );
   });
 });

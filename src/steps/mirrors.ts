@@ -24,9 +24,17 @@ export const TAG_MIRRORS_NAME = 'sno-relocate-tag-mirrors';
 type MirrorObject = KubeObject & { spec?: Record<string, unknown> };
 
 const mirrorEntries = (mirrors: readonly Mirror[]) =>
-  mirrors.map((m) => ({ source: m.source, mirrors: [...m.mirrors], ...(m.mirrorSourcePolicy && { mirrorSourcePolicy: m.mirrorSourcePolicy }) }));
+  mirrors.map((m) => ({
+    source: m.source,
+    mirrors: [...m.mirrors],
+    ...(m.mirrorSourcePolicy && { mirrorSourcePolicy: m.mirrorSourcePolicy }),
+  }));
 
-const object = (kind: { apiVersion: string; kind: string }, name: string, spec: Record<string, unknown>): MirrorObject => ({
+const object = (
+  kind: { apiVersion: string; kind: string },
+  name: string,
+  spec: Record<string, unknown>,
+): MirrorObject => ({
   ...kind,
   metadata: { name, labels: { ...managedLabels } },
   spec,
@@ -40,17 +48,24 @@ function repositoryOf(image: string): string {
   return colon > image.lastIndexOf('/') ? image.slice(0, colon) : image;
 }
 
-const underSource = (repository: string, source: string) => repository === source || repository.startsWith(`${source}/`);
+const underSource = (repository: string, source: string) =>
+  repository === source || repository.startsWith(`${source}/`);
 
 /** CatalogSources whose index image is pulled by tag from a source that has only digest mirrors. */
-export function unmirroredCatalogs(catalogs: readonly (KubeObject & { spec?: { image?: string } })[], digest: readonly Mirror[], tag: readonly Mirror[]): string[] {
+export function unmirroredCatalogs(
+  catalogs: readonly (KubeObject & { spec?: { image?: string } })[],
+  digest: readonly Mirror[],
+  tag: readonly Mirror[],
+): string[] {
   const found: string[] = [];
   for (const c of catalogs) {
     const image = c.spec?.image;
     if (!image || image.includes('@')) continue;
     const repository = repositoryOf(image);
     if (digest.some((m) => underSource(repository, m.source)) && !tag.some((m) => underSource(repository, m.source))) {
-      found.push(`CatalogSource ${c.metadata.namespace}/${c.metadata.name} pulls ${image} by tag, and ${repository} has only digest mirrors`);
+      found.push(
+        `CatalogSource ${c.metadata.namespace}/${c.metadata.name} pulls ${image} by tag, and ${repository} has only digest mirrors`,
+      );
     }
   }
   return found;
@@ -68,25 +83,44 @@ const sameObject = (a: KubeObject, b: KubeObject) => a.kind === b.kind && a.meta
 
 async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   const { imageDigestMirrors: digest, imageTagMirrors: tag } = ctx.site;
-  const [idms, itms, icsp] = await Promise.all([kube.serves(IDMS.apiVersion, IDMS.kind), kube.serves(ITMS.apiVersion, ITMS.kind), kube.serves(ICSP.apiVersion, ICSP.kind)]);
+  const [idms, itms, icsp] = await Promise.all([
+    kube.serves(IDMS.apiVersion, IDMS.kind),
+    kube.serves(ITMS.apiVersion, ITMS.kind),
+    kube.serves(ICSP.apiVersion, ICSP.kind),
+  ]);
   const wanted: MirrorObject[] = [];
   let conflict: string | undefined;
   if (digest.length > 0) {
     if (idms) wanted.push(object(IDMS, DIGEST_MIRRORS_NAME, { imageDigestMirrors: mirrorEntries(digest) }));
-    else if (icsp) wanted.push(object(ICSP, DIGEST_MIRRORS_NAME, { repositoryDigestMirrors: digest.map((m) => ({ source: m.source, mirrors: [...m.mirrors] })) }));
-    else conflict = 'the cluster serves neither ImageDigestMirrorSet (config.openshift.io/v1) nor ImageContentSourcePolicy (operator.openshift.io/v1alpha1): spec.imageDigestMirrors cannot be applied';
+    else if (icsp)
+      wanted.push(
+        object(ICSP, DIGEST_MIRRORS_NAME, {
+          repositoryDigestMirrors: digest.map((m) => ({ source: m.source, mirrors: [...m.mirrors] })),
+        }),
+      );
+    else
+      conflict =
+        'the cluster serves neither ImageDigestMirrorSet (config.openshift.io/v1) nor ImageContentSourcePolicy (operator.openshift.io/v1alpha1): spec.imageDigestMirrors cannot be applied';
   }
   if (tag.length > 0) {
     if (itms) wanted.push(object(ITMS, TAG_MIRRORS_NAME, { imageTagMirrors: mirrorEntries(tag) }));
-    else conflict = `the cluster does not serve ImageTagMirrorSet (config.openshift.io/v1, OpenShift 4.13 and later), and ImageContentSourcePolicy mirrors digests only: spec.imageTagMirrors (${tag.length}) cannot be applied`;
+    else
+      conflict = `the cluster does not serve ImageTagMirrorSet (config.openshift.io/v1, OpenShift 4.13 and later), and ImageContentSourcePolicy mirrors digests only: spec.imageTagMirrors (${tag.length}) cannot be applied`;
   }
-  const owned = (await Promise.all([IDMS, ITMS, ICSP].map((k) => kube.list<MirrorObject>(k.apiVersion, k.kind, { labelSelector: MANAGED_SELECTOR })))).flat();
+  const owned = (
+    await Promise.all(
+      [IDMS, ITMS, ICSP].map((k) => kube.list<MirrorObject>(k.apiVersion, k.kind, { labelSelector: MANAGED_SELECTOR })),
+    )
+  ).flat();
   // an object of the agent's name it did not make is someone else's: never taken over silently
   for (const want of wanted.filter((w) => !owned.some((o) => sameObject(o, w)))) {
     if (await kube.get(refOf(want)))
       conflict ??= `${describeRef(refOf(want))} exists without the label ${MANAGED_BY_LABEL}=${MANAGED_BY}, so it is not the agent's: remove or rename it, or label it to hand it to the agent`;
   }
-  const catalogs = await kube.list<KubeObject & { spec?: { image?: string } }>(CATALOG_SOURCE.apiVersion, CATALOG_SOURCE.kind);
+  const catalogs = await kube.list<KubeObject & { spec?: { image?: string } }>(
+    CATALOG_SOURCE.apiVersion,
+    CATALOG_SOURCE.kind,
+  );
   return { wanted, owned, warnings: unmirroredCatalogs(catalogs, digest, tag), ...(conflict && { conflict }) };
 }
 
@@ -94,11 +128,26 @@ function changesOf(s: Survey): Change[] {
   const changes: Change[] = [];
   for (const want of s.wanted) {
     const have = s.owned.find((o) => sameObject(o, want));
-    if (!have) changes.push({ action: 'create', target: describeRef(refOf(want)), diff: diffLines(undefined, want.spec, 'spec') });
-    else if (!isDeepStrictEqual(have.spec, want.spec)) changes.push({ action: 'update', target: describeRef(refOf(want)), diff: diffLines(have.spec, want.spec, 'spec') });
+    if (!have)
+      changes.push({
+        action: 'create',
+        target: describeRef(refOf(want)),
+        diff: diffLines(undefined, want.spec, 'spec'),
+      });
+    else if (!isDeepStrictEqual(have.spec, want.spec))
+      changes.push({
+        action: 'update',
+        target: describeRef(refOf(want)),
+        diff: diffLines(have.spec, want.spec, 'spec'),
+      });
   }
   for (const have of s.owned) {
-    if (!s.wanted.some((w) => sameObject(w, have))) changes.push({ action: 'delete', target: describeRef(refOf(have)), summary: 'the agent made it for mirrors the site no longer has' });
+    if (!s.wanted.some((w) => sameObject(w, have)))
+      changes.push({
+        action: 'delete',
+        target: describeRef(refOf(have)),
+        summary: 'the agent made it for mirrors the site no longer has',
+      });
   }
   return changes;
 }
@@ -131,7 +180,11 @@ export const mirrorsStep: Step = {
       const have = s.owned.find((o) => sameObject(o, want));
       if (!have) await kube.create(want);
       else if (!isDeepStrictEqual(have.spec, want.spec)) {
-        await kube.update<MirrorObject>(refOf(want), (current) => ({ ...current, metadata: { ...current.metadata, labels: { ...current.metadata.labels, [MANAGED_BY_LABEL]: MANAGED_BY } }, spec: want.spec! }));
+        await kube.update<MirrorObject>(refOf(want), (current) => ({
+          ...current,
+          metadata: { ...current.metadata, labels: { ...current.metadata.labels, [MANAGED_BY_LABEL]: MANAGED_BY } },
+          spec: want.spec!,
+        }));
       }
     }
     for (const have of s.owned.filter((o) => !s.wanted.some((w) => sameObject(w, o)))) await kube.delete(refOf(have));
@@ -141,6 +194,10 @@ export const mirrorsStep: Step = {
   async verify(ctx) {
     const s = await survey(ctx, await ctx.kube());
     const left = changesOf(s);
-    if (left.length > 0) throw new VerificationError(`mirrors: still to do after apply: ${left.map((c) => `${c.action} ${c.target}`).join('; ')}`, { step: 'mirrors', retryable: true });
+    if (left.length > 0)
+      throw new VerificationError(
+        `mirrors: still to do after apply: ${left.map((c) => `${c.action} ${c.target}`).join('; ')}`,
+        { step: 'mirrors', retryable: true },
+      );
   },
 };

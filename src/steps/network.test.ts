@@ -15,18 +15,33 @@ import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './network.js';
 // the gateway is this machine's loopback address, so that the ping check really pings
 const STORE: NmstateState = {
   interfaces: [
-    { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
+    {
+      name: 'br-ex',
+      type: 'ovs-interface',
+      state: 'up',
+      ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] },
+      ipv6: { enabled: false },
+    },
   ],
   routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
   'dns-resolver': { config: { server: ['10.42.0.53'], search: ['store42.example.com'] } },
 };
 const site = testSite({
-  network: { nmstate: STORE, internalIP: '192.168.127.10/24', verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 30 } },
+  network: {
+    nmstate: STORE,
+    internalIP: '192.168.127.10/24',
+    verify: { pingGateway: true, resolve: ['localhost'], timeoutSeconds: 30 },
+  },
 });
 
 const stub = (env: Record<string, string>) =>
-  JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')) as { current: NmstateState; checkpoints: unknown[]; calls: string[][] };
-const events = (logs: string[]) => logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string; msg: string }).filter((l) => l.event);
+  JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')) as {
+    current: NmstateState;
+    checkpoints: unknown[];
+    calls: string[][];
+  };
+const events = (logs: string[]) =>
+  logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string; msg: string }).filter((l) => l.event);
 
 describe('network', () => {
   it('plans the differences as data, then applies under a checkpoint, checks, commits and flushes', async () => {
@@ -67,17 +82,24 @@ describe('network', () => {
       ['commit', '/org/freedesktop/NetworkManager/Checkpoint/1'],
     ]);
     // the internal IP rides along on br-ex, so nmstate keeps it
-    expect(after.current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!.ipv4!.address).toEqual([
+    expect(
+      after.current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!.ipv4!.address,
+    ).toEqual([
       { ip: '10.42.0.20', 'prefix-length': 24 },
       { ip: '192.168.127.10', 'prefix-length': 24 },
     ]);
-    expect(readFileSync(path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection'), 'utf8')).toContain('address1=10.42.0.20/24');
+    expect(readFileSync(path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection'), 'utf8')).toContain(
+      'address1=10.42.0.20/24',
+    );
 
     const revert = path.join(node.root, STATE_DIR, REVERT_STATE_FILE);
     expect(statSync(revert).mode & 0o777).toBe(0o600);
     expect(JSON.parse(readFileSync(revert, 'utf8')).state).toEqual(factoryNetwork());
     expect(node.logs.join('\n')).toContain(`previous network state saved in ${revert}`);
-    expect(await networkStep.plan(node.ctx)).toEqual({ action: 'noop', reason: 'the node already runs the site network (1 interface(s) as desired)' });
+    expect(await networkStep.plan(node.ctx)).toEqual({
+      action: 'noop',
+      reason: 'the node already runs the site network (1 interface(s) as desired)',
+    });
   });
 
   it('rolls back and fails with the reason when the applied network does not hold', async () => {
@@ -93,13 +115,19 @@ describe('network', () => {
       ['apply', '--no-commit', '--timeout', '90'],
       ['rollback', '/org/freedesktop/NetworkManager/Checkpoint/1'],
     ]);
-    expect(events(node.logs)).toContainEqual(expect.objectContaining({ event: 'networkRollback', msgId: MessageId.networkRollback }));
+    expect(events(node.logs)).toContainEqual(
+      expect.objectContaining({ event: 'networkRollback', msgId: MessageId.networkRollback }),
+    );
     // the checks were retried, with waits that grow, until the site's timeout
     expect(node.logs.filter((l) => l.includes('network checks not passing yet')).length).toBeGreaterThan(3);
   });
 
-  it('fails with nmstatectl\'s own reason when apply is refused', async () => {
-    const node = testNode({ site, network: factoryNetwork(), env: { NMSTATECTL_STUB_FAIL_APPLY: 'br-ex: activation failed' } });
+  it("fails with nmstatectl's own reason when apply is refused", async () => {
+    const node = testNode({
+      site,
+      network: factoryNetwork(),
+      env: { NMSTATECTL_STUB_FAIL_APPLY: 'br-ex: activation failed' },
+    });
     await expect(node.run([networkStep])).rejects.toThrow(
       'network: nmstatectl apply failed: nmstatectl failed (exit 1): NmstateError: VerificationError: br-ex: activation failed (nmstate restores the previous network itself)',
     );
@@ -120,7 +148,12 @@ describe('network', () => {
           target: `${KEYFILE_DIR}/br-ex.nmconnection`,
           summary: 'empty keyfile (a power cut while NetworkManager wrote it); the re-apply writes it again',
         },
-        { action: 'apply', target: 'nmstate', summary: 'checks: the state holds, the gateway answers ping, localhost resolve; within 30 s, else roll back', diff: [] },
+        {
+          action: 'apply',
+          target: 'nmstate',
+          summary: 'checks: the state holds, the gateway answers ping, localhost resolve; within 30 s, else roll back',
+          diff: [],
+        },
       ],
     });
     const state = await node.run([networkStep]);
@@ -144,7 +177,8 @@ describe('network', () => {
         {
           action: 'delete',
           target: `${KEYFILE_DIR}/br-ex.nmconnection.PAL9Y3`,
-          summary: "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
+          summary:
+            "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
         },
       ],
     });
@@ -153,7 +187,9 @@ describe('network', () => {
     expect(state.steps.network).toMatchObject({ status: 'done' });
     expect(readdirSync(dir).sort()).toEqual([...keyfiles, 'notes.nmconnection.bak'].sort());
     expect(stub(node.env).calls.filter((c) => c[0] === 'apply')).toHaveLength(applies);
-    expect(node.logs.join('\n')).toContain("removed NetworkManager's leftover temporary file /etc/NetworkManager/system-connections/br-ex.nmconnection.PAL9Y3");
+    expect(node.logs.join('\n')).toContain(
+      "removed NetworkManager's leftover temporary file /etc/NetworkManager/system-connections/br-ex.nmconnection.PAL9Y3",
+    );
     expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
   });
 

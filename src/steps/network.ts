@@ -56,36 +56,57 @@ async function keyfileLeftovers(ctx: StepContext): Promise<Leftovers> {
 async function removeLeftovers(ctx: StepContext, leftovers: Leftovers): Promise<void> {
   for (const file of [...leftovers.empty, ...leftovers.temporary]) {
     await ctx.fs.remove(file);
-    ctx.log.warn({ file }, `removed ${leftovers.empty.includes(file) ? 'the empty keyfile' : "NetworkManager's leftover temporary file"} ${file}`);
+    ctx.log.warn(
+      { file },
+      `removed ${leftovers.empty.includes(file) ? 'the empty keyfile' : "NetworkManager's leftover temporary file"} ${file}`,
+    );
   }
 }
 
-const desiredState = (ctx: StepContext): NmstateState => desiredNetworkState(ctx.site.network.nmstate, ctx.site.network.internalIP);
-const internalCidr = (ctx: StepContext) => (ctx.site.network.internalIP === undefined ? undefined : formatCidr(parseCidr(ctx.site.network.internalIP)));
+const desiredState = (ctx: StepContext): NmstateState =>
+  desiredNetworkState(ctx.site.network.nmstate, ctx.site.network.internalIP);
+const internalCidr = (ctx: StepContext) =>
+  ctx.site.network.internalIP === undefined ? undefined : formatCidr(parseCidr(ctx.site.network.internalIP));
 
 function describeChecks(ctx: StepContext): string {
   const { pingGateway, resolve, timeoutSeconds } = ctx.site.network.verify;
-  const checks = ['the state holds', ...(pingGateway ? ['the gateway answers ping'] : []), ...(resolve.length ? [`${resolve.join(', ')} resolve`] : [])];
+  const checks = [
+    'the state holds',
+    ...(pingGateway ? ['the gateway answers ping'] : []),
+    ...(resolve.length ? [`${resolve.join(', ')} resolve`] : []),
+  ];
   return `checks: ${checks.join(', ')}; within ${timeoutSeconds} s, else roll back`;
 }
 
 /** What is wrong with the network right now; empty when everything the site-config asks holds. */
-async function problems(ctx: StepContext, desired: NmstateState, internalRequired: string | undefined): Promise<string[]> {
+async function problems(
+  ctx: StepContext,
+  desired: NmstateState,
+  internalRequired: string | undefined,
+): Promise<string[]> {
   const current = await ctx.nmstate.show();
-  const out = compareNetworkState(desired, current, ctx.site.network.internalIP).map((d) => `${d.path} is ${d.have}, want ${d.want}`);
+  const out = compareNetworkState(desired, current, ctx.site.network.internalIP).map(
+    (d) => `${d.path} is ${d.have}, want ${d.want}`,
+  );
   if (ctx.site.network.verify.pingGateway) {
     const gateways = defaultGateways(current);
     if (gateways.length === 0) out.push('no default route, so no gateway to ping');
     for (const gw of gateways) {
       // a link-local next hop is only reachable through its interface
       const target = isLinkLocal(gw.address) && gw.iface ? `${gw.address}%${gw.iface}` : gw.address;
-      const ping = await ctx.exec.run('ping', ['-c', '1', '-W', String(PING_WAIT_SECONDS), '-n', target], { allowFailure: true, timeoutMs: 5000 });
+      const ping = await ctx.exec.run('ping', ['-c', '1', '-W', String(PING_WAIT_SECONDS), '-n', target], {
+        allowFailure: true,
+        timeoutMs: 5000,
+      });
       if (ping.code !== 0) out.push(`gateway ${target} does not answer ping`);
     }
   }
   for (const name of ctx.site.network.verify.resolve) {
     // getent asks the node's resolver (nsswitch: /etc/hosts, then DNS) as every other program on it does
-    const lookup = await ctx.exec.run('getent', ['ahosts', name], { allowFailure: true, timeoutMs: RESOLVE_TIMEOUT_MS });
+    const lookup = await ctx.exec.run('getent', ['ahosts', name], {
+      allowFailure: true,
+      timeoutMs: RESOLVE_TIMEOUT_MS,
+    });
     if (lookup.code !== 0) out.push(`${name} does not resolve`);
   }
   if (internalRequired !== undefined) {
@@ -96,7 +117,11 @@ async function problems(ctx: StepContext, desired: NmstateState, internalRequire
 }
 
 /** Runs the checks until they pass or the site's timeout passes; returns the last problems (empty: passed). */
-async function checkWithRetries(ctx: StepContext, desired: NmstateState, internalRequired: string | undefined): Promise<string[]> {
+async function checkWithRetries(
+  ctx: StepContext,
+  desired: NmstateState,
+  internalRequired: string | undefined,
+): Promise<string[]> {
   let last: string[] = [];
   const passed = await pollUntil(
     ctx.clock,
@@ -130,7 +155,10 @@ async function saveRevertState(ctx: StepContext, desired: NmstateState, current:
     const record = { savedAt: ctx.clock.now().toISOString(), desiredHash: forDesired, state: current };
     await ctx.fs.writeAtomic(file, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   }
-  ctx.log.info({ revertState: ctx.fs.resolve(file), kept }, `previous network state ${kept ? 'kept' : 'saved'} in ${ctx.fs.resolve(file)}`);
+  ctx.log.info(
+    { revertState: ctx.fs.resolve(file), kept },
+    `previous network state ${kept ? 'kept' : 'saved'} in ${ctx.fs.resolve(file)}`,
+  );
   return ctx.fs.resolve(file);
 }
 
@@ -142,7 +170,8 @@ async function flushToDisk(ctx: StepContext): Promise<void> {
 export const networkStep: Step = {
   name: 'network',
   group: 'node',
-  description: 'nmstate apply with a checkpoint; gateway ping, name resolution and the internal IP verified; commit, or roll back and exit 1',
+  description:
+    'nmstate apply with a checkpoint; gateway ping, name resolution and the internal IP verified; commit, or roll back and exit 1',
   inputs: (site) => site.network,
 
   async plan(ctx) {
@@ -151,7 +180,10 @@ export const networkStep: Step = {
     const { empty, temporary } = await keyfileLeftovers(ctx);
     const interfaces = desired.interfaces?.length ?? 0;
     if (differences.length === 0 && empty.length === 0 && temporary.length === 0)
-      return { action: 'noop', reason: `the node already runs the site network (${interfaces} interface(s) as desired)` };
+      return {
+        action: 'noop',
+        reason: `the node already runs the site network (${interfaces} interface(s) as desired)`,
+      };
     const changes: Change[] = [
       ...empty.map((file) => ({
         action: 'delete' as const,
@@ -161,11 +193,18 @@ export const networkStep: Step = {
       ...temporary.map((file) => ({
         action: 'delete' as const,
         target: file,
-        summary: "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
+        summary:
+          "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
       })),
     ];
     const reapply = differences.length > 0 || empty.length > 0;
-    if (reapply) changes.push({ action: 'apply', target: 'nmstate', summary: describeChecks(ctx), diff: differenceLines(differences) });
+    if (reapply)
+      changes.push({
+        action: 'apply',
+        target: 'nmstate',
+        summary: describeChecks(ctx),
+        diff: differenceLines(differences),
+      });
     const summary =
       differences.length > 0
         ? `apply the site network (${differences.length} difference(s)) with checkpoint and rollback`
@@ -187,15 +226,28 @@ export const networkStep: Step = {
     const revertState = await saveRevertState(ctx, desired, await ctx.nmstate.show());
     const internal = internalCidr(ctx);
     // the internal IP must survive the change when it was there: kubelet and etcd are bound to it
-    const internalRequired = internal !== undefined && (await interfaceAddresses(ctx.exec, BR_EX))?.includes(internal) ? internal : undefined;
+    const internalRequired =
+      internal !== undefined && (await interfaceAddresses(ctx.exec, BR_EX))?.includes(internal) ? internal : undefined;
 
     let checkpoint: string;
     try {
-      ({ checkpoint } = await ctx.nmstate.apply(desired, { timeoutSeconds: timeoutSeconds + CHECKPOINT_MARGIN_SECONDS }));
+      ({ checkpoint } = await ctx.nmstate.apply(desired, {
+        timeoutSeconds: timeoutSeconds + CHECKPOINT_MARGIN_SECONDS,
+      }));
     } catch (err) {
       const reason = `nmstatectl apply failed: ${errorMessage(err)}`;
-      logEvent(ctx.log, 'error', 'networkRollback', { reason, revertState }, `network change refused; nmstate restores the previous network itself: ${reason}`);
-      throw new StepError(`network: ${reason} (nmstate restores the previous network itself)`, { step: 'network', cause: err, retryable: true });
+      logEvent(
+        ctx.log,
+        'error',
+        'networkRollback',
+        { reason, revertState },
+        `network change refused; nmstate restores the previous network itself: ${reason}`,
+      );
+      throw new StepError(`network: ${reason} (nmstate restores the previous network itself)`, {
+        step: 'network',
+        cause: err,
+        retryable: true,
+      });
     }
     ctx.log.info({ checkpoint }, `site network applied under checkpoint ${checkpoint}; checking it`);
 
@@ -208,14 +260,27 @@ export const networkStep: Step = {
       } catch (err) {
         rollback = `rollback failed (${errorMessage(err)}); NetworkManager rolls back by itself when the checkpoint times out`;
       }
-      logEvent(ctx.log, 'error', 'networkRollback', { checkpoint, reason, revertState }, `network checks failed after ${timeoutSeconds} s, ${rollback}: ${reason}`);
-      throw new StepError(`network: checks failed after ${timeoutSeconds} s (${reason}); ${rollback}`, { step: 'network', retryable: true });
+      logEvent(
+        ctx.log,
+        'error',
+        'networkRollback',
+        { checkpoint, reason, revertState },
+        `network checks failed after ${timeoutSeconds} s, ${rollback}: ${reason}`,
+      );
+      throw new StepError(`network: checks failed after ${timeoutSeconds} s (${reason}); ${rollback}`, {
+        step: 'network',
+        retryable: true,
+      });
     }
 
     try {
       await ctx.nmstate.commit(checkpoint);
     } catch (err) {
-      throw new StepError(`network: commit of ${checkpoint} failed: ${errorMessage(err)}`, { step: 'network', cause: err, retryable: true });
+      throw new StepError(`network: commit of ${checkpoint} failed: ${errorMessage(err)}`, {
+        step: 'network',
+        cause: err,
+        retryable: true,
+      });
     }
     await flushToDisk(ctx);
     ctx.log.info({ checkpoint }, 'site network committed and flushed to disk');
@@ -223,11 +288,16 @@ export const networkStep: Step = {
 
   async verify(ctx) {
     const { empty } = await keyfileLeftovers(ctx);
-    const failed = [...empty.map((f) => `${f} is empty`), ...(await checkWithRetries(ctx, desiredState(ctx), undefined))];
+    const failed = [
+      ...empty.map((f) => `${f} is empty`),
+      ...(await checkWithRetries(ctx, desiredState(ctx), undefined)),
+    ];
     if (failed.length === 0) return;
     // past the commit there is no checkpoint to roll back to: say where the previous state is kept
     const revert = path.posix.join(ctx.stateDir, REVERT_STATE_FILE);
-    const hint = (await ctx.fs.exists(revert)) ? `; the network state from before the change is in ${ctx.fs.resolve(revert)}` : '';
+    const hint = (await ctx.fs.exists(revert))
+      ? `; the network state from before the change is in ${ctx.fs.resolve(revert)}`
+      : '';
     throw new VerificationError(`network: ${failed.join('; ')}${hint}`, { step: 'network', retryable: true });
   },
 };

@@ -14,7 +14,10 @@ import { expectSettled } from '../node/settled.js';
 
 export const KUBELET_AUTH_FILE = '/var/lib/kubelet/config.json';
 
-type Desired = { state: 'absent' } | { state: 'unmergeable'; why: string } | { state: 'wanted'; value: DockerConfig; file: ManagedFile; current?: unknown };
+type Desired =
+  | { state: 'absent' }
+  | { state: 'unmergeable'; why: string }
+  | { state: 'wanted'; value: DockerConfig; file: ManagedFile; current?: unknown };
 
 function parseCurrent(text: string | undefined): { value?: unknown; error?: string } {
   if (text === undefined) return {};
@@ -37,13 +40,23 @@ async function desired(ctx: StepContext): Promise<Desired> {
       return { state: 'unmergeable', why: `${KUBELET_AUTH_FILE} holds no "auths" object to merge into` };
     value = { ...(current.value as object), auths: { ...(auths as DockerConfig['auths']), ...site.auths } };
   } else if (ctx.site.pullSecretPolicy === 'merge' && current.error) {
-    return { state: 'unmergeable', why: `${KUBELET_AUTH_FILE} is ${current.error}, so the site's registries cannot be merged into it` };
+    return {
+      state: 'unmergeable',
+      why: `${KUBELET_AUTH_FILE} is ${current.error}, so the site's registries cannot be merged into it`,
+    };
   }
   return {
     state: 'wanted',
     value,
     // root-owned whatever the agent runs as: kubelet and CRI-O read it as root, nobody else may
-    file: { path: KUBELET_AUTH_FILE, content: `${JSON.stringify(value)}\n`, mode: 0o600, uid: 0, gid: 0, showDiff: false },
+    file: {
+      path: KUBELET_AUTH_FILE,
+      content: `${JSON.stringify(value)}\n`,
+      mode: 0o600,
+      uid: 0,
+      gid: 0,
+      showDiff: false,
+    },
     ...(current.value !== undefined && { current: current.value }),
   };
 }
@@ -63,7 +76,8 @@ export const nodePullSecretStep: Step = {
     const sameContent = want.current !== undefined && isDeepStrictEqual(want.current, want.value);
     const reasons = drift.reasons.filter((r) => !(sameContent && r === 'content differs'));
     const described = describeAuths(want.value);
-    if (reasons.length === 0) return { action: 'noop', reason: `${KUBELET_AUTH_FILE} already holds the site's credentials (${described})` };
+    if (reasons.length === 0)
+      return { action: 'noop', reason: `${KUBELET_AUTH_FILE} already holds the site's credentials (${described})` };
     return {
       action: 'change',
       summary: `${ctx.site.pullSecretPolicy} the node's registry credentials`,
@@ -72,7 +86,8 @@ export const nodePullSecretStep: Step = {
           action: drift.exists ? 'update' : 'create',
           target: KUBELET_AUTH_FILE,
           summary: `${described}, ${ctx.site.pullSecretPolicy}; ${reasons.join('; ')}`,
-          ...(drift.exists && want.current !== undefined && { diff: [`- ${describeAuths(want.current)}`, `+ ${described}`] }),
+          ...(drift.exists &&
+            want.current !== undefined && { diff: [`- ${describeAuths(want.current)}`, `+ ${described}`] }),
         },
       ],
     };
@@ -82,7 +97,10 @@ export const nodePullSecretStep: Step = {
     const want = await desired(ctx);
     if (want.state !== 'wanted') return;
     await writeManagedFile(ctx.fs, want.file);
-    ctx.log.info({ file: KUBELET_AUTH_FILE, registries: Object.keys(want.value.auths).length }, 'node pull secret written');
+    ctx.log.info(
+      { file: KUBELET_AUTH_FILE, registries: Object.keys(want.value.auths).length },
+      'node pull secret written',
+    );
   },
 
   verify: (ctx) => expectSettled(nodePullSecretStep, ctx),

@@ -52,11 +52,16 @@ export const routesStep: Step = {
 
   async plan(ctx) {
     const { moves, newDomain, oldDomains } = await survey(ctx);
-    if (moves.length === 0) return { action: 'noop', reason: `no route is left under ${oldDomains.join(' or ') || 'an old apps domain'}` };
+    if (moves.length === 0)
+      return { action: 'noop', reason: `no route is left under ${oldDomains.join(' or ') || 'an old apps domain'}` };
     return {
       action: 'change',
       summary: `move ${moves.length} route${moves.length === 1 ? '' : 's'} from ${oldDomains.join(', ')} to ${newDomain}`,
-      changes: moves.map((m) => ({ action: 'update', target: describeRef(refOf(m.route)), diff: [`- spec.host: ${m.from}`, `+ spec.host: ${m.to}`] })),
+      changes: moves.map((m) => ({
+        action: 'update',
+        target: describeRef(refOf(m.route)),
+        diff: [`- spec.host: ${m.from}`, `+ spec.host: ${m.to}`],
+      })),
     };
   },
 
@@ -79,7 +84,10 @@ export const routesStep: Step = {
   async verify(ctx) {
     const { moves } = await survey(ctx);
     if (moves.length > 0) {
-      throw new VerificationError(`routes: ${moves.length} still under the old domain, e.g. ${describeRef(refOf(moves[0]!.route))} (${moves[0]!.from})`, { step: 'routes', retryable: true });
+      throw new VerificationError(
+        `routes: ${moves.length} still under the old domain, e.g. ${describeRef(refOf(moves[0]!.route))} (${moves[0]!.from})`,
+        { step: 'routes', retryable: true },
+      );
     }
   },
 };

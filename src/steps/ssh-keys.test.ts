@@ -35,8 +35,12 @@ describe('ssh-keys', () => {
     expect(readFileSync(file, 'utf8')).toBe(`${FACTORY_LINE}\n${BLOCK_BEGIN}\n${SITE_KEY}\n${BLOCK_END}\n`);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
-    if (asRoot) expect([statSync(file).uid, statSync(file).gid, statSync(path.dirname(file)).uid]).toEqual([1000, 1000, 1000]);
-    expect(await sshKeysStep.plan(node.ctx)).toEqual({ action: 'noop', reason: '1 site key(s) already authorized for core' });
+    if (asRoot)
+      expect([statSync(file).uid, statSync(file).gid, statSync(path.dirname(file)).uid]).toEqual([1000, 1000, 1000]);
+    expect(await sshKeysStep.plan(node.ctx)).toEqual({
+      action: 'noop',
+      reason: '1 site key(s) already authorized for core',
+    });
   });
 
   it('repairs a folder mode that drifted, and a key removed by hand', async () => {
@@ -60,12 +64,23 @@ describe('ssh-keys', () => {
     writeFileSync(path.join(node.root, 'etc/passwd'), 'core:x:1000:1000:CoreOS Admin:/var/home/core:/bin/bash\n');
     await node.run([sshKeysStep]);
     expect(readFileSync(path.join(node.root, 'var/home/core/.ssh/authorized_keys'), 'utf8')).toContain(SITE_KEY);
-    expect(await sshKeysStep.plan({ ...node.ctx, site: testSite() })).toMatchObject({ action: 'change', summary: 'authorize 0 site key(s) for core' });
-    expect(await sshKeysStep.plan({ ...testNode().ctx, site: testSite() })).toEqual({ action: 'noop', reason: 'the site-config has no SSH keys' });
+    expect(await sshKeysStep.plan({ ...node.ctx, site: testSite() })).toMatchObject({
+      action: 'change',
+      summary: 'authorize 0 site key(s) for core',
+    });
+    expect(await sshKeysStep.plan({ ...testNode().ctx, site: testSite() })).toEqual({
+      action: 'noop',
+      reason: 'the site-config has no SSH keys',
+    });
   });
 
   it('refuses a key line that would smuggle in another line, naming the field', async () => {
-    const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY, `${SITE_KEY}\ncommand="rm -rf /" ssh-rsa AAAA`] }) });
-    await expect(sshKeysStep.plan(node.ctx)).rejects.toMatchObject({ exitCode: 2, findings: [{ path: '$.spec.sshAuthorizedKeys[1]' }] });
+    const node = testNode({
+      site: testSite({ sshAuthorizedKeys: [SITE_KEY, `${SITE_KEY}\ncommand="rm -rf /" ssh-rsa AAAA`] }),
+    });
+    await expect(sshKeysStep.plan(node.ctx)).rejects.toMatchObject({
+      exitCode: 2,
+      findings: [{ path: '$.spec.sshAuthorizedKeys[1]' }],
+    });
   });
 });

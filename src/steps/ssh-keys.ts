@@ -7,7 +7,13 @@ import { chown } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../engine/errors.js';
 import type { Change, Step, StepContext } from '../engine/step.js';
-import { describeKey, parseKeyLine, type PasswdEntry, passwdEntry, renderAuthorizedKeys } from '../node/authorized-keys.js';
+import {
+  describeKey,
+  parseKeyLine,
+  type PasswdEntry,
+  passwdEntry,
+  renderAuthorizedKeys,
+} from '../node/authorized-keys.js';
 import { fileDrift, lineDiff, type ManagedFile, writeManagedFile } from '../node/managed-file.js';
 import { expectSettled } from '../node/settled.js';
 
@@ -25,7 +31,9 @@ function checkKeys(keys: readonly string[]): void {
   keys.forEach((key, i) => {
     // the config rules refuse these already; a newline here would smuggle in a line of its own
     if (/[\r\n]/.test(key) || !parseKeyLine(key))
-      throw new ConfigError('invalid site-config', [{ severity: 'error', path: `$.spec.sshAuthorizedKeys[${i}]`, message: 'not an OpenSSH public key line' }]);
+      throw new ConfigError('invalid site-config', [
+        { severity: 'error', path: `$.spec.sshAuthorizedKeys[${i}]`, message: 'not an OpenSSH public key line' },
+      ]);
   });
 }
 
@@ -59,17 +67,23 @@ function keyDiff(before: string, after: string): string[] {
 export const sshKeysStep: Step = {
   name: 'ssh-keys',
   group: 'node',
-  description: 'the site\'s keys into `core`\'s `authorized_keys` (first, so a broken network can still be debugged)',
+  description: "the site's keys into `core`'s `authorized_keys` (first, so a broken network can still be debugged)",
   inputs: (site) => site.sshAuthorizedKeys,
 
   async plan(ctx) {
     const t = await target(ctx);
     const keys = ctx.site.sshAuthorizedKeys.length;
-    if (keys === 0 && t.existing === t.file.content) return { action: 'noop', reason: 'the site-config has no SSH keys' };
+    if (keys === 0 && t.existing === t.file.content)
+      return { action: 'noop', reason: 'the site-config has no SSH keys' };
     const changes: Change[] = [];
     const dirMode = await ctx.fs.mode(t.sshDir);
     if (dirMode === undefined) changes.push({ action: 'create', target: t.sshDir, summary: 'folder, mode 0700' });
-    else if ((dirMode & 0o7777) !== 0o700) changes.push({ action: 'update', target: t.sshDir, summary: `mode 0${(dirMode & 0o7777).toString(8)}, want 0700` });
+    else if ((dirMode & 0o7777) !== 0o700)
+      changes.push({
+        action: 'update',
+        target: t.sshDir,
+        summary: `mode 0${(dirMode & 0o7777).toString(8)}, want 0700`,
+      });
     const drift = await fileDrift(ctx.fs, t.file);
     if (drift.reasons.length > 0) {
       changes.push({

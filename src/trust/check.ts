@@ -13,7 +13,15 @@ import { RefusedError } from '../engine/errors.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
-import { KeyError, MAX_SIGNATURE_BYTES, type NodeIdentity, readPublicKey, SIGNATURE_FILE, type TrustAnchor, verifySiteConfig } from './signature.js';
+import {
+  KeyError,
+  MAX_SIGNATURE_BYTES,
+  type NodeIdentity,
+  readPublicKey,
+  SIGNATURE_FILE,
+  type TrustAnchor,
+  verifySiteConfig,
+} from './signature.js';
 
 export const TRUST_DIR = '/etc/sno-relocate/trust';
 const MACHINE_ID = '/etc/machine-id';
@@ -96,11 +104,26 @@ export async function checkTrust(ctx: TrustContext, loaded: LoadedSite): Promise
   const verdict =
     typeof signature === 'string'
       ? ({ trusted: false, reason: `site-config not signed by a trusted key: ${signature}` } as const)
-      : verifySiteConfig({ document: signature, anchors, files: loaded.files, now: ctx.clock.now(), node: await nodeIdentity(ctx.fs) });
+      : verifySiteConfig({
+          document: signature,
+          anchors,
+          files: loaded.files,
+          now: ctx.clock.now(),
+          node: await nodeIdentity(ctx.fs),
+        });
   if (!verdict.trusted) {
-    logEvent(ctx.log, 'error', 'configUntrusted', { site: loaded.site.name, anchors: anchors.length }, `site-config refused: ${verdict.reason}; nothing on the host was changed`);
+    logEvent(
+      ctx.log,
+      'error',
+      'configUntrusted',
+      { site: loaded.site.name, anchors: anchors.length },
+      `site-config refused: ${verdict.reason}; nothing on the host was changed`,
+    );
     await ctx.banner.show(`site-config refused: ${verdict.reason}`);
     throw new RefusedError(`site-config refused: ${verdict.reason}`);
   }
-  ctx.log.info({ keyId: verdict.signed.keyId, anchor: verdict.anchor, notAfter: verdict.signed.notAfter }, `site-config signed by trusted key ${verdict.anchor}`);
+  ctx.log.info(
+    { keyId: verdict.signed.keyId, anchor: verdict.anchor, notAfter: verdict.signed.notAfter },
+    `site-config signed by trusted key ${verdict.anchor}`,
+  );
 }

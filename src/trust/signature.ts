@@ -5,7 +5,15 @@
  * prefix and the canonical JSON (keys sorted) of the signed part, so signer and verifier agree
  * whatever order a JSON writer puts keys in.
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, sign, verify } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  type KeyObject,
+  sign,
+  verify,
+} from 'node:crypto';
 import { z } from 'zod';
 import type { SiteFile } from '../config/site.js';
 
@@ -13,7 +21,10 @@ export const SIGNATURE_FILE = 'site-config.sig';
 const SIGNED_PREFIX = 'sno-relocate site-config signature v1\n';
 export const MAX_SIGNATURE_BYTES = 64 * 1024;
 
-export const nodeBindingSchema = z.strictObject({ machineId: z.string().min(1).optional(), serial: z.string().min(1).optional() });
+export const nodeBindingSchema = z.strictObject({
+  machineId: z.string().min(1).optional(),
+  serial: z.string().min(1).optional(),
+});
 
 export const signedSchema = z.strictObject({
   site: z.string(),
@@ -51,7 +62,9 @@ const signedBytes = (signed: Signed) => Buffer.from(SIGNED_PREFIX + canonicalJso
 /** The key id: sha256 of the public key's SPKI DER encoding. */
 export function keyId(key: KeyObject): string {
   const publicKey = key.type === 'private' ? createPublicKey(key) : key;
-  return `sha256:${createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex')}`;
+  return `sha256:${createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')}`;
 }
 
 export interface KeyPairPem {
@@ -72,7 +85,10 @@ export function generateSigningKey(): KeyPairPem {
 export class KeyError extends Error {}
 
 function ed25519(key: KeyObject, what: string): KeyObject {
-  if (key.asymmetricKeyType !== 'ed25519') throw new KeyError(`${what} is a ${key.asymmetricKeyType ?? 'symmetric'} key; sno-relocate signs with Ed25519 keys (sno-relocate keygen)`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new KeyError(
+      `${what} is a ${key.asymmetricKeyType ?? 'symmetric'} key; sno-relocate signs with Ed25519 keys (sno-relocate keygen)`,
+    );
   return key;
 }
 
@@ -111,7 +127,12 @@ export function signSiteConfig(key: KeyObject, input: SignInput): SignatureDocum
     ...(input.node ? { node: input.node } : {}),
     files: [...input.files].map((f) => ({ name: f.name, sha256: f.sha256 })).sort((a, b) => (a.name < b.name ? -1 : 1)),
   };
-  return { apiVersion: 'sno-relocate/v1', kind: 'SiteConfigSignature', signed, signature: sign(null, signedBytes(signed), key).toString('base64') };
+  return {
+    apiVersion: 'sno-relocate/v1',
+    kind: 'SiteConfigSignature',
+    signed,
+    signature: sign(null, signedBytes(signed), key).toString('base64'),
+  };
 }
 
 export interface TrustAnchor {
@@ -145,18 +166,28 @@ function parseDocument(raw: Buffer): SignatureDocument | string {
     return `${SIGNATURE_FILE} is not JSON`;
   }
   const parsed = signatureDocumentSchema.safeParse(value);
-  return parsed.success ? parsed.data : `${SIGNATURE_FILE} is not a sno-relocate signature (${parsed.error.issues[0]?.path.join('.') || 'document'}: ${parsed.error.issues[0]?.message})`;
+  return parsed.success
+    ? parsed.data
+    : `${SIGNATURE_FILE} is not a sno-relocate signature (${parsed.error.issues[0]?.path.join('.') || 'document'}: ${parsed.error.issues[0]?.message})`;
 }
 
 /** Decides whether a site-config folder may be used on this node; the reason says why not in plain words. */
 export function verifySiteConfig(input: VerifyInput): Verdict {
-  if (input.document === undefined) return { trusted: false, reason: `site-config not signed by a trusted key: the folder has no ${SIGNATURE_FILE}` };
+  if (input.document === undefined)
+    return { trusted: false, reason: `site-config not signed by a trusted key: the folder has no ${SIGNATURE_FILE}` };
   const doc = parseDocument(input.document);
   if (typeof doc === 'string') return { trusted: false, reason: `site-config not signed by a trusted key: ${doc}` };
   const anchor = input.anchors.find((a) => keyId(a.key) === doc.signed.keyId);
-  if (!anchor) return { trusted: false, reason: `site-config not signed by a trusted key: it was signed by key ${doc.signed.keyId}, which this node does not trust` };
+  if (!anchor)
+    return {
+      trusted: false,
+      reason: `site-config not signed by a trusted key: it was signed by key ${doc.signed.keyId}, which this node does not trust`,
+    };
   if (!verify(null, signedBytes(doc.signed), anchor.key, Buffer.from(doc.signature, 'base64'))) {
-    return { trusted: false, reason: `site-config not signed by a trusted key: the signature does not match what it claims to cover (altered after signing)` };
+    return {
+      trusted: false,
+      reason: `site-config not signed by a trusted key: the signature does not match what it claims to cover (altered after signing)`,
+    };
   }
   const signedFiles = new Map(doc.signed.files.map((f) => [f.name, f.sha256]));
   for (const file of input.files) {
@@ -164,9 +195,18 @@ export function verifySiteConfig(input: VerifyInput): Verdict {
     if (digest === undefined) return { trusted: false, reason: `file ${file.name} is not covered by the signature` };
     if (digest !== file.sha256) return { trusted: false, reason: `file ${file.name} changed after signing` };
   }
-  if (doc.signed.notAfter && input.now.getTime() > Date.parse(doc.signed.notAfter)) return { trusted: false, reason: `signature expired on ${doc.signed.notAfter}` };
+  if (doc.signed.notAfter && input.now.getTime() > Date.parse(doc.signed.notAfter))
+    return { trusted: false, reason: `signature expired on ${doc.signed.notAfter}` };
   const bound = doc.signed.node;
-  if (bound?.machineId !== undefined && bound.machineId !== input.node.machineId) return { trusted: false, reason: `made for another node (machine-id ${bound.machineId}, this node is ${input.node.machineId ?? 'unknown'})` };
-  if (bound?.serial !== undefined && bound.serial !== input.node.serial) return { trusted: false, reason: `made for another node (serial ${bound.serial}, this node is ${input.node.serial ?? 'unknown'})` };
+  if (bound?.machineId !== undefined && bound.machineId !== input.node.machineId)
+    return {
+      trusted: false,
+      reason: `made for another node (machine-id ${bound.machineId}, this node is ${input.node.machineId ?? 'unknown'})`,
+    };
+  if (bound?.serial !== undefined && bound.serial !== input.node.serial)
+    return {
+      trusted: false,
+      reason: `made for another node (serial ${bound.serial}, this node is ${input.node.serial ?? 'unknown'})`,
+    };
   return { trusted: true, anchor: anchor.name, signed: doc.signed };
 }

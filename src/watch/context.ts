@@ -47,7 +47,9 @@ export async function readContextFile(fs: RootFs, stateDir: string): Promise<Wat
   const parsed = contextSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new RefusedError(`${fs.resolve(contextPath(stateDir))}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
+    throw new RefusedError(
+      `${fs.resolve(contextPath(stateDir))}: ${issue.path.join('.') || '(top)'}: ${issue.message}`,
+    );
   }
   return parsed.data;
 }
@@ -62,7 +64,10 @@ export async function writeContextFile(fs: RootFs, stateDir: string, ctx: WatchC
  */
 export async function recordFactoryRegistries(fs: RootFs, stateDir: string, hosts: readonly string[]): Promise<void> {
   const current = (await readContextFile(fs, stateDir)) ?? EMPTY_CONTEXT;
-  await writeContextFile(fs, stateDir, { ...current, factoryRegistries: unique([...current.factoryRegistries, ...hosts]) });
+  await writeContextFile(fs, stateDir, {
+    ...current,
+    factoryRegistries: unique([...current.factoryRegistries, ...hosts]),
+  });
 }
 
 /** The context for a site: its mirrors, plus the factory registries kept in the state folder. */

@@ -52,7 +52,11 @@ export function registryKind(ctx: WatchContext, image: string): RegistryKind {
 /** Pulled by tag from a repository that only digest mirrors cover: the mirrors do not apply to it. */
 export function onlyDigestMirrored(ctx: WatchContext, image: string): boolean {
   const ref = parseImage(image);
-  return !ref.byDigest && ctx.digestMirrorSources.some((s) => sourceCovers(s, ref)) && !ctx.tagMirrorSources.some((s) => sourceCovers(s, ref));
+  return (
+    !ref.byDigest &&
+    ctx.digestMirrorSources.some((s) => sourceCovers(s, ref)) &&
+    !ctx.tagMirrorSources.some((s) => sourceCovers(s, ref))
+  );
 }
 
 /** Whether the site mirrors anything: without mirrors it pulls from the sources, and any registry may be right. */

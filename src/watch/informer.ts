@@ -38,7 +38,12 @@ export interface InformerOptions {
   requestTimeoutMs?: number;
 }
 
-export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock' | 'listGate'> = { resyncMs: 10 * 60_000, pageSize: 250, firstBackoffMs: 500, maxBackoffMs: 30_000 };
+export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock' | 'listGate'> = {
+  resyncMs: 10 * 60_000,
+  pageSize: 250,
+  firstBackoffMs: 500,
+  maxBackoffMs: 30_000,
+};
 
 class Gone extends Error {}
 
@@ -62,7 +67,9 @@ export class Informer {
     private readonly sink: InformerSink,
     private readonly options: InformerOptions,
   ) {
-    this.custom = new CustomObjectsApi(timeoutConfiguration(config, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS));
+    this.custom = new CustomObjectsApi(
+      timeoutConfiguration(config, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
+    );
     this.watcher = new Watch(config);
   }
 
@@ -90,7 +97,10 @@ export class Informer {
         this.sink.synced();
         backoff = this.options.firstBackoffMs;
         while (!this.stopped && this.options.clock.monotonic() - listedAt < this.options.resyncMs) {
-          resourceVersion = await this.watchOnce(resourceVersion, Math.ceil((this.options.resyncMs - (this.options.clock.monotonic() - listedAt)) / 1000));
+          resourceVersion = await this.watchOnce(
+            resourceVersion,
+            Math.ceil((this.options.resyncMs - (this.options.clock.monotonic() - listedAt)) / 1000),
+          );
         }
       } catch (err) {
         if (this.stopped) return;
@@ -162,7 +172,15 @@ export class Informer {
         latest = object.metadata?.resourceVersion ?? latest;
         if (type === 'BOOKMARK') return;
         const projected = this.resource.project(object);
-        if (type === 'DELETED' || !projected) this.sink.delete(projected ?? { metadata: { name: object.metadata?.name ?? '', ...(object.metadata?.namespace && { namespace: object.metadata.namespace }) } });
+        if (type === 'DELETED' || !projected)
+          this.sink.delete(
+            projected ?? {
+              metadata: {
+                name: object.metadata?.name ?? '',
+                ...(object.metadata?.namespace && { namespace: object.metadata.namespace }),
+              },
+            },
+          );
         else this.sink.upsert(projected);
       };
       const onDone = (err: unknown): void => {
@@ -181,7 +199,14 @@ export class Informer {
       if (this.abort.signal.aborted) return onStop();
       this.abort.signal.addEventListener('abort', onStop, { once: true });
       void this.options.clock.sleep(serverTimeoutSeconds * 1000 + graceMs, watchdog.signal).then(
-        () => settle(() => reject(new Error(`the watch did not end within ${serverTimeoutSeconds} s and ${graceMs / 1000} s of grace: the API stopped answering`))),
+        () =>
+          settle(() =>
+            reject(
+              new Error(
+                `the watch did not end within ${serverTimeoutSeconds} s and ${graceMs / 1000} s of grace: the API stopped answering`,
+              ),
+            ),
+          ),
         () => undefined,
       );
       void this.watcher.watch(this.path, query, onEvent, onDone).then(

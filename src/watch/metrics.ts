@@ -30,10 +30,28 @@ export function parseListenAddress(value: string): { host: string; port: number 
 export async function serveMetrics(address: string): Promise<MetricsEndpoint> {
   const { host, port } = parseListenAddress(address);
   const registry = new Registry();
-  const findings = new Gauge({ name: 'sno_relocate_watch_findings', help: 'Current watcher findings', labelNames: ['component', 'severity'] as const, registers: [registry] });
-  const health = new Gauge({ name: 'sno_relocate_watch_health', help: 'Overall health: -1 unknown, 0 healthy, 1 degraded, 2 unhealthy', registers: [registry] });
-  const lastSync = new Gauge({ name: 'sno_relocate_watch_last_sync_timestamp_seconds', help: 'When a watched resource was last listed in full', registers: [registry] });
-  const syncErrors = new Counter({ name: 'sno_relocate_watch_sync_errors_total', help: 'Failed lists and watches', labelNames: ['resource'] as const, registers: [registry] });
+  const findings = new Gauge({
+    name: 'sno_relocate_watch_findings',
+    help: 'Current watcher findings',
+    labelNames: ['component', 'severity'] as const,
+    registers: [registry],
+  });
+  const health = new Gauge({
+    name: 'sno_relocate_watch_health',
+    help: 'Overall health: -1 unknown, 0 healthy, 1 degraded, 2 unhealthy',
+    registers: [registry],
+  });
+  const lastSync = new Gauge({
+    name: 'sno_relocate_watch_last_sync_timestamp_seconds',
+    help: 'When a watched resource was last listed in full',
+    registers: [registry],
+  });
+  const syncErrors = new Counter({
+    name: 'sno_relocate_watch_sync_errors_total',
+    help: 'Failed lists and watches',
+    labelNames: ['resource'] as const,
+    registers: [registry],
+  });
   health.set(HEALTH_VALUE.unknown);
 
   const server = http.createServer((req, res) => {
@@ -56,7 +74,11 @@ export async function serveMetrics(address: string): Promise<MetricsEndpoint> {
     update(now, list) {
       health.set(HEALTH_VALUE[now]);
       for (const component of COMPONENTS) {
-        for (const severity of SEVERITIES) findings.set({ component, severity }, list.filter((f) => f.component === component && f.severity === severity).length);
+        for (const severity of SEVERITIES)
+          findings.set(
+            { component, severity },
+            list.filter((f) => f.component === component && f.severity === severity).length,
+          );
       }
     },
     synced: (at) => lastSync.set(at.getTime() / 1000),

@@ -72,7 +72,12 @@ export interface WatchContext {
   factoryRegistries: string[];
 }
 
-export const EMPTY_CONTEXT: WatchContext = { siteRegistries: [], digestMirrorSources: [], tagMirrorSources: [], factoryRegistries: [] };
+export const EMPTY_CONTEXT: WatchContext = {
+  siteRegistries: [],
+  digestMirrorSources: [],
+  tagMirrorSources: [],
+  factoryRegistries: [],
+};
 
 /** The observed objects by resource key (see resources.ts), and which resources the cluster serves. */
 export interface Snapshot {
@@ -86,14 +91,17 @@ export const conditionsOf = (obj: WatchedObject | undefined): Condition[] => {
   return Array.isArray(conditions) ? (conditions as Condition[]) : [];
 };
 
-export const conditionOf = (obj: WatchedObject | undefined, type: string): Condition | undefined => conditionsOf(obj).find((c) => c.type === type);
+export const conditionOf = (obj: WatchedObject | undefined, type: string): Condition | undefined =>
+  conditionsOf(obj).find((c) => c.type === type);
 
-export const isTrue = (obj: WatchedObject | undefined, type: string): boolean => conditionOf(obj, type)?.status === 'True';
+export const isTrue = (obj: WatchedObject | undefined, type: string): boolean =>
+  conditionOf(obj, type)?.status === 'True';
 
 export const nameOf = (kind: string, obj: WatchedObject): string =>
   `${kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`;
 
-export const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+export const str = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
 
 /** `reason: message` of a condition, for a finding's reason */
 export const describeCondition = (c: Condition): string => [c.reason, c.message].filter(Boolean).join(': ');

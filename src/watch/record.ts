@@ -32,7 +32,12 @@ const eventSchema = z.discriminatedUnion('type', [
   z.object({
     at,
     type: z.literal('context'),
-    context: z.object({ siteRegistries: z.array(z.string()), digestMirrorSources: z.array(z.string()), tagMirrorSources: z.array(z.string()), factoryRegistries: z.array(z.string()) }),
+    context: z.object({
+      siteRegistries: z.array(z.string()),
+      digestMirrorSources: z.array(z.string()),
+      tagMirrorSources: z.array(z.string()),
+      factoryRegistries: z.array(z.string()),
+    }),
   }),
 ]);
 
@@ -63,7 +68,9 @@ export function parseRecording(text: string, file: string): TimedEvent[] {
     const parsed = eventSchema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      throw new UsageError(`${file}:${i + 1}: ${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}`);
+      throw new UsageError(
+        `${file}:${i + 1}: ${issue.path.length > 0 ? `${issue.path.join('.')}: ` : ''}${issue.message}`,
+      );
     }
     events.push(parsed.data as TimedEvent);
   }
@@ -99,5 +106,7 @@ export function replay(events: readonly TimedEvent[], fallback: WatchContext): E
       evaluatedAt = i;
     }
   }
-  return evaluatedAt === events.length - 1 ? last : evaluate(runChecks(store, ctx), last.firstSeen, new Date(events.at(-1)!.at));
+  return evaluatedAt === events.length - 1
+    ? last
+    : evaluate(runChecks(store, ctx), last.firstSeen, new Date(events.at(-1)!.at));
 }

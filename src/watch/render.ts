@@ -7,13 +7,19 @@ export function formatAge(fromIso: string | undefined, now: Date): string {
   const s = Math.max(0, Math.floor((now.getTime() - Date.parse(fromIso)) / 1000));
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
+  if (s < 86400)
+    return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60) ? `${Math.floor((s % 3600) / 60)}m` : ''}`;
   return `${Math.floor(s / 86400)}d`;
 }
 
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 export function renderFindings(findings: readonly Finding[], now: Date): string[] {
@@ -21,7 +27,9 @@ export function renderFindings(findings: readonly Finding[], now: Date): string[
   const rows = [['SEVERITY', 'COMPONENT', 'OBJECT', 'FOR', 'REASON']];
   for (const f of findings) rows.push([f.severity, f.component, f.object, formatAge(f.since, now), f.reason]);
   const lines = table(rows);
-  const hints = [...new Set(findings.filter((f) => f.hint && f.severity !== 'info').map((f) => `  ${f.object}: ${f.hint}`))];
+  const hints = [
+    ...new Set(findings.filter((f) => f.hint && f.severity !== 'info').map((f) => `  ${f.object}: ${f.hint}`)),
+  ];
   if (hints.length > 0) lines.push('', 'Hints:', ...hints);
   return lines;
 }

@@ -40,7 +40,10 @@ export interface RawObject {
 export const PACKAGES_API_SERVICE = 'v1.packages.operators.coreos.com';
 export const CAPI_GROUP_SUFFIX = 'cluster.x-k8s.io';
 
-function meta(raw: RawObject, keep: { labels?: boolean; annotations?: boolean | readonly string[]; managers?: boolean } = {}): WatchedMeta {
+function meta(
+  raw: RawObject,
+  keep: { labels?: boolean; annotations?: boolean | readonly string[]; managers?: boolean } = {},
+): WatchedMeta {
   const m = raw.metadata ?? {};
   const out: WatchedMeta = { name: m.name ?? '' };
   if (m.namespace) out.namespace = m.namespace;
@@ -49,25 +52,48 @@ function meta(raw: RawObject, keep: { labels?: boolean; annotations?: boolean | 
   if (keep.labels && m.labels) out.labels = m.labels;
   if (keep.annotations && m.annotations) {
     const wanted = keep.annotations;
-    out.annotations = wanted === true ? m.annotations : Object.fromEntries(Object.entries(m.annotations).filter(([k]) => wanted.some((p) => k.startsWith(p))));
+    out.annotations =
+      wanted === true
+        ? m.annotations
+        : Object.fromEntries(Object.entries(m.annotations).filter(([k]) => wanted.some((p) => k.startsWith(p))));
   }
-  if (keep.managers && m.managedFields) out.managers = [...new Set(m.managedFields.map((f) => f.manager ?? '').filter(Boolean))].sort();
+  if (keep.managers && m.managedFields)
+    out.managers = [...new Set(m.managedFields.map((f) => f.manager ?? '').filter(Boolean))].sort();
   return out;
 }
 
-const pick = (value: Record<string, unknown> | undefined, fields: readonly string[]): Record<string, unknown> | undefined => {
+const pick = (
+  value: Record<string, unknown> | undefined,
+  fields: readonly string[],
+): Record<string, unknown> | undefined => {
   if (!value) return undefined;
   const out = Object.fromEntries(fields.filter((f) => value[f] !== undefined).map((f) => [f, value[f]]));
   return Object.keys(out).length > 0 ? out : undefined;
 };
 
-const object = (metadata: WatchedMeta, spec?: Record<string, unknown>, status?: Record<string, unknown>): WatchedObject => ({
+const object = (
+  metadata: WatchedMeta,
+  spec?: Record<string, unknown>,
+  status?: Record<string, unknown>,
+): WatchedObject => ({
   metadata,
   ...(spec && { spec }),
   ...(status && { status }),
 });
 
-const CAPI_STATUS = ['phase', 'conditions', 'v1beta2', 'failureReason', 'failureMessage', 'replicas', 'readyReplicas', 'availableReplicas', 'infrastructureReady', 'controlPlaneReady', 'deprecated'];
+const CAPI_STATUS = [
+  'phase',
+  'conditions',
+  'v1beta2',
+  'failureReason',
+  'failureMessage',
+  'replicas',
+  'readyReplicas',
+  'availableReplicas',
+  'infrastructureReady',
+  'controlPlaneReady',
+  'deprecated',
+];
 
 const capi = (key: string, kind: string, plural: string): WatchedResource => ({
   key,
@@ -76,7 +102,12 @@ const capi = (key: string, kind: string, plural: string): WatchedResource => ({
   versions: ['v1beta1', 'v1beta2'],
   plural,
   kind,
-  project: (raw) => object(meta(raw, { annotations: ['cluster.x-k8s.io/paused'] }), pick(raw.spec, ['paused', 'replicas', 'clusterName']), pick(raw.status, CAPI_STATUS)),
+  project: (raw) =>
+    object(
+      meta(raw, { annotations: ['cluster.x-k8s.io/paused'] }),
+      pick(raw.spec, ['paused', 'replicas', 'clusterName']),
+      pick(raw.status, CAPI_STATUS),
+    ),
 });
 
 export const RESOURCES: readonly WatchedResource[] = [
@@ -87,7 +118,12 @@ export const RESOURCES: readonly WatchedResource[] = [
     versions: ['v1alpha1'],
     plural: 'catalogsources',
     kind: 'CatalogSource',
-    project: (raw) => object(meta(raw), pick(raw.spec, ['sourceType', 'image', 'address']), pick(raw.status, ['connectionState', 'reason', 'message', 'conditions'])),
+    project: (raw) =>
+      object(
+        meta(raw),
+        pick(raw.spec, ['sourceType', 'image', 'address']),
+        pick(raw.status, ['connectionState', 'reason', 'message', 'conditions']),
+      ),
   },
   {
     key: 'subscriptions',
@@ -96,7 +132,12 @@ export const RESOURCES: readonly WatchedResource[] = [
     versions: ['v1alpha1'],
     plural: 'subscriptions',
     kind: 'Subscription',
-    project: (raw) => object(meta(raw), pick(raw.spec, ['name', 'source', 'sourceNamespace', 'channel']), pick(raw.status, ['state', 'conditions', 'currentCSV', 'installedCSV'])),
+    project: (raw) =>
+      object(
+        meta(raw),
+        pick(raw.spec, ['name', 'source', 'sourceNamespace', 'channel']),
+        pick(raw.status, ['state', 'conditions', 'currentCSV', 'installedCSV']),
+      ),
   },
   {
     key: 'installplans',
@@ -105,7 +146,12 @@ export const RESOURCES: readonly WatchedResource[] = [
     versions: ['v1alpha1'],
     plural: 'installplans',
     kind: 'InstallPlan',
-    project: (raw) => object(meta(raw), pick(raw.spec, ['approval', 'approved', 'clusterServiceVersionNames']), pick(raw.status, ['phase', 'conditions', 'message'])),
+    project: (raw) =>
+      object(
+        meta(raw),
+        pick(raw.spec, ['approval', 'approved', 'clusterServiceVersionNames']),
+        pick(raw.status, ['phase', 'conditions', 'message']),
+      ),
   },
   {
     key: 'clusterserviceversions',
@@ -115,7 +161,10 @@ export const RESOURCES: readonly WatchedResource[] = [
     plural: 'clusterserviceversions',
     kind: 'ClusterServiceVersion',
     // copies OLM puts in every watched namespace say only "Copied": the original carries the state
-    project: (raw) => (raw.status?.reason === 'Copied' ? undefined : object(meta(raw), undefined, pick(raw.status, ['phase', 'reason', 'message', 'lastTransitionTime']))),
+    project: (raw) =>
+      raw.status?.reason === 'Copied'
+        ? undefined
+        : object(meta(raw), undefined, pick(raw.status, ['phase', 'reason', 'message', 'lastTransitionTime'])),
   },
   {
     key: 'apiservices',
@@ -142,14 +191,25 @@ export const RESOURCES: readonly WatchedResource[] = [
     builtIn: { version: 'v1' },
     // every CRD tells which watched kinds exist; only Cluster API's keep their owner marks
     project: (raw) => {
-      const spec = raw.spec as { group?: string; names?: { plural?: string }; versions?: { name: string; served?: boolean; storage?: boolean }[]; conversion?: unknown } | undefined;
+      const spec = raw.spec as
+        | {
+            group?: string;
+            names?: { plural?: string };
+            versions?: { name: string; served?: boolean; storage?: boolean }[];
+            conversion?: unknown;
+          }
+        | undefined;
       const group = spec?.group ?? '';
       const isCapi = group === CAPI_GROUP_SUFFIX || group.endsWith(`.${CAPI_GROUP_SUFFIX}`);
       return object(
         isCapi ? meta(raw, { labels: true, annotations: true, managers: true }) : meta(raw),
         {
           group,
-          versions: (spec?.versions ?? []).map((v) => ({ name: v.name, served: v.served === true, storage: v.storage === true })),
+          versions: (spec?.versions ?? []).map((v) => ({
+            name: v.name,
+            served: v.served === true,
+            storage: v.storage === true,
+          })),
           ...(isCapi && spec?.conversion !== undefined && { conversion: spec.conversion }),
         },
         pick(raw.status, isCapi ? ['conditions', 'storedVersions'] : ['conditions']),
@@ -163,7 +223,12 @@ export const RESOURCES: readonly WatchedResource[] = [
     versions: ['v1alpha1'],
     plural: 'clusterapis',
     kind: 'ClusterAPI',
-    project: (raw) => object(meta(raw), pick(raw.spec, ['unmanagedCustomResourceDefinitions']), pick(raw.status, ['currentRevision', 'desiredRevision', 'observedRevisionGeneration'])),
+    project: (raw) =>
+      object(
+        meta(raw),
+        pick(raw.spec, ['unmanagedCustomResourceDefinitions']),
+        pick(raw.status, ['currentRevision', 'desiredRevision', 'observedRevisionGeneration']),
+      ),
   },
   {
     key: 'hostedclusters',
@@ -209,7 +274,12 @@ export const RESOURCES: readonly WatchedResource[] = [
     versions: ['v1'],
     plural: 'machineconfigpools',
     kind: 'MachineConfigPool',
-    project: (raw) => object(meta(raw), undefined, pick(raw.status, ['conditions', 'machineCount', 'readyMachineCount', 'degradedMachineCount'])),
+    project: (raw) =>
+      object(
+        meta(raw),
+        undefined,
+        pick(raw.status, ['conditions', 'machineCount', 'readyMachineCount', 'degradedMachineCount']),
+      ),
   },
   {
     key: 'clusteroperators',
@@ -239,7 +309,9 @@ export function chooseVersion(r: WatchedResource, versions: readonly CrdVersion[
 }
 
 /** A CRD as the projection keeps it. */
-export const crdVersions = (crd: WatchedObject): CrdVersion[] => ((crd.spec?.versions as CrdVersion[] | undefined) ?? []);
+export const crdVersions = (crd: WatchedObject): CrdVersion[] => (crd.spec?.versions as CrdVersion[] | undefined) ?? [];
 
 export const isEstablished = (crd: WatchedObject): boolean =>
-  ((crd.status?.conditions as { type: string; status: string }[] | undefined) ?? []).some((c) => c.type === 'Established' && c.status === 'True');
+  ((crd.status?.conditions as { type: string; status: string }[] | undefined) ?? []).some(
+    (c) => c.type === 'Established' && c.status === 'True',
+  );

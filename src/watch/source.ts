@@ -7,7 +7,15 @@ import pLimit from 'p-limit';
 import type { Clock } from '../ports/clock.js';
 import { DEFAULT_INFORMER_OPTIONS, Informer, type InformerOptions } from './informer.js';
 import type { WatchedObject } from './model.js';
-import { chooseVersion, crdNameOf, crdVersions, isEstablished, RESOURCE_BY_KEY, RESOURCES, type WatchedResource } from './resources.js';
+import {
+  chooseVersion,
+  crdNameOf,
+  crdVersions,
+  isEstablished,
+  RESOURCE_BY_KEY,
+  RESOURCES,
+  type WatchedResource,
+} from './resources.js';
 import type { WatchEvent } from './store.js';
 
 export interface SourceStatus {

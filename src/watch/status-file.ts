@@ -51,7 +51,9 @@ export async function readWatchStatus(fs: RootFs, stateDir: string): Promise<Wat
   const parsed = statusSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new RefusedError(`watcher status ${fs.resolve(filePath(stateDir))}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
+    throw new RefusedError(
+      `watcher status ${fs.resolve(filePath(stateDir))}: ${issue.path.join('.') || '(top)'}: ${issue.message}`,
+    );
   }
   return parsed.data;
 }

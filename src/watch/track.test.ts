@@ -4,8 +4,20 @@ import { diffFindings, evaluate, healthOf, summaryLine } from './track.js';
 
 const T0 = new Date('2026-03-01T10:00:00Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);
-const catalog: RawFinding = { component: 'olm', object: 'CatalogSource m/r', severity: 'warning', reason: 'TRANSIENT_FAILURE', escalate: { afterMs: 300_000, to: 'error' } };
-const operator: RawFinding = { component: 'operators', object: 'ClusterOperator dns', severity: 'error', reason: 'Degraded', since: '2026-03-01T09:00:00Z' };
+const catalog: RawFinding = {
+  component: 'olm',
+  object: 'CatalogSource m/r',
+  severity: 'warning',
+  reason: 'TRANSIENT_FAILURE',
+  escalate: { afterMs: 300_000, to: 'error' },
+};
+const operator: RawFinding = {
+  component: 'operators',
+  object: 'ClusterOperator dns',
+  severity: 'error',
+  reason: 'Degraded',
+  since: '2026-03-01T09:00:00Z',
+};
 
 describe('evaluate', () => {
   it('dates a finding from when it was first seen, and keeps that date', () => {
@@ -57,13 +69,17 @@ describe('health and changes', () => {
     const b = evaluate([catalog, operator], first.firstSeen, later(300_000)).findings;
     const changes = diffFindings(a, b);
     expect(changes.raised.map((f) => f.object)).toEqual(['ClusterOperator dns']);
-    expect(changes.changed.map((c) => [c.finding.object, c.from, c.finding.severity])).toEqual([['CatalogSource m/r', 'warning', 'error']]);
+    expect(changes.changed.map((c) => [c.finding.object, c.from, c.finding.severity])).toEqual([
+      ['CatalogSource m/r', 'warning', 'error'],
+    ]);
     expect(diffFindings(b, []).cleared).toHaveLength(2);
   });
 
   it('sums up in one line for the console', () => {
     const { findings } = evaluate([catalog, operator], new Map(), T0);
-    expect(summaryLine('unhealthy', findings)).toBe('cluster unhealthy: 1 error, 1 warning; ClusterOperator dns: Degraded');
+    expect(summaryLine('unhealthy', findings)).toBe(
+      'cluster unhealthy: 1 error, 1 warning; ClusterOperator dns: Degraded',
+    );
     expect(summaryLine('healthy', [])).toBe('cluster healthy');
   });
 });

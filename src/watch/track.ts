@@ -4,7 +4,8 @@
  */
 import { COMPONENTS, severityRank, type Finding, type Health, type RawFinding } from './model.js';
 
-export const findingKey = (f: Pick<Finding, 'component' | 'object' | 'reason'>): string => `${f.component}\u0000${f.object}\u0000${f.reason}`;
+export const findingKey = (f: Pick<Finding, 'component' | 'object' | 'reason'>): string =>
+  `${f.component}\u0000${f.object}\u0000${f.reason}`;
 
 export interface Evaluation {
   findings: Finding[];
@@ -31,7 +32,8 @@ export function evaluate(raw: readonly RawFinding[], previous: ReadonlyMap<strin
     const since = f.since ?? seen;
     if (!escalate) return { ...f, since };
     const due = Date.parse(since) + escalate.afterMs;
-    if (due <= now.getTime()) return { ...f, since, severity: severityRank(escalate.to) > severityRank(f.severity) ? escalate.to : f.severity };
+    if (due <= now.getTime())
+      return { ...f, since, severity: severityRank(escalate.to) > severityRank(f.severity) ? escalate.to : f.severity };
     nextEscalationAt = Math.min(nextEscalationAt ?? Infinity, due);
     return { ...f, since };
   });
@@ -77,6 +79,11 @@ export function summaryLine(health: Health, findings: readonly Finding[]): strin
   const n = countBySeverity(findings);
   if (health === 'healthy') return `cluster healthy${n.info ? ` (${n.info} notes)` : ''}`;
   const worst = findings[0]!;
-  const counts = [n.error && `${n.error} error${n.error > 1 ? 's' : ''}`, n.warning && `${n.warning} warning${n.warning > 1 ? 's' : ''}`].filter(Boolean).join(', ');
+  const counts = [
+    n.error && `${n.error} error${n.error > 1 ? 's' : ''}`,
+    n.warning && `${n.warning} warning${n.warning > 1 ? 's' : ''}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
   return `cluster ${health}: ${counts}; ${worst.object}: ${worst.reason}`;
 }

@@ -65,7 +65,10 @@ export class ClusterView {
       await this.source.synced(AbortSignal.timeout(timeoutMs));
     } catch (err) {
       const status = this.source.snapshotStatus();
-      throw new StepError(`no full sync with the API at ${this.server} within ${Math.round(timeoutMs / 1000)}s${status.lastError ? `: ${status.lastError}` : ` (${errorMessage(err)})`}`, { retryable: true });
+      throw new StepError(
+        `no full sync with the API at ${this.server} within ${Math.round(timeoutMs / 1000)}s${status.lastError ? `: ${status.lastError}` : ` (${errorMessage(err)})`}`,
+        { retryable: true },
+      );
     }
   }
 

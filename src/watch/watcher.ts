@@ -47,7 +47,9 @@ export class Watcher {
     if (this.stopped || this.timer) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.pending = this.pending.then(() => this.tick()).catch((err: unknown) => this.out.log.error({ err }, 'watcher: evaluation failed'));
+      this.pending = this.pending
+        .then(() => this.tick())
+        .catch((err: unknown) => this.out.log.error({ err }, 'watcher: evaluation failed'));
     }, SETTLE_MS);
   }
 
@@ -67,7 +69,10 @@ export class Watcher {
       this.report(evaluation.findings);
       clearTimeout(this.escalation);
       if (evaluation.nextEscalationAt !== undefined) {
-        this.escalation = setTimeout(() => this.changed(), Math.max(0, evaluation.nextEscalationAt - this.out.clock.now().getTime()) + 1);
+        this.escalation = setTimeout(
+          () => this.changed(),
+          Math.max(0, evaluation.nextEscalationAt - this.out.clock.now().getTime()) + 1,
+        );
       }
     }
     await this.writeStatus(status);
@@ -76,15 +81,42 @@ export class Watcher {
   private report(findings: Finding[]): void {
     const { log } = this.out;
     const changes = diffFindings(this.findings, findings);
-    for (const f of changes.raised) logEvent(log, LEVEL[f.severity], 'watchFinding', { ...f, change: 'raised' }, `${f.severity}: ${f.object}: ${f.reason}`);
-    for (const { finding: f, from } of changes.changed) logEvent(log, LEVEL[f.severity], 'watchFinding', { ...f, change: 'severity', from }, `${f.severity} (was ${from}): ${f.object}: ${f.reason}`);
-    for (const f of changes.cleared) logEvent(log, 'info', 'watchFinding', { component: f.component, object: f.object, reason: f.reason, change: 'cleared' }, `cleared: ${f.object}: ${f.reason}`);
+    for (const f of changes.raised)
+      logEvent(
+        log,
+        LEVEL[f.severity],
+        'watchFinding',
+        { ...f, change: 'raised' },
+        `${f.severity}: ${f.object}: ${f.reason}`,
+      );
+    for (const { finding: f, from } of changes.changed)
+      logEvent(
+        log,
+        LEVEL[f.severity],
+        'watchFinding',
+        { ...f, change: 'severity', from },
+        `${f.severity} (was ${from}): ${f.object}: ${f.reason}`,
+      );
+    for (const f of changes.cleared)
+      logEvent(
+        log,
+        'info',
+        'watchFinding',
+        { component: f.component, object: f.object, reason: f.reason, change: 'cleared' },
+        `cleared: ${f.object}: ${f.reason}`,
+      );
     this.findings = findings;
     const health = healthOf(findings);
     this.out.metrics?.update(health, findings);
     if (health !== this.health) {
       const line = summaryLine(health, findings);
-      logEvent(log, health === 'unhealthy' ? 'error' : health === 'degraded' ? 'warn' : 'info', 'watchHealthChanged', { health, from: this.health }, line);
+      logEvent(
+        log,
+        health === 'unhealthy' ? 'error' : health === 'degraded' ? 'warn' : 'info',
+        'watchHealthChanged',
+        { health, from: this.health },
+        line,
+      );
       void this.out.banner.show(line);
       this.health = health;
     }

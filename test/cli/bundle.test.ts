@@ -12,7 +12,9 @@ const BUNDLE = path.join(REPO, 'dist/sno-relocate.cjs');
 
 describe('the bundle', () => {
   it.skipIf(!existsSync(BUNDLE))('requires built-in modules only', () => {
-    const names = new Set([...readFileSync(BUNDLE, 'utf8').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]!.replace(/^node:/, '')));
+    const names = new Set(
+      [...readFileSync(BUNDLE, 'utf8').matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]!.replace(/^node:/, '')),
+    );
     expect(names.size).toBeGreaterThan(5);
     expect([...names].filter((n) => !builtinModules.includes(n))).toEqual([]);
   });

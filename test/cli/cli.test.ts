@@ -24,7 +24,18 @@ describe('sno-relocate (single executable)', () => {
   it('prints help listing every command and step', () => {
     const r = runCli(['--help']);
     expect(r.code).toBe(0);
-    for (const word of ['validate', 'plan', 'run', 'status', 'watch', 'keygen', 'sign', 'csr-approval', 'cluster-pull-secret', '--state-dir'])
+    for (const word of [
+      'validate',
+      'plan',
+      'run',
+      'status',
+      'watch',
+      'keygen',
+      'sign',
+      'csr-approval',
+      'cluster-pull-secret',
+      '--state-dir',
+    ])
       expect(r.stdout).toContain(word);
   });
 
@@ -49,11 +60,20 @@ describe('sno-relocate (single executable)', () => {
 
   it('accepts JSON, warns about unknown keys and names them', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cli-json-'));
-    const doc = yaml.load(yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'j' }, spec: { baseDomain: 'j.example.com', network: { nmstate: { interfaces: [] } }, color: 'blue' } }));
+    const doc = yaml.load(
+      yaml.dump({
+        apiVersion: 'sno-relocate/v1',
+        kind: 'SiteConfig',
+        metadata: { name: 'j' },
+        spec: { baseDomain: 'j.example.com', network: { nmstate: { interfaces: [] } }, color: 'blue' },
+      }),
+    );
     writeFileSync(path.join(dir, 'site-config.json'), JSON.stringify(doc));
     const r = runCli(['validate', dir, '-o', 'json']);
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).findings).toEqual([{ severity: 'warning', path: '$.spec.color', message: 'unknown key, ignored' }]);
+    expect(JSON.parse(r.stdout).findings).toEqual([
+      { severity: 'warning', path: '$.spec.color', message: 'unknown key, ignored' },
+    ]);
     expect(r.stderr).toContain('$.spec.color');
   });
 
@@ -107,18 +127,36 @@ describe('sno-relocate (single executable)', () => {
   it('names the first wrong field of an invalid site-config on the console', () => {
     const root = factoryRoot();
     const dir = mkdtempSync(path.join(tmpdir(), 'cli-bad-'));
-    writeFileSync(path.join(dir, 'site-config.yaml'), yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'bad' }, spec: { baseDomain: 'e.example.com', network: { nmstate: { interfaces: [] }, internalIP: 'not-a-cidr' } } }));
+    writeFileSync(
+      path.join(dir, 'site-config.yaml'),
+      yaml.dump({
+        apiVersion: 'sno-relocate/v1',
+        kind: 'SiteConfig',
+        metadata: { name: 'bad' },
+        spec: { baseDomain: 'e.example.com', network: { nmstate: { interfaces: [] }, internalIP: 'not-a-cidr' } },
+      }),
+    );
     const consoleFile = path.join(root, 'console');
     const r = runCli(['run', dir, '--root', root, '--console', consoleFile]);
     expect(r.code).toBe(2);
-    expect(readFileSync(consoleFile, 'utf8')).toMatch(/^sno-relocate: site-config invalid \(\$\.spec\.network\.internalIP: [^\n]+\); nothing was changed\n$/);
+    expect(readFileSync(consoleFile, 'utf8')).toMatch(
+      /^sno-relocate: site-config invalid \(\$\.spec\.network\.internalIP: [^\n]+\); nothing was changed\n$/,
+    );
   });
 
   it('finds /etc/sno-relocate/site-config.yaml under the root without a PATH', () => {
     const root = factoryRoot();
     const etc = path.join(root, 'etc/sno-relocate');
     mkdirSync(etc, { recursive: true });
-    writeFileSync(path.join(etc, 'site-config.yaml'), yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'etc-site' }, spec: { baseDomain: 'e.example.com', network: { nmstate: { interfaces: [] } } } }));
+    writeFileSync(
+      path.join(etc, 'site-config.yaml'),
+      yaml.dump({
+        apiVersion: 'sno-relocate/v1',
+        kind: 'SiteConfig',
+        metadata: { name: 'etc-site' },
+        spec: { baseDomain: 'e.example.com', network: { nmstate: { interfaces: [] } } },
+      }),
+    );
     const r = runCli(['validate', '--root', root]);
     expect(r).toMatchObject({ code: 0, stdout: 'site-config valid: site etc-site, 1 file(s) read\n' });
   });

@@ -23,7 +23,9 @@ describe.skipIf(kubeSkipped)('csr-approval against kubelet filing requests over 
   });
 
   const approved = async (name: string) =>
-    (await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name })).status?.conditions?.some((c) => c.type === 'Approved' && c.status === 'True') ?? false;
+    (await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name })).status?.conditions?.some(
+      (c) => c.type === 'Approved' && c.status === 'True',
+    ) ?? false;
 
   it('approves the client request, then the serving request kubelet files after it, and nothing of another node', async () => {
     const node = 'sno-store77';
@@ -40,8 +42,16 @@ describe.skipIf(kubeSkipped)('csr-approval against kubelet filing requests over 
     expect(serving).toBeDefined();
     expect((await running).result).toBe('succeeded');
     expect(await approved(serving!)).toBe(true);
-    const approvals = a.logs.map((l) => JSON.parse(l) as { msg: string }).filter((l) => / approved: /.test(l.msg)).map((l) => l.msg);
-    expect(approvals).toEqual([expect.stringContaining(`CSR ${client} approved: client certificate for system:node:${node}, requested by the node-bootstrapper`), expect.stringContaining(`CSR ${serving} approved: serving certificate for ${node}, ${FACTORY_NODE_IP}`)]);
+    const approvals = a.logs
+      .map((l) => JSON.parse(l) as { msg: string })
+      .filter((l) => / approved: /.test(l.msg))
+      .map((l) => l.msg);
+    expect(approvals).toEqual([
+      expect.stringContaining(
+        `CSR ${client} approved: client certificate for system:node:${node}, requested by the node-bootstrapper`,
+      ),
+      expect.stringContaining(`CSR ${serving} approved: serving certificate for ${node}, ${FACTORY_NODE_IP}`),
+    ]);
     // the factory node's requests belong to another name now
     expect(await approved(env.factory.csrs.nodeClient!)).toBe(false);
     expect(await approved(env.factory.csrs.otherNodeClient!)).toBe(false);
@@ -50,6 +60,8 @@ describe.skipIf(kubeSkipped)('csr-approval against kubelet filing requests over 
   it('gives up after its bound with a clear error when kubelet files nothing', async () => {
     const a = await agent(env, storeSite({ hostname: 'sno-silent' }));
     a.ctx.clock = instantClock();
-    await expect(a.run(['csr-approval'])).rejects.toThrow('csr-approval: kubelet filed no client and serving request for node sno-silent within 15 min');
+    await expect(a.run(['csr-approval'])).rejects.toThrow(
+      'csr-approval: kubelet filed no client and serving request for node sno-silent within 15 min',
+    );
   });
 });

@@ -18,13 +18,21 @@ import { createRootFs } from '../../src/ports/fs.js';
 import type { Kube } from '../../src/ports/kube.js';
 import { STEPS } from '../../src/steps/index.js';
 import { startCluster, type TestCluster } from '../kube/cluster.js';
-import { FACTORY_NODE_IP, FACTORY_NODE_NAME, seedFactoryCluster, type FactoryCluster, type SeedOptions } from '../kube/factory-cluster.js';
+import {
+  FACTORY_NODE_IP,
+  FACTORY_NODE_NAME,
+  seedFactoryCluster,
+  type FactoryCluster,
+  type SeedOptions,
+} from '../kube/factory-cluster.js';
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
 import { testSite } from '../node/context.js';
 
 export const STATE_DIR = '/var/lib/sno-relocate';
 /** the cluster steps the agent runs before health (which is another step's business) */
-export const CLUSTER_PHASE: StepName[] = STEPS.filter((s) => s.group === 'cluster' && s.name !== 'health').map((s) => s.name);
+export const CLUSTER_PHASE: StepName[] = STEPS.filter((s) => s.group === 'cluster' && s.name !== 'health').map(
+  (s) => s.name,
+);
 
 export interface ClusterEnv {
   cluster: TestCluster;
@@ -51,8 +59,17 @@ export function storeSite(parts: Partial<Site> = {}): Site {
     baseDomain: 'store42.example.com',
     hostname: FACTORY_NODE_NAME,
     network: { internalIP: `${FACTORY_NODE_IP}/24`, nmstate: { interfaces: [] } },
-    pullSecret: { auths: { 'registry.store42.example.com:5000': { auth: Buffer.from('store:store-secret-token').toString('base64') } } },
-    imageDigestMirrors: [{ source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store42.example.com:5000/ocp/release'] }],
+    pullSecret: {
+      auths: {
+        'registry.store42.example.com:5000': { auth: Buffer.from('store:store-secret-token').toString('base64') },
+      },
+    },
+    imageDigestMirrors: [
+      {
+        source: 'quay.io/openshift-release-dev/ocp-release',
+        mirrors: ['registry.store42.example.com:5000/ocp/release'],
+      },
+    ],
     imageTagMirrors: [{ source: 'registry.redhat.io/redhat', mirrors: ['registry.store42.example.com:5000/redhat'] }],
     ...parts,
   });
@@ -83,7 +100,12 @@ export function memoryLogger(onLine?: (line: string) => void): { log: Logger; li
 }
 
 /** A step context on a fresh temporary root (or the given one), connected to the test API. */
-export async function agent(env: ClusterEnv, site: Site, root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')), onLog?: (entry: LogEntry) => void): Promise<Agent> {
+export async function agent(
+  env: ClusterEnv,
+  site: Site,
+  root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')),
+  onLog?: (entry: LogEntry) => void,
+): Promise<Agent> {
   const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
   const fs = createRootFs(root);
   const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000 });
@@ -92,7 +114,9 @@ export async function agent(env: ClusterEnv, site: Site, root = mkdtempSync(path
     fs,
     exec: createExec(log),
     systemd: () => Promise.reject(new Error('no systemd in cluster tests')),
-    nmstate: { show: () => Promise.reject(new Error('no nmstate in cluster tests')) } as unknown as StepContext['nmstate'],
+    nmstate: {
+      show: () => Promise.reject(new Error('no nmstate in cluster tests')),
+    } as unknown as StepContext['nmstate'],
     kube: async () => kube,
     clock: systemClock,
     log,
@@ -106,7 +130,15 @@ export async function agent(env: ClusterEnv, site: Site, root = mkdtempSync(path
     logs,
     kube,
     plan: (selected = CLUSTER_PHASE) => planSteps({ steps: STEPS, selected: new Set(selected), ctx }),
-    run: (selected = CLUSTER_PHASE) => runSteps({ steps: STEPS, selected: new Set(selected), ctx, store, banner: createBanner(undefined), configHash: 'cluster-test' }),
+    run: (selected = CLUSTER_PHASE) =>
+      runSteps({
+        steps: STEPS,
+        selected: new Set(selected),
+        ctx,
+        store,
+        banner: createBanner(undefined),
+        configHash: 'cluster-test',
+      }),
   };
 }
 

@@ -11,8 +11,17 @@ import { FACTORY_APPS_DOMAIN, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '..
 import { agent, memoryLogger, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';
 
 const cfg = { group: 'config.openshift.io', version: 'v1' };
-type Ingress = { metadata: { resourceVersion: string }; spec: { appsDomain?: string; componentRoutes?: { namespace: string; name: string; hostname: string }[] } };
-type APIServer = { metadata: { resourceVersion: string }; spec: { additionalCORSAllowedOrigins?: string[]; servingCerts?: { namedCertificates?: { names?: string[]; servingCertificate: { name: string } }[] } } };
+type Ingress = {
+  metadata: { resourceVersion: string };
+  spec: { appsDomain?: string; componentRoutes?: { namespace: string; name: string; hostname: string }[] };
+};
+type APIServer = {
+  metadata: { resourceVersion: string };
+  spec: {
+    additionalCORSAllowedOrigins?: string[];
+    servingCerts?: { namedCertificates?: { names?: string[]; servingCertificate: { name: string } }[] };
+  };
+};
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const statusOf = (err: unknown) => (err as { code?: number }).code;
@@ -27,7 +36,9 @@ function recordingLog() {
     }
   });
   const logged = (pattern: RegExp) =>
-    lines.some((l) => pattern.test(l)) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
+    lines.some((l) => pattern.test(l))
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
   return { log, lines, logged };
 }
 
@@ -42,10 +53,16 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
     await env?.stop();
   });
   const custom = () => kc.makeApiClient(CustomObjectsApi);
-  const ingress = async () => (await custom().getClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster' })) as Ingress;
-  const apiserver = async () => (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as APIServer;
+  const ingress = async () =>
+    (await custom().getClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster' })) as Ingress;
+  const apiserver = async () =>
+    (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as APIServer;
   const routeHosts = async () =>
-    ((await custom().listClusterCustomObject({ group: 'route.openshift.io', version: 'v1', plural: 'routes' })) as { items: { spec: { host: string } }[] }).items.map((r) => r.spec.host);
+    (
+      (await custom().listClusterCustomObject({ group: 'route.openshift.io', version: 'v1', plural: 'routes' })) as {
+        items: { spec: { host: string } }[];
+      }
+    ).items.map((r) => r.spec.host);
 
   it('completes, or resumes on the next run, when kube-apiserver crashes during domain and restarts during routes: nothing lost or doubled', async () => {
     const restarts: Promise<void>[] = [];
@@ -71,12 +88,18 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
 
     const hosts = await routeHosts();
     expect(hosts.filter((h) => h.endsWith(`.${FACTORY_APPS_DOMAIN}`))).toEqual([]);
-    expect(hosts.filter((h) => h.endsWith('.apps.sno.store42.example.com')).length).toBe(env.factory.oldDomainRoutes.length);
+    expect(hosts.filter((h) => h.endsWith('.apps.sno.store42.example.com')).length).toBe(
+      env.factory.oldDomainRoutes.length,
+    );
     expect((await apiserver()).spec.servingCerts?.namedCertificates).toEqual([
       { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
       { names: ['api.sno.store42.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
     ]);
-    expect((await ingress()).spec.componentRoutes?.map((r) => r.name)).toEqual(['console', 'downloads', 'oauth-openshift']);
+    expect((await ingress()).spec.componentRoutes?.map((r) => r.name)).toEqual([
+      'console',
+      'downloads',
+      'oauth-openshift',
+    ]);
   });
 
   /** Runs `fn` with kube-apiserver stopped (SIGSTOP); `resume` continues it early, the finally always does. */
@@ -96,26 +119,41 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
     }
   };
   const defaultNamespace = { apiVersion: 'v1', kind: 'Namespace', name: 'default' };
-  const outcome = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
 
   it('fails a call within its bound, naming the operation, when kube-apiserver stops answering (SIGSTOP)', async () => {
     const { log, lines } = recordingLog();
-    const kube = createKube(kc, log, { requestTimeoutMs: 500, retry: { budgetMs: 1_500, firstDelayMs: 100, maxDelayMs: 400 } });
+    const kube = createKube(kc, log, {
+      requestTimeoutMs: 500,
+      retry: { budgetMs: 1_500, firstDelayMs: 100, maxDelayMs: 400 },
+    });
     // discovery of v1 done and a keep-alive connection open: the read below is sent on it and hangs there
     expect((await kube.get(defaultNamespace))?.metadata.name).toBe('default');
     await whileApiStopped(async () => {
       const started = performance.now();
       const read = await outcome(kube.get(defaultNamespace));
       expect(read).toBeInstanceOf(StepError);
-      expect((read as StepError).message).toBe('failed to read Namespace default: no answer from the API within 0.5 s (GET /api/v1/namespaces/default)');
+      expect((read as StepError).message).toBe(
+        'failed to read Namespace default: no answer from the API within 0.5 s (GET /api/v1/namespaces/default)',
+      );
       expect((read as StepError).retryable).toBe(true);
       // the attempts fit the retry budget plus one request bound, with room for a slow machine
       expect(performance.now() - started).toBeLessThan(10_000);
       // an API version not discovered yet fails at discovery, and says so
-      const discovery = await outcome(kube.get({ apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' }));
-      expect((discovery as Error).message).toMatch(/^failed to discover config\.openshift\.io\/v1: no answer from the API within 0\.5 s/);
+      const discovery = await outcome(
+        kube.get({ apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' }),
+      );
+      expect((discovery as Error).message).toMatch(
+        /^failed to discover config\.openshift\.io\/v1: no answer from the API within 0\.5 s/,
+      );
     });
-    expect(lines.filter((l) => l.includes('transient failure, retrying') && l.includes('no answer from the API')).length).toBeGreaterThan(1);
+    expect(
+      lines.filter((l) => l.includes('transient failure, retrying') && l.includes('no answer from the API')).length,
+    ).toBeGreaterThan(1);
     // and once it answers again, the same client goes on
     expect((await kube.get(defaultNamespace))?.metadata.name).toBe('default');
   });
@@ -123,9 +161,15 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
   it('waits for a stopped kube-apiserver (readiness probe and a call), and goes on once it continues (SIGCONT)', async () => {
     const { log, lines, logged } = recordingLog();
     const kube = await whileApiStopped(async (resume) => {
-      const connecting = connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000, probeTimeoutMs: 300, requestTimeoutMs: 500 });
+      const connecting = connectKube(env.cluster.kubeconfigPath, log, {
+        readyTimeoutMs: 30_000,
+        probeTimeoutMs: 300,
+        requestTimeoutMs: 500,
+      });
       // each probe is bounded: the wait goes on, and says why
-      await logged(/^(?=.*the API is not answering yet)(?=.*no answer from the API within 0\.3 s \(GET \/api\/v1\/namespaces\))/);
+      await logged(
+        /^(?=.*the API is not answering yet)(?=.*no answer from the API within 0\.3 s \(GET \/api\/v1\/namespaces\))/,
+      );
       resume();
       return connecting;
     });
@@ -134,7 +178,9 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
     await whileApiStopped(async (resume) => {
       const reading = kube.get(defaultNamespace);
       // a request that ran out of time is retried with backoff, like a refused connection
-      await logged(/^(?=.*read Namespace default: transient failure, retrying)(?=.*no answer from the API within 0\.5 s)/);
+      await logged(
+        /^(?=.*read Namespace default: transient failure, retrying)(?=.*no answer from the API within 0\.5 s)/,
+      );
       resume();
       expect((await reading)?.metadata.name).toBe('default');
     });
@@ -154,7 +200,10 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
           written.origins.push(origin);
           const g = await ingress();
           const name = `writer-${i}`;
-          g.spec.componentRoutes = [...(g.spec.componentRoutes ?? []), { namespace: 'store-tools', name, hostname: `${name}.store.example.net` }];
+          g.spec.componentRoutes = [
+            ...(g.spec.componentRoutes ?? []),
+            { namespace: 'store-tools', name, hostname: `${name}.store.example.net` },
+          ];
           await custom().replaceClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster', body: g });
           written.routes.push(name);
         } catch (err) {

@@ -8,7 +8,15 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CUSTOM_HOSTS, FACTORY_APPS_DOMAIN, FACTORY_ICSP_NAME, FACTORY_REGISTRY, FACTORY_NODE_NAME, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
+import {
+  CUSTOM_HOSTS,
+  FACTORY_APPS_DOMAIN,
+  FACTORY_ICSP_NAME,
+  FACTORY_REGISTRY,
+  FACTORY_NODE_NAME,
+  FOREIGN_CERT_NAMES,
+  FOREIGN_CERT_SECRET,
+} from '../kube/factory-cluster.js';
 import { deleteCrds } from '../kube/install.js';
 import { runAgent, writeSiteFolder } from '../node/cli.js';
 import { agent, CLUSTER_PHASE, problems, startFactory, STATE_DIR, storeSite, type ClusterEnv } from './env.js';
@@ -17,7 +25,12 @@ const NEW_APPS = 'apps.sno.store42.example.com';
 const NEW_API = 'api.sno.store42.example.com';
 const cfg = { group: 'config.openshift.io', version: 'v1' };
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
-const openssl = (args: string[], input?: string): string => execFileSync('openssl', args, { encoding: 'utf8', ...(input !== undefined && { input }), stdio: ['pipe', 'pipe', 'pipe'] });
+const openssl = (args: string[], input?: string): string =>
+  execFileSync('openssl', args, {
+    encoding: 'utf8',
+    ...(input !== undefined && { input }),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
 
 describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
   let env: ClusterEnv;
@@ -35,7 +48,14 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
   const custom = () => kc.makeApiClient(CustomObjectsApi);
   const core = () => kc.makeApiClient(CoreV1Api);
   const routes = async () =>
-    ((await custom().listClusterCustomObject({ group: 'route.openshift.io', version: 'v1', plural: 'routes' })) as { items: { metadata: { namespace: string; name: string; resourceVersion: string }; spec: Record<string, unknown> & { host: string } }[] }).items;
+    (
+      (await custom().listClusterCustomObject({ group: 'route.openshift.io', version: 'v1', plural: 'routes' })) as {
+        items: {
+          metadata: { namespace: string; name: string; resourceVersion: string };
+          spec: Record<string, unknown> & { host: string };
+        }[];
+      }
+    ).items;
   const csrState = async (name: string) => {
     const csr = await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name });
     return csr.status?.conditions?.find((c) => c.type === 'Approved')?.status === 'True' ? 'approved' : 'pending';
@@ -48,8 +68,14 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     const plans = await a.plan();
     const byStep = Object.fromEntries(plans.map((p) => [p.step, p]));
     expect(byStep['csr-approval']).toMatchObject({ action: 'change' });
-    const approvals = byStep['csr-approval']!.action === 'change' ? byStep['csr-approval']!.changes.map((c) => c.target) : [];
-    expect(approvals.sort()).toEqual([`CertificateSigningRequest ${env.factory.csrs.nodeClient}`, `CertificateSigningRequest ${env.factory.csrs.nodeServing}`].sort());
+    const approvals =
+      byStep['csr-approval']!.action === 'change' ? byStep['csr-approval']!.changes.map((c) => c.target) : [];
+    expect(approvals.sort()).toEqual(
+      [
+        `CertificateSigningRequest ${env.factory.csrs.nodeClient}`,
+        `CertificateSigningRequest ${env.factory.csrs.nodeServing}`,
+      ].sort(),
+    );
     const domain = byStep.domain!;
     expect(domain.action).toBe('change');
     const domainText = JSON.stringify(domain);
@@ -62,7 +88,13 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     expect(JSON.stringify(byStep['cluster-pull-secret'])).toContain('+ <redacted: 1 registry>');
     expect(JSON.stringify(plans)).not.toContain('store-secret-token');
     expect(JSON.stringify(plans)).not.toContain(Buffer.from('store:store-secret-token').toString('base64'));
-    expect(byStep.mirrors).toMatchObject({ action: 'change', changes: [{ action: 'create', target: 'ImageDigestMirrorSet sno-relocate-digest-mirrors' }, { action: 'create', target: 'ImageTagMirrorSet sno-relocate-tag-mirrors' }] });
+    expect(byStep.mirrors).toMatchObject({
+      action: 'change',
+      changes: [
+        { action: 'create', target: 'ImageDigestMirrorSet sno-relocate-digest-mirrors' },
+        { action: 'create', target: 'ImageTagMirrorSet sno-relocate-tag-mirrors' },
+      ],
+    });
     // nothing changed
     expect(await routes()).toEqual(before);
     expect(await csrState(env.factory.csrs.nodeClient!)).toBe('pending');
@@ -79,7 +111,11 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     expect(await csrState(env.factory.csrs.nodeClient!)).toBe('approved');
     expect(await csrState(env.factory.csrs.nodeServing!)).toBe('approved');
     expect(await csrState(env.factory.csrs.otherNodeClient!)).toBe('pending');
-    expect(a.logs.join('\n')).toMatch(new RegExp(`CSR ${env.factory.csrs.otherNodeClient} left alone: it is for node intruder-node, not this node \\(${FACTORY_NODE_NAME}\\)`));
+    expect(a.logs.join('\n')).toMatch(
+      new RegExp(
+        `CSR ${env.factory.csrs.otherNodeClient} left alone: it is for node intruder-node, not this node \\(${FACTORY_NODE_NAME}\\)`,
+      ),
+    );
 
     // the site CA is kept, its key 0600
     const caDir = path.join(root, STATE_DIR, 'site-ca');
@@ -103,21 +139,44 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
       writeFileSync(leafFile, crt);
       expect(openssl(['verify', '-CAfile', caFile, leafFile])).toContain(': OK');
       expect(openssl(['x509', '-noout', '-checkhost', host, '-in', leafFile])).toContain('does match certificate');
-      expect(openssl(['x509', '-noout', '-checkhost', 'console.apps.sno.factory.example.com', '-in', leafFile])).toContain('does NOT match');
-      expect(openssl(['x509', '-noout', '-checkend', String(365 * 86400), '-in', leafFile])).toContain('will not expire');
+      expect(
+        openssl(['x509', '-noout', '-checkhost', 'console.apps.sno.factory.example.com', '-in', leafFile]),
+      ).toContain('does NOT match');
+      expect(openssl(['x509', '-noout', '-checkend', String(365 * 86400), '-in', leafFile])).toContain(
+        'will not expire',
+      );
       expect(openssl(['x509', '-noout', '-pubkey', '-in', leafFile])).toBe(openssl(['pkey', '-pubout'], key));
     }
 
     // ingress and apiserver config: the site's entries, the foreign named certificate kept
-    const ingress = (await custom().getClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster' })) as { spec: { domain: string; appsDomain: string; componentRoutes: unknown[] } };
+    const ingress = (await custom().getClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster' })) as {
+      spec: { domain: string; appsDomain: string; componentRoutes: unknown[] };
+    };
     expect(ingress.spec.domain).toBe(FACTORY_APPS_DOMAIN);
     expect(ingress.spec.appsDomain).toBe(NEW_APPS);
     expect(ingress.spec.componentRoutes).toEqual([
-      { namespace: 'openshift-console', name: 'console', hostname: `console-openshift-console.${NEW_APPS}`, servingCertKeyPairSecret: { name: 'sno-relocate-console' } },
-      { namespace: 'openshift-console', name: 'downloads', hostname: `downloads-openshift-console.${NEW_APPS}`, servingCertKeyPairSecret: { name: 'sno-relocate-downloads' } },
-      { namespace: 'openshift-authentication', name: 'oauth-openshift', hostname: `oauth-openshift.${NEW_APPS}`, servingCertKeyPairSecret: { name: 'sno-relocate-oauth' } },
+      {
+        namespace: 'openshift-console',
+        name: 'console',
+        hostname: `console-openshift-console.${NEW_APPS}`,
+        servingCertKeyPairSecret: { name: 'sno-relocate-console' },
+      },
+      {
+        namespace: 'openshift-console',
+        name: 'downloads',
+        hostname: `downloads-openshift-console.${NEW_APPS}`,
+        servingCertKeyPairSecret: { name: 'sno-relocate-downloads' },
+      },
+      {
+        namespace: 'openshift-authentication',
+        name: 'oauth-openshift',
+        hostname: `oauth-openshift.${NEW_APPS}`,
+        servingCertKeyPairSecret: { name: 'sno-relocate-oauth' },
+      },
     ]);
-    const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as { spec: { audit: unknown; servingCerts: { namedCertificates: unknown[] } } };
+    const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as {
+      spec: { audit: unknown; servingCerts: { namedCertificates: unknown[] } };
+    };
     expect(apiserver.spec.audit).toEqual({ profile: 'Default' });
     expect(apiserver.spec.servingCerts.namedCertificates).toEqual([
       { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
@@ -132,44 +191,86 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
       else expect(r.spec.host).toBe(seeded.host.replace(FACTORY_APPS_DOMAIN, NEW_APPS));
     }
     const console = (await routes()).find((r) => r.metadata.name === 'console')!;
-    expect(console.spec).toEqual({ host: `console-openshift-console.${NEW_APPS}`, to: { kind: 'Service', name: 'console', weight: 100 }, port: { targetPort: 'https' }, tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' }, wildcardPolicy: 'None' });
+    expect(console.spec).toEqual({
+      host: `console-openshift-console.${NEW_APPS}`,
+      to: { kind: 'Service', name: 'console', weight: 100 },
+      port: { targetPort: 'https' },
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+      wildcardPolicy: 'None',
+    });
 
     // pull secret replaced
-    const pull = JSON.parse(Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString()) as { auths: object };
+    const pull = JSON.parse(
+      Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString(),
+    ) as { auths: object };
     expect(Object.keys(pull.auths)).toEqual(['registry.store42.example.com:5000']);
     // the registries the site dropped are kept, by name only, for the watcher's stale-image check
     const watchContext = readFileSync(path.join(root, STATE_DIR, 'watch-context.json'), 'utf8');
-    expect((JSON.parse(watchContext) as { factoryRegistries: string[] }).factoryRegistries).toEqual([FACTORY_REGISTRY, 'quay.io'].sort());
+    expect((JSON.parse(watchContext) as { factoryRegistries: string[] }).factoryRegistries).toEqual(
+      [FACTORY_REGISTRY, 'quay.io'].sort(),
+    );
     expect(watchContext).not.toContain('token');
 
     // mirrors: ours labelled, the factory's ICSP untouched
-    const idms = (await custom().getClusterCustomObject({ ...cfg, plural: 'imagedigestmirrorsets', name: 'sno-relocate-digest-mirrors' })) as { metadata: { labels: Record<string, string> }; spec: unknown };
+    const idms = (await custom().getClusterCustomObject({
+      ...cfg,
+      plural: 'imagedigestmirrorsets',
+      name: 'sno-relocate-digest-mirrors',
+    })) as { metadata: { labels: Record<string, string> }; spec: unknown };
     expect(idms.metadata.labels['app.kubernetes.io/managed-by']).toBe('sno-relocate');
-    expect(idms.spec).toEqual({ imageDigestMirrors: [{ source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store42.example.com:5000/ocp/release'] }] });
+    expect(idms.spec).toEqual({
+      imageDigestMirrors: [
+        {
+          source: 'quay.io/openshift-release-dev/ocp-release',
+          mirrors: ['registry.store42.example.com:5000/ocp/release'],
+        },
+      ],
+    });
     await custom().getClusterCustomObject({ ...cfg, plural: 'imagetagmirrorsets', name: 'sno-relocate-tag-mirrors' });
-    await custom().getClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies', name: FACTORY_ICSP_NAME });
+    await custom().getClusterCustomObject({
+      group: 'operator.openshift.io',
+      version: 'v1alpha1',
+      plural: 'imagecontentsourcepolicies',
+      name: FACTORY_ICSP_NAME,
+    });
 
     // secrets reach neither the logs nor the state
     const everything = a.logs.join('\n') + readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8');
-    for (const leak of ['store-secret-token', Buffer.from('store:store-secret-token').toString('base64'), 'PRIVATE KEY']) expect(everything).not.toContain(leak);
+    for (const leak of [
+      'store-secret-token',
+      Buffer.from('store:store-secret-token').toString('base64'),
+      'PRIVATE KEY',
+    ])
+      expect(everything).not.toContain(leak);
   });
 
   it('reruns as a no-op: the same CA, the same secrets, no duplicated named certificate', async () => {
     const caBefore = readFileSync(path.join(root, STATE_DIR, 'site-ca', 'ca.crt'), 'utf8');
-    const versions = await Promise.all(['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion));
+    const versions = await Promise.all(
+      ['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion),
+    );
     const routeVersions = (await routes()).map((r) => r.metadata.resourceVersion);
     const a = await agent(env, storeSite(), root);
     const plans = await a.plan();
     expect(plans.map((p) => [p.step, p.action])).toEqual(CLUSTER_PHASE.map((s) => [s, 'noop']));
     expect((await a.run()).result).toBe('succeeded');
     expect(readFileSync(path.join(root, STATE_DIR, 'site-ca', 'ca.crt'), 'utf8')).toBe(caBefore);
-    expect(await Promise.all(['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion))).toEqual(versions);
+    expect(
+      await Promise.all(
+        ['sno-relocate-api', 'sno-relocate-console'].map(async (n) => (await secret(n)).metadata!.resourceVersion),
+      ),
+    ).toEqual(versions);
     expect((await routes()).map((r) => r.metadata.resourceVersion)).toEqual(routeVersions);
     expect(problems(a.logs)).toEqual([]);
   });
 
   it('relocates again to another domain: routes follow from the remembered domain, the agent entries are replaced, tag mirrors dropped', async () => {
-    const site = storeSite({ baseDomain: 'store77.example.com', pullSecretPolicy: 'merge', imageTagMirrors: [], pullSecret: { auths: { 'registry.store77.example.com': { auth: 'czc3OnRva2Vu' } } } });
+    const site = storeSite({
+      baseDomain: 'store77.example.com',
+      pullSecretPolicy: 'merge',
+      imageTagMirrors: [],
+      pullSecret: { auths: { 'registry.store77.example.com': { auth: 'czc3OnRva2Vu' } } },
+    });
     const a = await agent(env, site, root);
     expect((await a.run()).result).toBe('succeeded');
     const apps77 = 'apps.sno.store77.example.com';
@@ -177,15 +278,24 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     expect(hosts.filter((h) => h.endsWith(NEW_APPS))).toEqual([]);
     expect(hosts.filter((h) => h.endsWith(apps77)).length).toBe(env.factory.oldDomainRoutes.length);
     expect(hosts).toEqual(expect.arrayContaining(CUSTOM_HOSTS));
-    const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as { spec: { servingCerts: { namedCertificates: unknown[] } } };
+    const apiserver = (await custom().getClusterCustomObject({ ...cfg, plural: 'apiservers', name: 'cluster' })) as {
+      spec: { servingCerts: { namedCertificates: unknown[] } };
+    };
     expect(apiserver.spec.servingCerts.namedCertificates).toEqual([
       { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
       { names: ['api.sno.store77.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
     ]);
     // merged: the first site's registry stays beside the new one
-    const pull = JSON.parse(Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString()) as { auths: object };
-    expect(Object.keys(pull.auths).sort()).toEqual(['registry.store42.example.com:5000', 'registry.store77.example.com']);
-    await expect(custom().getClusterCustomObject({ ...cfg, plural: 'imagetagmirrorsets', name: 'sno-relocate-tag-mirrors' })).rejects.toMatchObject({ code: 404 });
+    const pull = JSON.parse(
+      Buffer.from((await secret('pull-secret')).data!['.dockerconfigjson']!, 'base64').toString(),
+    ) as { auths: object };
+    expect(Object.keys(pull.auths).sort()).toEqual([
+      'registry.store42.example.com:5000',
+      'registry.store77.example.com',
+    ]);
+    await expect(
+      custom().getClusterCustomObject({ ...cfg, plural: 'imagetagmirrorsets', name: 'sno-relocate-tag-mirrors' }),
+    ).rejects.toMatchObject({ code: 404 });
     expect(problems(a.logs)).toEqual([]);
   });
 
@@ -195,23 +305,47 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
       version: 'v1alpha1',
       namespace: 'openshift-marketplace',
       plural: 'catalogsources',
-      body: { apiVersion: 'operators.coreos.com/v1alpha1', kind: 'CatalogSource', metadata: { name: 'store-operators', namespace: 'openshift-marketplace' }, spec: { sourceType: 'grpc', image: 'quay.io/openshift-release-dev/ocp-release/index:v4.16' } },
+      body: {
+        apiVersion: 'operators.coreos.com/v1alpha1',
+        kind: 'CatalogSource',
+        metadata: { name: 'store-operators', namespace: 'openshift-marketplace' },
+        spec: { sourceType: 'grpc', image: 'quay.io/openshift-release-dev/ocp-release/index:v4.16' },
+      },
     });
     const a = await agent(env, storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), root);
     const [plan] = await a.plan(['mirrors']);
-    expect(plan).toMatchObject({ action: 'noop', reason: expect.stringContaining('CatalogSource openshift-marketplace/store-operators pulls quay.io/openshift-release-dev/ocp-release/index:v4.16 by tag') });
+    expect(plan).toMatchObject({
+      action: 'noop',
+      reason: expect.stringContaining(
+        'CatalogSource openshift-marketplace/store-operators pulls quay.io/openshift-release-dev/ocp-release/index:v4.16 by tag',
+      ),
+    });
     expect(problems(a.logs).map((l) => l.msg)).toEqual([expect.stringContaining('has only digest mirrors')]);
   });
 
-  it("refuses to take over a mirror set of its name that it did not make", async () => {
+  it('refuses to take over a mirror set of its name that it did not make', async () => {
     const itms = { ...cfg, plural: 'imagetagmirrorsets' };
-    await custom().createClusterCustomObject({ ...itms, body: { apiVersion: 'config.openshift.io/v1', kind: 'ImageTagMirrorSet', metadata: { name: 'sno-relocate-tag-mirrors' }, spec: { imageTagMirrors: [{ source: 'example.com/hand', mirrors: ['hand.example.com/x'] }] } } });
+    await custom().createClusterCustomObject({
+      ...itms,
+      body: {
+        apiVersion: 'config.openshift.io/v1',
+        kind: 'ImageTagMirrorSet',
+        metadata: { name: 'sno-relocate-tag-mirrors' },
+        spec: { imageTagMirrors: [{ source: 'example.com/hand', mirrors: ['hand.example.com/x'] }] },
+      },
+    });
     try {
       const a = await agent(env, storeSite({ baseDomain: 'store77.example.com' }), root);
       const [plan] = await a.plan(['mirrors']);
-      expect(plan).toMatchObject({ action: 'conflict', reason: 'ImageTagMirrorSet sno-relocate-tag-mirrors exists without the label app.kubernetes.io/managed-by=sno-relocate, so it is not the agent\'s: remove or rename it, or label it to hand it to the agent' });
+      expect(plan).toMatchObject({
+        action: 'conflict',
+        reason:
+          "ImageTagMirrorSet sno-relocate-tag-mirrors exists without the label app.kubernetes.io/managed-by=sno-relocate, so it is not the agent's: remove or rename it, or label it to hand it to the agent",
+      });
       await expect(a.run(['mirrors'])).rejects.toMatchObject({ exitCode: 3 });
-      const kept = (await custom().getClusterCustomObject({ ...itms, name: 'sno-relocate-tag-mirrors' })) as { spec: unknown };
+      const kept = (await custom().getClusterCustomObject({ ...itms, name: 'sno-relocate-tag-mirrors' })) as {
+        spec: unknown;
+      };
       expect(kept.spec).toEqual({ imageTagMirrors: [{ source: 'example.com/hand', mirrors: ['hand.example.com/x'] }] });
     } finally {
       await custom().deleteClusterCustomObject({ ...itms, name: 'sno-relocate-tag-mirrors' });
@@ -222,10 +356,17 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     await deleteCrds(env.cluster.kubeconfigPath, { only: ['mirrorSets'] });
     const tagged = await agent(env, storeSite({ baseDomain: 'store77.example.com' }), root);
     const [refused] = await tagged.plan(['mirrors']);
-    expect(refused).toMatchObject({ action: 'conflict', reason: expect.stringContaining('does not serve ImageTagMirrorSet') });
+    expect(refused).toMatchObject({
+      action: 'conflict',
+      reason: expect.stringContaining('does not serve ImageTagMirrorSet'),
+    });
     const digestOnly = await agent(env, storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [] }), root);
     expect((await digestOnly.run(['mirrors'])).result).toBe('succeeded');
-    const icsps = (await custom().listClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' })) as { items: { metadata: { name: string } }[] };
+    const icsps = (await custom().listClusterCustomObject({
+      group: 'operator.openshift.io',
+      version: 'v1alpha1',
+      plural: 'imagecontentsourcepolicies',
+    })) as { items: { metadata: { name: string } }[] };
     expect(icsps.items.map((i) => i.metadata.name).sort()).toEqual([FACTORY_ICSP_NAME, 'sno-relocate-digest-mirrors']);
   });
   it('keeps the cluster name: a site-config naming it is taken, one naming another cluster is refused with exit 3', async () => {
@@ -235,28 +376,62 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
     const other = await agent(env, storeSite({ baseDomain: 'store77.example.com', clusterName: 'edge' }), root);
     await expect(other.plan(['domain'])).rejects.toMatchObject({
       exitCode: 3,
-      message: 'spec.clusterName is edge, but the cluster is named sno: renaming the cluster is not supported; leave clusterName out or set it to sno',
+      message:
+        'spec.clusterName is edge, but the cluster is named sno: renaming the cluster is not supported; leave clusterName out or set it to sno',
     });
   });
 
   it("serves the site's own certificates when it gives them, and refuses ones that do not cover the names", async () => {
     const selfSigned = (name: string) => {
       const file = path.join(root, `given-${name.replace('*', 'star')}`);
-      openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${file}.key`, '-out', `${file}.crt`, '-subj', `/CN=${name}`, '-days', '90', '-addext', `subjectAltName=DNS:${name}`]);
+      openssl([
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        `${file}.key`,
+        '-out',
+        `${file}.crt`,
+        '-subj',
+        `/CN=${name}`,
+        '-days',
+        '90',
+        '-addext',
+        `subjectAltName=DNS:${name}`,
+      ]);
       return { certPem: readFileSync(`${file}.crt`, 'utf8'), keyPem: readFileSync(`${file}.key`, 'utf8') };
     };
     const ingress = selfSigned('*.apps.sno.store77.example.com');
     const api = selfSigned('api.sno.store77.example.com');
-    const a = await agent(env, storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [], certificates: { ingress, api } }), root);
+    const a = await agent(
+      env,
+      storeSite({ baseDomain: 'store77.example.com', imageTagMirrors: [], certificates: { ingress, api } }),
+      root,
+    );
     expect((await a.run(['domain'])).result).toBe('succeeded');
-    for (const [name, pair] of [['sno-relocate-console', ingress], ['sno-relocate-oauth', ingress], ['sno-relocate-api', api]] as const) {
+    for (const [name, pair] of [
+      ['sno-relocate-console', ingress],
+      ['sno-relocate-oauth', ingress],
+      ['sno-relocate-api', api],
+    ] as const) {
       const s = await secret(name);
       expect(Buffer.from(s.data!['tls.crt']!, 'base64').toString()).toBe(pair.certPem);
       expect(Buffer.from(s.data!['tls.key']!, 'base64').toString()).toBe(pair.keyPem);
     }
-    const wrong = await agent(env, storeSite({ baseDomain: 'store77.example.com', certificates: { api: selfSigned('api.elsewhere.example.com') } }), root);
+    const wrong = await agent(
+      env,
+      storeSite({ baseDomain: 'store77.example.com', certificates: { api: selfSigned('api.elsewhere.example.com') } }),
+      root,
+    );
     const [plan] = await wrong.plan(['domain']);
-    expect(plan).toMatchObject({ action: 'conflict', reason: 'spec.certificates.api: the certificate does not cover api.sno.store77.example.com' });
+    expect(plan).toMatchObject({
+      action: 'conflict',
+      reason: 'spec.certificates.api: the certificate does not cover api.sno.store77.example.com',
+    });
   });
   it('runs through the command line: run --only cluster --skip health --kubeconfig, then plan shows nothing left', async () => {
     const dir = path.join(root, 'stick');
@@ -264,20 +439,38 @@ describe.skipIf(kubeSkipped)('cluster steps on a real API', () => {
       baseDomain: 'store99.example.com',
       hostname: FACTORY_NODE_NAME,
       network: { nmstate: { interfaces: [] }, internalIP: '192.168.127.10/24' },
-      pullSecret: { auths: { 'registry.store99.example.com': { auth: Buffer.from('store99:cli-token').toString('base64') } } },
-      imageDigestMirrors: [{ source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store99.example.com/ocp/release'] }],
+      pullSecret: {
+        auths: { 'registry.store99.example.com': { auth: Buffer.from('store99:cli-token').toString('base64') } },
+      },
+      imageDigestMirrors: [
+        { source: 'quay.io/openshift-release-dev/ocp-release', mirrors: ['registry.store99.example.com/ocp/release'] },
+      ],
     });
     const common = ['--root', root, '--kubeconfig', env.cluster.kubeconfigPath, '--log-format', 'json'];
     const run = runAgent(['run', dir, '--only', 'cluster', '--skip', 'health', ...common], {});
     // the two warnings this setup earns: no trust anchor on this root, and the catalog an earlier test made
-    const warnings = run.stderr.split('\n').filter((l) => /"level":(40|50|60)/.test(l)).map((l) => (JSON.parse(l) as { msg: string }).msg);
-    expect(warnings).toEqual([expect.stringContaining('no trust anchor is installed'), expect.stringContaining('CatalogSource openshift-marketplace/store-operators pulls')]);
+    const warnings = run.stderr
+      .split('\n')
+      .filter((l) => /"level":(40|50|60)/.test(l))
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    expect(warnings).toEqual([
+      expect.stringContaining('no trust anchor is installed'),
+      expect.stringContaining('CatalogSource openshift-marketplace/store-operators pulls'),
+    ]);
     expect(run.code).toBe(0);
     const hosts = (await routes()).map((r) => r.spec.host);
-    expect(hosts.filter((h) => h.endsWith('.apps.sno.store99.example.com')).length).toBe(env.factory.oldDomainRoutes.length);
+    expect(hosts.filter((h) => h.endsWith('.apps.sno.store99.example.com')).length).toBe(
+      env.factory.oldDomainRoutes.length,
+    );
     const plan = runAgent(['plan', dir, '--only', 'cluster', '--skip', 'health', '-o', 'json', ...common], {});
     expect(plan.code).toBe(0);
-    expect((JSON.parse(plan.stdout) as { steps: { action: string }[] }).steps.map((p) => p.action)).toEqual(['noop', 'noop', 'noop', 'noop', 'noop']);
+    expect((JSON.parse(plan.stdout) as { steps: { action: string }[] }).steps.map((p) => p.action)).toEqual([
+      'noop',
+      'noop',
+      'noop',
+      'noop',
+      'noop',
+    ]);
     expect(run.stderr + plan.stdout + plan.stderr).not.toContain('cli-token');
   });
 });

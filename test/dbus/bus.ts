@@ -37,7 +37,8 @@ const config = (socket: string) => `<!DOCTYPE busconfig PUBLIC "-//freedesktop//
 function firstLine(child: ChildProcess, what: string, stderr: () => string): Promise<string> {
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });
-    const onExit = (code: number | null) => reject(new Error(`${what} exited (${code}) before it was ready: ${stderr()}`));
+    const onExit = (code: number | null) =>
+      reject(new Error(`${what} exited (${code}) before it was ready: ${stderr()}`));
     child.once('exit', onExit);
     lines.once('line', (line) => {
       child.off('exit', onExit);
@@ -102,7 +103,10 @@ export interface TestServices {
  * Starts the fake systemd and hostnamed in a child process on the bus. `root` is the folder the
  * fake hostnamed writes etc/hostname into, as the real one writes /etc/hostname.
  */
-export async function startTestServices(bus: PrivateBus, options: { root?: string; scenario?: Scenario } = {}): Promise<TestServices> {
+export async function startTestServices(
+  bus: PrivateBus,
+  options: { root?: string; scenario?: Scenario } = {},
+): Promise<TestServices> {
   const child = spawn(process.execPath, ['--import', 'tsx', SERVICE], {
     cwd: REPO,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -133,7 +137,9 @@ export async function startTestServices(bus: PrivateBus, options: { root?: strin
 }
 
 /** A private bus with the test services on it: what most D-Bus tests need. */
-export async function startTestBus(options: { root?: string; scenario?: Scenario } = {}): Promise<PrivateBus & { services: TestServices }> {
+export async function startTestBus(
+  options: { root?: string; scenario?: Scenario } = {},
+): Promise<PrivateBus & { services: TestServices }> {
   const bus = await startPrivateBus();
   try {
     const services = await startTestServices(bus, options);

@@ -9,7 +9,14 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import dbus from 'dbus-next';
-import { CONTROL_INTERFACE, CONTROL_NAME, CONTROL_PATH, type Recorded, type Scenario, type UnitScenario } from './protocol.js';
+import {
+  CONTROL_INTERFACE,
+  CONTROL_NAME,
+  CONTROL_PATH,
+  type Recorded,
+  type Scenario,
+  type UnitScenario,
+} from './protocol.js';
 
 const { Interface } = dbus.interface;
 const DBusError = dbus.DBusError;
@@ -139,9 +146,14 @@ class Manager extends Interface {
     const changes: [string, string, string][] = [];
     for (const file of files) {
       const unit = loadUnit(file);
-      if (unit.unitFileState === 'masked') throw new DBusError('org.freedesktop.systemd1.UnitMasked', `Unit file ${file} is masked.`);
+      if (unit.unitFileState === 'masked')
+        throw new DBusError('org.freedesktop.systemd1.UnitMasked', `Unit file ${file} is masked.`);
       if (unit.unitFileState !== 'enabled') {
-        changes.push(['symlink', `/etc/systemd/system/multi-user.target.wants/${file}`, `/usr/lib/systemd/system/${file}`]);
+        changes.push([
+          'symlink',
+          `/etc/systemd/system/multi-user.target.wants/${file}`,
+          `/usr/lib/systemd/system/${file}`,
+        ]);
       }
       unit.unitFileState = runtime ? 'enabled-runtime' : 'enabled';
     }
@@ -149,13 +161,20 @@ class Manager extends Interface {
   }
   StartUnit(name: string, mode: string) {
     record('StartUnit', name, mode);
-    if (!JOB_MODES.has(mode)) throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Job mode ${mode} invalid.`);
+    if (!JOB_MODES.has(mode))
+      throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Job mode ${mode} invalid.`);
     const unit = loadUnit(name);
     const id = nextJob++;
     const job = `${MANAGER_PATH}/job/${id}`;
     const finish = () => {
-      if (unit.startResult === 'done') Object.assign(unit, { activeState: 'active', subState: 'running', result: 'success' });
-      else Object.assign(unit, { activeState: 'failed', subState: 'failed', result: unit.startResult === 'timeout' ? 'timeout' : 'exit-code' });
+      if (unit.startResult === 'done')
+        Object.assign(unit, { activeState: 'active', subState: 'running', result: 'success' });
+      else
+        Object.assign(unit, {
+          activeState: 'failed',
+          subState: 'failed',
+          result: unit.startResult === 'timeout' ? 'timeout' : 'exit-code',
+        });
       this.JobRemoved(id, job, name, unit.startResult);
     };
     this.JobNew(id, job, name);
@@ -188,14 +207,20 @@ Manager.configureMembers({
 });
 
 // hostnamed's own rule (hostname_is_valid): 1-64 characters, dot-separated labels of letters, digits and '-'
-const validHostname = (name: string) => name.length <= 64 && name.split('.').every((label) => /^[A-Za-z0-9-]+$/.test(label));
+const validHostname = (name: string) =>
+  name.length <= 64 && name.split('.').every((label) => /^[A-Za-z0-9-]+$/.test(label));
 
 const hostnameFile = () => (scenario.root ? path.join(scenario.root, 'etc/hostname') : undefined);
 function readStaticHostname(): string {
   const file = hostnameFile();
   if (!file) return '';
   try {
-    return readFileSync(file, 'utf8').split('\n').map((l) => l.trim()).find((l) => l && !l.startsWith('#')) ?? '';
+    return (
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .map((l) => l.trim())
+        .find((l) => l && !l.startsWith('#')) ?? ''
+    );
   } catch {
     return '';
   }
@@ -213,7 +238,8 @@ class Hostname1 extends Interface {
   }
   SetStaticHostname(name: string, interactive: boolean) {
     record('SetStaticHostname', name, interactive);
-    if (name !== '' && !validHostname(name)) throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Invalid static hostname '${name}'`);
+    if (name !== '' && !validHostname(name))
+      throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Invalid static hostname '${name}'`);
     const file = hostnameFile();
     if (!file) return;
     if (name === '') return rmSync(file, { force: true });

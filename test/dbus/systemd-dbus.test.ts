@@ -38,9 +38,19 @@ beforeEach(async () => {
 describe('systemd over D-Bus', () => {
   it('enables and starts a unit, reloading in between, and returns the job result', async () => {
     const systemd = await connect();
-    expect(await systemd.unitStatus('kubelet.service')).toEqual({ activeState: 'inactive', subState: 'dead', result: 'success', unitFileState: 'disabled' });
+    expect(await systemd.unitStatus('kubelet.service')).toEqual({
+      activeState: 'inactive',
+      subState: 'dead',
+      result: 'success',
+      unitFileState: 'disabled',
+    });
     expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
-    expect(await systemd.unitStatus('kubelet.service')).toEqual({ activeState: 'active', subState: 'running', result: 'success', unitFileState: 'enabled' });
+    expect(await systemd.unitStatus('kubelet.service')).toEqual({
+      activeState: 'active',
+      subState: 'running',
+      result: 'success',
+      unitFileState: 'enabled',
+    });
     const calls = (await bus.services.calls()).filter((c) => c.member !== 'LoadUnit');
     expect(calls).toEqual([
       { member: 'EnableUnitFiles', args: [['kubelet.service'], false, false] },
@@ -54,7 +64,11 @@ describe('systemd over D-Bus', () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'failed' } } });
     const systemd = await connect();
     expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'failed' });
-    expect(await systemd.unitStatus('kubelet.service')).toMatchObject({ activeState: 'failed', subState: 'failed', result: 'exit-code' });
+    expect(await systemd.unitStatus('kubelet.service')).toMatchObject({
+      activeState: 'failed',
+      subState: 'failed',
+      result: 'exit-code',
+    });
   });
 
   it('catches the job result when JobRemoved arrives before the reply to StartUnit', async () => {
@@ -89,14 +103,18 @@ describe('systemd over D-Bus', () => {
     expect(await systemd.staticHostname()).toBe('sno-store42');
     expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');
     expect(await bus.services.calls()).toContainEqual({ member: 'SetStaticHostname', args: ['sno-store42', false] });
-    await expect(systemd.setStaticHostname('bad_name!')).rejects.toThrow("org.freedesktop.DBus.Error.InvalidArgs: Invalid static hostname 'bad_name!'");
+    await expect(systemd.setStaticHostname('bad_name!')).rejects.toThrow(
+      "org.freedesktop.DBus.Error.InvalidArgs: Invalid static hostname 'bad_name!'",
+    );
   });
 
   it('says which bus it could not reach', async () => {
     const saved = process.env.DBUS_SYSTEM_BUS_ADDRESS;
     process.env.DBUS_SYSTEM_BUS_ADDRESS = 'unix:path=/nonexistent/system_bus_socket';
     try {
-      await expect(connectSystemdBus(log)).rejects.toThrow('cannot reach systemd over D-Bus at unix:path=/nonexistent/system_bus_socket: connect ENOENT');
+      await expect(connectSystemdBus(log)).rejects.toThrow(
+        'cannot reach systemd over D-Bus at unix:path=/nonexistent/system_bus_socket: connect ENOENT',
+      );
     } finally {
       process.env.DBUS_SYSTEM_BUS_ADDRESS = saved;
     }

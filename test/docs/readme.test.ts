@@ -18,8 +18,11 @@ describe('README', () => {
   });
 
   it('names the two set-up commands the package defines', () => {
-    const scripts = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    for (const command of [...text.matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1]!)) expect(scripts, command).toHaveProperty(command);
+    const scripts = (
+      JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
+    for (const command of [...text.matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1]!))
+      expect(scripts, command).toHaveProperty(command);
     expect(text).toContain('npm test');
   });
 });

@@ -8,7 +8,10 @@ const FILE = path.join(REPO, 'dist/site-config.v1.schema.json');
 
 describe('site-config JSON Schema', () => {
   it.skipIf(!existsSync(FILE))('names the required fields and, like the agent, does not reject unknown keys', () => {
-    const schema = JSON.parse(readFileSync(FILE, 'utf8')) as { required: string[]; properties: Record<string, { required?: string[] }> };
+    const schema = JSON.parse(readFileSync(FILE, 'utf8')) as {
+      required: string[];
+      properties: Record<string, { required?: string[] }>;
+    };
     expect(schema.required).toEqual(expect.arrayContaining(['apiVersion', 'kind', 'metadata', 'spec']));
     expect(schema.properties.spec?.required).toEqual(expect.arrayContaining(['baseDomain', 'network']));
     // an editor would mark an unknown key as an error; the agent only warns about one

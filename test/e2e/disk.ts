@@ -253,7 +253,9 @@ export async function enableUnit(imagePath: string, unit: string, target = 'mult
   const existing = await statPaths(imagePath, candidates);
   const file = candidates.find((c) => existing.get(c) === 'regular' || existing.get(c) === 'symlink');
   if (!file) throw new Error(`disk: unit ${unit} not found in ${UNIT_DIRS.join(' or ')} of ${imagePath}`);
-  await installFiles(imagePath, [{ path: `/etc/systemd/system/${target}.wants/${unit}`, type: 'symlink', target: file }]);
+  await installFiles(imagePath, [
+    { path: `/etc/systemd/system/${target}.wants/${unit}`, type: 'symlink', target: file },
+  ]);
 }
 
 /**
@@ -265,12 +267,16 @@ export async function readFileAfterCrash(imagePath: string, path: string): Promi
   return withTempDir(async (dir) => {
     const copy = join(dir, 'replayed.raw');
     await new Promise<void>((res, rej) =>
-      execFile('cp', ['--sparse=always', imagePath, copy], (err, _o, stderr) => (err ? rej(new Error(`cp: ${err.message}\n${stderr}`)) : res())),
+      execFile('cp', ['--sparse=always', imagePath, copy], (err, _o, stderr) =>
+        err ? rej(new Error(`cp: ${err.message}\n${stderr}`)) : res(),
+      ),
     );
     await new Promise<void>((res, rej) =>
       // exit 1: the journal was replayed (the filesystem "was modified"); 0: there was nothing to replay
       execFile('e2fsck', ['-E', 'journal_only', '-p', copy], (err, stdout, stderr) =>
-        err && (err as { code?: number }).code !== 1 ? rej(new Error(`e2fsck -E journal_only ${copy}: ${err.message}\n${stdout}${stderr}`)) : res(),
+        err && (err as { code?: number }).code !== 1
+          ? rej(new Error(`e2fsck -E journal_only ${copy}: ${err.message}\n${stdout}${stderr}`))
+          : res(),
       ),
     );
     return readFile(copy, path);

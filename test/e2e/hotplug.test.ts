@@ -7,8 +7,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
-import { diffSnapshots, events, journal, networkView, NODE_TREES, snapshotTrees, unitProps, waitEvent } from './node-checks.js';
-import { announceSkip, expectKubeletGated, expectSiteNetwork, KUBELET, MIN, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import {
+  diffSnapshots,
+  events,
+  journal,
+  networkView,
+  NODE_TREES,
+  snapshotTrees,
+  unitProps,
+  waitEvent,
+} from './node-checks.js';
+import {
+  announceSkip,
+  expectKubeletGated,
+  expectSiteNetwork,
+  KUBELET,
+  MIN,
+  recordTimings,
+  skipVm,
+  waitAgentSucceeded,
+  waitKubeletActive,
+} from './scenario.js';
 import { newSecret, SITE_HOSTNAME, siteSpec, siteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -47,7 +66,9 @@ describe.skipIf(skipVm)('a node booted without a stick', () => {
     await v.waitFor('systemctl is-active multi-user.target', (r) => r.stdout.trim() === 'active', 5 * MIN);
     await waitEvent(v, 'configWaiting', { timeoutMs: 5 * MIN });
     const [waiting] = await events(v, 'configWaiting');
-    expect(waiting!.MESSAGE).toMatch(/waiting up to \d+s for a site-config: \/etc\/sno-relocate\/site-config\.yaml or a filesystem labelled cluster-config or relocation-config/);
+    expect(waiting!.MESSAGE).toMatch(
+      /waiting up to \d+s for a site-config: \/etc\/sno-relocate\/site-config\.yaml or a filesystem labelled cluster-config or relocation-config/,
+    );
     expect(waiting!.SYSLOG_IDENTIFIER).toBe('sno-relocate');
     expect((await v.ssh(`systemctl is-active ${KUBELET}`)).stdout.trim()).toBe('inactive');
     // nothing else holds boot up: no job is left but the agent's own
@@ -93,7 +114,9 @@ describe.skipIf(skipVm)('a node booted without a stick', () => {
     await expectSiteNetwork(v);
     expect((await v.sshOk('hostnamectl hostname')).trim()).toBe(SITE_HOSTNAME);
     // guest side: from the kernel seeing the stick to kubelet active, on the guest's own clock
-    const attach = (await journal(v, '-b 0 -k --grep "usb-storage .*USB Mass Storage device detected"')).map((e) => Number(e.__MONOTONIC_TIMESTAMP));
+    const attach = (await journal(v, '-b 0 -k --grep "usb-storage .*USB Mass Storage device detected"')).map((e) =>
+      Number(e.__MONOTONIC_TIMESTAMP),
+    );
     const lastAttach = Math.max(...attach);
     await recordTimings('hotplug', {
       hostPlugToKubeletMs: Math.round(hostToKubeletMs),

@@ -21,7 +21,11 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
   beforeAll(async () => {
     image = await buildNodeImage();
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-rollback-'));
-    const stick = await siteStick(stickDir, 'dead-gateway.img', siteSpec(newSecret(), { gateway: DEAD_GATEWAY, verifyTimeoutSeconds: 20 }));
+    const stick = await siteStick(
+      stickDir,
+      'dead-gateway.img',
+      siteSpec(newSecret(), { gateway: DEAD_GATEWAY, verifyTimeoutSeconds: 20 }),
+    );
     vm = await bootVm({ name: 'network-rollback', disk: image.disk, sticks: [stick] });
     await vm.waitSsh();
   }, 15 * MIN);
@@ -54,17 +58,23 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
       (r) => {
         const links = JSON.parse(r.stdout) as { ifname: string; addr_info: { local: string }[] }[];
         const ens4 = links.find((l) => l.ifname === 'ens4')?.addr_info.map((a) => a.local) ?? [];
-        return ens4.includes(FACTORY_UPLINK_ADDRESS) && !links.some((l) => l.ifname === 'br-ex' && l.addr_info.length > 0);
+        return (
+          ens4.includes(FACTORY_UPLINK_ADDRESS) && !links.some((l) => l.ifname === 'br-ex' && l.addr_info.length > 0)
+        );
       },
       5 * MIN,
     );
-    expect(await v.sshOk('ip -4 route show default')).toMatch(new RegExp(`^default via ${GATEWAY.replace(/\./g, '\\.')} dev ens4`, 'm'));
+    expect(await v.sshOk('ip -4 route show default')).toMatch(
+      new RegExp(`^default via ${GATEWAY.replace(/\./g, '\\.')} dev ens4`, 'm'),
+    );
     expect((await v.ssh(`ping -c 1 -W 5 ${GATEWAY}`)).code).toBe(0);
     expect(await v.sshOk('nmcli -t -f NAME,DEVICE connection show --active')).toMatch(/^uplink:ens4$/m);
     expect(await v.sshOk('ip -j -4 addr show dev ens3')).toContain('"local":"10.0.2.15"');
     expect(await v.sshOk('hostnamectl hostname')).toBe('sno-factory\n');
     expect((await v.ssh(`systemctl is-active ${KUBELET}`)).stdout.trim()).not.toBe('active');
-    expect((await unitProps(v, KUBELET, ['ExecMainStartTimestampMonotonic'])).ExecMainStartTimestampMonotonic).toBe('0');
+    expect((await unitProps(v, KUBELET, ['ExecMainStartTimestampMonotonic'])).ExecMainStartTimestampMonotonic).toBe(
+      '0',
+    );
     const steps = (await journal(v, `-b 0 -u ${AGENT_UNIT}`)).map((e) => e.SNO_RELOCATE_STEP);
     expect(steps).not.toContain('hostname');
   });

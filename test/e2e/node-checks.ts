@@ -46,9 +46,17 @@ export function events(vm: Vm, name: MessageIdName, boot: '0' | 'all' = '0'): Pr
 }
 
 /** Waits (polling the journal) for an event of this boot, optionally of one step. */
-export async function waitEvent(vm: Vm, name: MessageIdName, opts: { step?: string; timeoutMs?: number } = {}): Promise<void> {
+export async function waitEvent(
+  vm: Vm,
+  name: MessageIdName,
+  opts: { step?: string; timeoutMs?: number } = {},
+): Promise<void> {
   const match = `MESSAGE_ID=${MessageId[name]}${opts.step ? ` SNO_RELOCATE_STEP=${opts.step}` : ''}`;
-  await vm.waitFor(`journalctl -b 0 -q -o cat --no-pager ${match} | grep -q .`, (r) => r.code === 0, opts.timeoutMs ?? 300_000);
+  await vm.waitFor(
+    `journalctl -b 0 -q -o cat --no-pager ${match} | grep -q .`,
+    (r) => r.code === 0,
+    opts.timeoutMs ?? 300_000,
+  );
 }
 
 /**
@@ -58,8 +66,13 @@ export async function waitEvent(vm: Vm, name: MessageIdName, opts: { step?: stri
  */
 export async function waitInGuest(vm: Vm, condition: string, timeoutMs = 300_000, then?: string): Promise<void> {
   const script = `until ${condition}; do sleep 0.05; done${then ? `; ${then}` : ''}`;
-  const r = await vm.ssh(`timeout ${Math.ceil(timeoutMs / 1000)} sh -c ${shq(script)}`, { timeoutMs: timeoutMs + 30_000 });
-  if (then === undefined && r.code !== 0) throw new Error(`${vm.name}: \`${condition}\` did not become true within ${timeoutMs} ms (exit ${r.code}) ${r.stderr}`);
+  const r = await vm.ssh(`timeout ${Math.ceil(timeoutMs / 1000)} sh -c ${shq(script)}`, {
+    timeoutMs: timeoutMs + 30_000,
+  });
+  if (then === undefined && r.code !== 0)
+    throw new Error(
+      `${vm.name}: \`${condition}\` did not become true within ${timeoutMs} ms (exit ${r.code}) ${r.stderr}`,
+    );
 }
 
 export interface StepRecord {
@@ -105,7 +118,10 @@ export async function snapshotTrees(vm: Vm, roots: string[]): Promise<Map<string
   const keyfiles = await nmKeyfiles(vm);
   for (const [path, meta] of nodes) {
     if (!meta.startsWith('f ')) continue;
-    nodes.set(path, `${meta} ${keyfiles.has(path) ? `keyfile:\n${keyfiles.get(path)}` : sums.get(path) ?? '(unreadable)'}`);
+    nodes.set(
+      path,
+      `${meta} ${keyfiles.has(path) ? `keyfile:\n${keyfiles.get(path)}` : (sums.get(path) ?? '(unreadable)')}`,
+    );
   }
   return nodes;
 }
@@ -115,7 +131,9 @@ export async function snapshotTrees(vm: Vm, roots: string[]): Promise<Map<string
  * and without `timestamp=`, the wall-clock time NetworkManager records at each activation.
  */
 export async function nmKeyfiles(vm: Vm): Promise<Map<string, string>> {
-  const out = await vm.sshOk(`for f in ${NM_CONNECTIONS}/*; do [ -f "$f" ] && printf '==> %s\\n' "$f" && cat "$f"; done; true`);
+  const out = await vm.sshOk(
+    `for f in ${NM_CONNECTIONS}/*; do [ -f "$f" ] && printf '==> %s\\n' "$f" && cat "$f"; done; true`,
+  );
   const files = new Map<string, string>();
   let current: string | undefined;
   for (const line of out.split('\n')) {
@@ -130,10 +148,13 @@ export async function nmKeyfiles(vm: Vm): Promise<Map<string, string>> {
   for (const path of [...files.keys()].sort()) {
     normalised.set(
       path,
-      files.get(path)!.replace(/^timestamp=\d+\n/m, '').replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (u) => {
-        if (!uuids.has(u)) uuids.set(u, `uuid-${uuids.size + 1}`);
-        return uuids.get(u)!;
-      }),
+      files
+        .get(path)!
+        .replace(/^timestamp=\d+\n/m, '')
+        .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (u) => {
+          if (!uuids.has(u)) uuids.set(u, `uuid-${uuids.size + 1}`);
+          return uuids.get(u)!;
+        }),
     );
   }
   return normalised;
@@ -144,11 +165,18 @@ function changedLines(a: string, b: string): string {
   const la = a.split('\n');
   const lb = b.split('\n');
   if (la.length === 1 && lb.length === 1) return `${a} => ${b}`;
-  return [...la.filter((l) => !lb.includes(l)).map((l) => `-${l}`), ...lb.filter((l) => !la.includes(l)).map((l) => `+${l}`)].join(' ');
+  return [
+    ...la.filter((l) => !lb.includes(l)).map((l) => `-${l}`),
+    ...lb.filter((l) => !la.includes(l)).map((l) => `+${l}`),
+  ].join(' ');
 }
 
 /** Lines that differ between two snapshots, for a readable assertion. */
-export function diffSnapshots(before: Map<string, string>, after: Map<string, string>, ignore: (path: string) => boolean = () => false): string[] {
+export function diffSnapshots(
+  before: Map<string, string>,
+  after: Map<string, string>,
+  ignore: (path: string) => boolean = () => false,
+): string[] {
   const out: string[] = [];
   for (const [p, v] of before) {
     if (ignore(p)) continue;
@@ -168,11 +196,18 @@ export interface NetworkView {
 }
 
 export async function networkView(vm: Vm, devices: string[]): Promise<NetworkView> {
-  const links = JSON.parse(await vm.sshOk('ip -j addr show')) as { ifname: string; addr_info?: { local: string; prefixlen: number; family: string }[] }[];
+  const links = JSON.parse(await vm.sshOk('ip -j addr show')) as {
+    ifname: string;
+    addr_info?: { local: string; prefixlen: number; family: string }[];
+  }[];
   const addresses: Record<string, string[]> = {};
   for (const d of devices) {
     const link = links.find((l) => l.ifname === d);
-    if (link) addresses[d] = (link.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => `${a.local}/${a.prefixlen}`).sort();
+    if (link)
+      addresses[d] = (link.addr_info ?? [])
+        .filter((a) => a.family === 'inet')
+        .map((a) => `${a.local}/${a.prefixlen}`)
+        .sort();
   }
   const routes = JSON.parse(await vm.sshOk('ip -j -4 route show default')) as { gateway?: string; dev: string }[];
   const active = (await vm.sshOk('nmcli -t -f NAME,DEVICE connection show --active'))

@@ -55,8 +55,14 @@ async function newestMtime(dir: string): Promise<number> {
  */
 export async function ensureAgentBuild(): Promise<string> {
   const binary = join(REPO_ROOT, 'dist/sno-relocate');
-  const built = await stat(binary).then((s) => s.mtimeMs, () => 0);
-  const sources = Math.max(await newestMtime(join(REPO_ROOT, 'src')), (await stat(join(REPO_ROOT, 'package-lock.json'))).mtimeMs);
+  const built = await stat(binary).then(
+    (s) => s.mtimeMs,
+    () => 0,
+  );
+  const sources = Math.max(
+    await newestMtime(join(REPO_ROOT, 'src')),
+    (await stat(join(REPO_ROOT, 'package-lock.json'))).mtimeMs,
+  );
   if (built < sources) await run('bash', [join(REPO_ROOT, 'build.sh')]);
   return binary;
 }
@@ -104,12 +110,12 @@ export interface NodePayload {
 
 async function parseMachineConfigs(dir: string): Promise<MachineConfig[]> {
   const out: MachineConfig[] = [];
-    for (const name of (await readdir(dir)).filter((n) => /\.ya?ml$/.test(n)).sort()) {
-      for (const doc of yaml.loadAll(await readFile(join(dir, name), 'utf8'))) {
-        const mc = doc as MachineConfig | null;
-        if (mc && (mc as { kind?: string }).kind === 'MachineConfig') out.push(mc);
-      }
+  for (const name of (await readdir(dir)).filter((n) => /\.ya?ml$/.test(n)).sort()) {
+    for (const doc of yaml.loadAll(await readFile(join(dir, name), 'utf8'))) {
+      const mc = doc as MachineConfig | null;
+      if (mc && (mc as { kind?: string }).kind === 'MachineConfig') out.push(mc);
     }
+  }
   if (out.length === 0) throw new Error(`no MachineConfig in ${dir}`);
   return out;
 }
@@ -121,7 +127,8 @@ async function parseMachineConfigs(dir: string): Promise<MachineConfig[]> {
 export async function renderMachineConfigs(): Promise<MachineConfig[]> {
   const given = process.env.SNO_RELOCATE_E2E_MACHINECONFIGS;
   if (given) return parseMachineConfigs(given);
-  if (!(await stat(RENDER_SCRIPT).catch(() => undefined))) throw new Error(`${RENDER_SCRIPT} is missing: the node image is built from the rendered MachineConfigs`);
+  if (!(await stat(RENDER_SCRIPT).catch(() => undefined)))
+    throw new Error(`${RENDER_SCRIPT} is missing: the node image is built from the rendered MachineConfigs`);
   const dir = await mkdtemp(join(tmpdir(), 'sno-mc-'));
   try {
     await run('npx', ['tsx', RENDER_SCRIPT, dir]);
@@ -135,16 +142,24 @@ export async function renderMachineConfigs(): Promise<MachineConfig[]> {
 async function decodeSource(file: IgnitionFile): Promise<Buffer> {
   const source = file.contents?.source;
   if (source === undefined) return Buffer.alloc(0);
-  if (!source.startsWith('data:')) throw new Error(`${file.path}: only data: URLs can be installed offline, got ${source.slice(0, 40)}`);
-  if (file.contents?.compression) throw new Error(`${file.path}: compressed contents (${file.contents.compression}) are not expected in these MachineConfigs`);
+  if (!source.startsWith('data:'))
+    throw new Error(`${file.path}: only data: URLs can be installed offline, got ${source.slice(0, 40)}`);
+  if (file.contents?.compression)
+    throw new Error(
+      `${file.path}: compressed contents (${file.contents.compression}) are not expected in these MachineConfigs`,
+    );
   const response = await fetch(source);
   return Buffer.from(await response.arrayBuffer());
 }
 
 function owner(n: IgnitionNode): { uid: number; gid: number } {
   // Ignition takes names too; the MachineConfigs of this project use ids or nothing (root)
-  for (const [what, o] of [['user', n.user], ['group', n.group]] as const) {
-    if (o?.name !== undefined && o.name !== 'root') throw new Error(`${n.path}: ${what} by name (${o.name}) is not supported offline; use an id`);
+  for (const [what, o] of [
+    ['user', n.user],
+    ['group', n.group],
+  ] as const) {
+    if (o?.name !== undefined && o.name !== 'root')
+      throw new Error(`${n.path}: ${what} by name (${o.name}) is not supported offline; use an id`);
   }
   return { uid: n.user?.id ?? 0, gid: n.group?.id ?? 0 };
 }
@@ -171,14 +186,18 @@ export async function machineConfigPayload(mcs: MachineConfig[]): Promise<NodePa
   const disable: string[] = [];
   for (const mc of mcs) {
     const c = mc.spec.config;
-    for (const d of c.storage?.directories ?? []) entries.push({ path: d.path, type: 'dir', mode: d.mode ?? 0o755, ...owner(d) });
-    for (const f of c.storage?.files ?? []) entries.push({ path: f.path, mode: f.mode ?? 0o644, contents: await decodeSource(f), ...owner(f) });
+    for (const d of c.storage?.directories ?? [])
+      entries.push({ path: d.path, type: 'dir', mode: d.mode ?? 0o755, ...owner(d) });
+    for (const f of c.storage?.files ?? [])
+      entries.push({ path: f.path, mode: f.mode ?? 0o644, contents: await decodeSource(f), ...owner(f) });
     for (const l of c.storage?.links ?? []) entries.push({ path: l.path, type: 'symlink', target: l.target });
     for (const u of c.systemd?.units ?? []) {
       if (u.mask) entries.push({ path: posix.join(UNIT_DIR, u.name), type: 'symlink', target: '/dev/null' });
-      else if (u.contents !== undefined) entries.push({ path: posix.join(UNIT_DIR, u.name), mode: 0o644, contents: u.contents });
+      else if (u.contents !== undefined)
+        entries.push({ path: posix.join(UNIT_DIR, u.name), mode: 0o644, contents: u.contents });
       for (const d of u.dropins ?? []) {
-        if (d.contents !== undefined) entries.push({ path: posix.join(UNIT_DIR, `${u.name}.d`, d.name), mode: 0o644, contents: d.contents });
+        if (d.contents !== undefined)
+          entries.push({ path: posix.join(UNIT_DIR, `${u.name}.d`, d.name), mode: 0o644, contents: d.contents });
       }
       if (u.enabled === true) enable.push({ unit: u.name, targets: installTargets(u.contents ?? '') });
       if (u.enabled === false) disable.push(u.name);
@@ -200,7 +219,8 @@ export function nodeOnlyDropIn(payload: NodePayload): DiskEntry {
   const unit = payload.entries.find((e) => e.path === posix.join(UNIT_DIR, AGENT_UNIT));
   if (!unit || !('contents' in unit)) throw new Error(`the MachineConfigs carry no ${AGENT_UNIT}`);
   const starts = execStarts(unit.contents.toString());
-  if (starts.length !== 1 || !starts[0]!.includes(AGENT_BINARY)) throw new Error(`${AGENT_UNIT}: expected one ExecStart running ${AGENT_BINARY}, got ${JSON.stringify(starts)}`);
+  if (starts.length !== 1 || !starts[0]!.includes(AGENT_BINARY))
+    throw new Error(`${AGENT_UNIT}: expected one ExecStart running ${AGENT_BINARY}, got ${JSON.stringify(starts)}`);
   return {
     path: posix.join(UNIT_DIR, `${AGENT_UNIT}.d`, '90-vm-node-steps-only.conf'),
     mode: 0o644,
@@ -235,7 +255,9 @@ export async function buildNodeImage(): Promise<NodeImage> {
     if (!VM_MASKED.includes(unit)) for (const t of targets) await enableUnit(disk, unit, t);
   }
   for (const unit of payload.disable) {
-    const links = ['multi-user.target', 'default.target', 'graphical.target'].map((t) => posix.join(UNIT_DIR, `${t}.wants`, unit));
+    const links = ['multi-user.target', 'default.target', 'graphical.target'].map((t) =>
+      posix.join(UNIT_DIR, `${t}.wants`, unit),
+    );
     const present = await statPaths(disk, links);
     await removeFiles(disk, [...present.keys()]);
   }

@@ -10,8 +10,31 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileAfterCrash } from './disk.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
-import { diffSnapshots, events, MessageId, nodeState, type NodeState, readState, type RunState, STATE_FILE, unitProps, waitInGuest } from './node-checks.js';
-import { announceSkip, expectKubeletGated, expectSiteNetwork, KUBELET, MIN, mono, NODE_STEPS, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import {
+  diffSnapshots,
+  events,
+  MessageId,
+  nodeState,
+  type NodeState,
+  readState,
+  type RunState,
+  STATE_FILE,
+  unitProps,
+  waitInGuest,
+} from './node-checks.js';
+import {
+  announceSkip,
+  expectKubeletGated,
+  expectSiteNetwork,
+  KUBELET,
+  MIN,
+  mono,
+  NODE_STEPS,
+  recordTimings,
+  skipVm,
+  waitAgentSucceeded,
+  waitKubeletActive,
+} from './scenario.js';
 import { INTERNAL_IP, newSecret, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -77,15 +100,23 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(await v.sshOk(`cat ${NODE_IP_FILES[2]}`)).toContain(INTERNAL_IP.split('/')[0]);
 
     // hostname: systemd-hostnamed took the call (it logs the change), and it is static
-    expect(await v.sshOk('busctl get-property org.freedesktop.hostname1 /org/freedesktop/hostname1 org.freedesktop.hostname1 StaticHostname')).toBe(`s "${SITE_HOSTNAME}"\n`);
+    expect(
+      await v.sshOk(
+        'busctl get-property org.freedesktop.hostname1 /org/freedesktop/hostname1 org.freedesktop.hostname1 StaticHostname',
+      ),
+    ).toBe(`s "${SITE_HOSTNAME}"\n`);
     expect(await v.sshOk('cat /etc/hostname')).toBe(`${SITE_HOSTNAME}\n`);
     expect(await v.sshOk('journalctl -b 0 -u systemd-hostnamed -o cat --no-pager')).toContain(SITE_HOSTNAME);
 
     // ssh keys for core and the node pull secret
     expect(await v.sshOk('cat /home/core/.ssh/authorized_keys')).toContain(SITE_SSH_KEY);
-    expect(await v.sshOk("stat -c '%a %U:%G' /home/core/.ssh /home/core/.ssh/authorized_keys")).toBe('700 core:core\n600 core:core\n');
+    expect(await v.sshOk("stat -c '%a %U:%G' /home/core/.ssh /home/core/.ssh/authorized_keys")).toBe(
+      '700 core:core\n600 core:core\n',
+    );
     expect(await v.sshOk("stat -c '%a %U:%G' /var/lib/kubelet/config.json")).toBe('600 root:root\n');
-    expect(JSON.parse(await v.sshOk('cat /var/lib/kubelet/config.json'))).toMatchObject({ auths: { [secret.registry]: { auth: secret.auth } } });
+    expect(JSON.parse(await v.sshOk('cat /var/lib/kubelet/config.json'))).toMatchObject({
+      auths: { [secret.registry]: { auth: secret.auth } },
+    });
 
     expect((await unitProps(v, KUBELET, ['UnitFileState'])).UnitFileState).toBe('enabled');
     const state = (await readState(v))!;
@@ -118,18 +149,27 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     const v = vm!;
     const started = await events(v, 'stepStarted');
     // a step ends "finished" when it changed the node, "skipped" when it found nothing to do
-    const ended = [...(await events(v, 'stepFinished')), ...(await events(v, 'stepSkipped'))].sort((a, b) => mono(a) - mono(b));
+    const ended = [...(await events(v, 'stepFinished')), ...(await events(v, 'stepSkipped'))].sort(
+      (a, b) => mono(a) - mono(b),
+    );
     for (const s of NODE_STEPS) {
-      expect(started.filter((e) => e.SNO_RELOCATE_STEP === s), `started ${s}`).toHaveLength(1);
+      expect(
+        started.filter((e) => e.SNO_RELOCATE_STEP === s),
+        `started ${s}`,
+      ).toHaveLength(1);
       const done = ended.filter((e) => e.SNO_RELOCATE_STEP === s);
       expect(done, `ended ${s}`).toHaveLength(1);
-      expect(done[0]!.MESSAGE).toMatch(done[0]!.MESSAGE_ID === MessageId.stepFinished ? /step finished/ : /nothing to do/);
+      expect(done[0]!.MESSAGE).toMatch(
+        done[0]!.MESSAGE_ID === MessageId.stepFinished ? /step finished/ : /nothing to do/,
+      );
       expect(Number(done[0]!.SNO_RELOCATE_DURATION_MS)).toBeGreaterThanOrEqual(0);
       expect(mono(done[0]!)).toBeGreaterThan(mono(started.find((e) => e.SNO_RELOCATE_STEP === s)!));
     }
     // in the order of the run; every step but internal-ip (see above) changed this factory node
     expect(ended.map((e) => e.SNO_RELOCATE_STEP)).toEqual([...NODE_STEPS]);
-    for (const e of ended) if (e.SNO_RELOCATE_STEP !== 'internal-ip') expect(e.MESSAGE_ID, String(e.SNO_RELOCATE_STEP)).toBe(MessageId.stepFinished);
+    for (const e of ended)
+      if (e.SNO_RELOCATE_STEP !== 'internal-ip')
+        expect(e.MESSAGE_ID, String(e.SNO_RELOCATE_STEP)).toBe(MessageId.stepFinished);
     expect(await events(v, 'runFinished')).toHaveLength(1);
     expect(await events(v, 'kubeletGateOpened')).toHaveLength(1);
     expect(await events(v, 'stepFailed')).toHaveLength(0);
@@ -137,7 +177,9 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     const needles = secret.needles.map((n) => `-e '${n}'`).join(' ');
     const inJournal = await v.ssh(`journalctl -b all -o json --no-pager | grep -c -F ${needles}`);
     expect(inJournal.stdout.trim()).toBe('0');
-    const files = await v.ssh(`grep -rlF --devices=skip ${needles} /etc /var /home /root /run /tmp /usr/local /opt /srv 2>/dev/null`);
+    const files = await v.ssh(
+      `grep -rlF --devices=skip ${needles} /etc /var /home /root /run /tmp /usr/local /opt /srv 2>/dev/null`,
+    );
     expect(files.stdout.split('\n').filter(Boolean)).toEqual(['/var/lib/kubelet/config.json']);
   });
 
@@ -154,12 +196,17 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     await run('cp', ['--sparse=always', image!.disk, disk]);
     cutVm = await bootVm({ name: 'power-cut', disk, diskMode: 'direct', sticks: [stick] });
     const v = cutVm;
-    const stateOnDisk = async (): Promise<RunState> => JSON.parse((await readFileAfterCrash(disk, STATE_FILE))!.toString()) as RunState;
+    const stateOnDisk = async (): Promise<RunState> =>
+      JSON.parse((await readFileAfterCrash(disk, STATE_FILE))!.toString()) as RunState;
     const statusOf = (st: RunState, step: string) => st.steps[step as keyof RunState['steps']]?.status;
 
     // 1: NetworkManager has made br-ex, the network step is still applying
     await v.waitSsh();
-    await waitInGuest(v, `ip link show br-ex >/dev/null 2>&1 && grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "running"'`, 8 * MIN);
+    await waitInGuest(
+      v,
+      `ip link show br-ex >/dev/null 2>&1 && grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "running"'`,
+      8 * MIN,
+    );
     await v.powerCut();
     const cut1 = await stateOnDisk();
     expect(statusOf(cut1, 'network')).toBe('running');
@@ -170,7 +217,12 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     // so: an immediate reset (sysrq b) syncs nothing, which for the disk is a power cut
     await v.bootAgain();
     await v.waitSsh();
-    await waitInGuest(v, `grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "done"'`, 8 * MIN, 'echo b > /proc/sysrq-trigger');
+    await waitInGuest(
+      v,
+      `grep -A1 '"network": {' ${STATE_FILE} | grep -q '"status": "done"'`,
+      8 * MIN,
+      'echo b > /proc/sysrq-trigger',
+    );
     await v.powerCut();
     const cut2 = await stateOnDisk();
     expect(statusOf(cut2, 'network')).toBe('done');
@@ -205,7 +257,8 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(state.steps.network?.attempts).toBeLessThanOrEqual(2);
     expect(state.steps.hostname).toMatchObject({ status: 'done', attempts: 1 });
     const finished = await events(v, 'stepFinished', 'all');
-    for (const s of NODE_STEPS) expect(finished.filter((e) => e.SNO_RELOCATE_STEP === s).length, `${s} finished`).toBeLessThanOrEqual(1);
+    for (const s of NODE_STEPS)
+      expect(finished.filter((e) => e.SNO_RELOCATE_STEP === s).length, `${s} finished`).toBeLessThanOrEqual(1);
     expect(await v.sshOk('journalctl --list-boots --no-pager | tail -n +2 | wc -l')).toBe('4\n');
   });
 });

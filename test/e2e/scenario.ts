@@ -24,8 +24,15 @@ export function announceSkip(what: string): void {
 export async function recordTimings(scenario: string, timings: Record<string, number | string>): Promise<void> {
   const dir = join(REPO_ROOT, '.artifacts', 'e2e-timings');
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, `${scenario}.json`), `${JSON.stringify({ scenario, at: new Date().toISOString(), ...timings }, null, 2)}\n`);
-  console.log(`${scenario}: ${Object.entries(timings).map(([k, v]) => `${k}=${typeof v === 'number' ? `${(v / 1000).toFixed(1)}s` : v}`).join(' ')}`);
+  await writeFile(
+    join(dir, `${scenario}.json`),
+    `${JSON.stringify({ scenario, at: new Date().toISOString(), ...timings }, null, 2)}\n`,
+  );
+  console.log(
+    `${scenario}: ${Object.entries(timings)
+      .map(([k, v]) => `${k}=${typeof v === 'number' ? `${(v / 1000).toFixed(1)}s` : v}`)
+      .join(' ')}`,
+  );
 }
 
 /**
@@ -70,8 +77,14 @@ export const mono = (e: JournalEntry): number => Number(e.__MONOTONIC_TIMESTAMP)
  * is the agent's own last node step, which starts kubelet and waits for the start job, so kubelet
  * is up before the agent exits (the cluster steps, not run in the VM, need it running).
  */
-export async function expectKubeletGated(vm: Vm): Promise<{ kubeletActiveUs: number; agentStartUs: number; agentExitUs: number; hostnameDoneUs: number }> {
-  const agent = await unitProps(vm, AGENT_UNIT, ['ExecMainStartTimestampMonotonic', 'ExecMainExitTimestampMonotonic', 'ExecMainStatus']);
+export async function expectKubeletGated(
+  vm: Vm,
+): Promise<{ kubeletActiveUs: number; agentStartUs: number; agentExitUs: number; hostnameDoneUs: number }> {
+  const agent = await unitProps(vm, AGENT_UNIT, [
+    'ExecMainStartTimestampMonotonic',
+    'ExecMainExitTimestampMonotonic',
+    'ExecMainStatus',
+  ]);
   const kubelet = await unitProps(vm, KUBELET, ['ActiveEnterTimestampMonotonic', 'ActiveState']);
   const kubeletActiveUs = Number(kubelet.ActiveEnterTimestampMonotonic);
   const agentStartUs = Number(agent.ExecMainStartTimestampMonotonic);
@@ -92,12 +105,16 @@ export async function expectKubeletGated(vm: Vm): Promise<{ kubeletActiveUs: num
 
 /** What every converged node shows: the site network on br-ex, the internal IP, ens3 untouched. */
 export async function expectSiteNetwork(vm: Vm): Promise<void> {
-  const addrs = JSON.parse(await vm.sshOk('ip -j -4 addr show')) as { ifname: string; addr_info: { local: string; prefixlen: number }[] }[];
-  const of = (dev: string) => (addrs.find((l) => l.ifname === dev)?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`).sort();
+  const addrs = JSON.parse(await vm.sshOk('ip -j -4 addr show')) as {
+    ifname: string;
+    addr_info: { local: string; prefixlen: number }[];
+  }[];
+  const of = (dev: string) =>
+    (addrs.find((l) => l.ifname === dev)?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`).sort();
   expect(of('br-ex')).toEqual([`${SITE_ADDRESS}/24`, INTERNAL_IP].sort());
   expect(of('ens3')).toEqual(['10.0.2.15/24']);
   expect(of('ens4')).toEqual([]);
-  expect(await vm.sshOk("ip -j link show ens4 | grep -o '\"master\":\"[^\"]*\"'")).toContain('"master":"br-ex"');
+  expect(await vm.sshOk('ip -j link show ens4 | grep -o \'"master":"[^"]*"\'')).toContain('"master":"br-ex"');
   expect(await vm.sshOk('ip -4 route show default')).toMatch(/^default via 192\.0\.2\.1 dev br-ex/m);
   expect((await vm.ssh('ping -c 1 -W 5 192.0.2.1')).code).toBe(0);
 }

@@ -19,7 +19,8 @@ export const INTERNAL_IP = '192.168.127.10/24';
 /** the factory address of ens4 (DHCP from qemu), which a rollback must bring back */
 export const FACTORY_UPLINK_ADDRESS = '192.0.2.100';
 export const STICK_LABEL = 'cluster-config';
-export const SITE_SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINPQ5lM0oqeSYvHk0SQkGA7JrVNCRP8Pp7Pq+SEqGHIx support@vm-store-0007';
+export const SITE_SSH_KEY =
+  'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINPQ5lM0oqeSYvHk0SQkGA7JrVNCRP8Pp7Pq+SEqGHIx support@vm-store-0007';
 
 /** Registry credentials unique to this test process, so a hit anywhere is this run's leak. */
 export interface SiteSecret {
@@ -61,7 +62,11 @@ export function siteSpec(secret: SiteSecret, opts: SiteOptions = {}): Record<str
           },
           { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
         ],
-        routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': opts.gateway ?? GATEWAY, 'next-hop-interface': 'br-ex' }] },
+        routes: {
+          config: [
+            { destination: '0.0.0.0/0', 'next-hop-address': opts.gateway ?? GATEWAY, 'next-hop-interface': 'br-ex' },
+          ],
+        },
       },
       internalIP: INTERNAL_IP,
       verify: { pingGateway: true, timeoutSeconds: opts.verifyTimeoutSeconds ?? 60 },
@@ -77,5 +82,10 @@ export function siteConfigYaml(spec: Record<string, unknown>): string {
 
 /** A stick labelled cluster-config (ext4: the label is too long for FAT) holding site-config.yaml. */
 export function siteStick(dir: string, fileName: string, spec: Record<string, unknown>): Promise<string> {
-  return makeStick({ dir, fileName, label: STICK_LABEL, files: [{ name: 'site-config.yaml', contents: siteConfigYaml(spec) }] });
+  return makeStick({
+    dir,
+    fileName,
+    label: STICK_LABEL,
+    files: [{ name: 'site-config.yaml', contents: siteConfigYaml(spec) }],
+  });
 }

@@ -285,7 +285,12 @@ export class Qmp {
   }
 
   /** Resolves with the first event named `name` (matching `pred`) seen after `since` (an index into events). */
-  waitEvent(name: string, pred: (e: QmpEvent) => boolean = () => true, timeoutMs = 30_000, since = 0): Promise<QmpEvent> {
+  waitEvent(
+    name: string,
+    pred: (e: QmpEvent) => boolean = () => true,
+    timeoutMs = 30_000,
+    since = 0,
+  ): Promise<QmpEvent> {
     const seen = this.events.slice(since).find((e) => e.event === name && pred(e));
     if (seen) return Promise.resolve(seen);
     return new Promise((res, rej) => {
@@ -466,26 +471,51 @@ export class Vm {
     const accel = o.accel ?? process.env.VM_ACCEL ?? 'tcg';
     const append = ['root=/dev/vda', 'rw', 'console=ttyS0', 'panic=-1', o.kernelArgs ?? ''].filter(Boolean).join(' ');
     const args = [
-      '-name', `sno-relocate-${o.name}`,
-      '-nodefaults', '-no-user-config', '-vga', 'none', '-display', 'none', '-no-reboot',
-      '-accel', accel,
-      '-cpu', o.cpu ?? process.env.VM_CPU ?? 'max',
-      '-smp', String(o.smp ?? Number(process.env.VM_SMP ?? 2)),
-      '-m', String(o.memMiB ?? Number(process.env.VM_MEM ?? 1536)),
-      '-kernel', this.base.kernel,
-      '-initrd', this.base.initrd,
-      '-append', append,
-      '-blockdev', JSON.stringify({
-        driver: this.diskFormat, 'node-name': 'root', file: { driver: 'file', filename: this.diskPath },
+      '-name',
+      `sno-relocate-${o.name}`,
+      '-nodefaults',
+      '-no-user-config',
+      '-vga',
+      'none',
+      '-display',
+      'none',
+      '-no-reboot',
+      '-accel',
+      accel,
+      '-cpu',
+      o.cpu ?? process.env.VM_CPU ?? 'max',
+      '-smp',
+      String(o.smp ?? Number(process.env.VM_SMP ?? 2)),
+      '-m',
+      String(o.memMiB ?? Number(process.env.VM_MEM ?? 1536)),
+      '-kernel',
+      this.base.kernel,
+      '-initrd',
+      this.base.initrd,
+      '-append',
+      append,
+      '-blockdev',
+      JSON.stringify({
+        driver: this.diskFormat,
+        'node-name': 'root',
+        file: { driver: 'file', filename: this.diskPath },
       }),
-      '-device', 'virtio-blk-pci,drive=root,addr=0x5',
-      '-netdev', `user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:${this.sshPort}-:22`,
-      '-device', 'virtio-net-pci,netdev=mgmt,addr=0x3,mac=52:54:00:12:34:56',
-      '-netdev', `user,id=uplink,restrict=on,${o.uplinkNet ?? DEFAULT_UPLINK}`,
-      '-device', 'virtio-net-pci,netdev=uplink,addr=0x4,mac=52:54:00:12:34:57',
-      '-device', 'qemu-xhci,id=xhci,addr=0x6',
-      '-serial', `file:${this.serialPath}`,
-      '-qmp', `unix:${this.qmpPath},server=on,wait=off`,
+      '-device',
+      'virtio-blk-pci,drive=root,addr=0x5',
+      '-netdev',
+      `user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:${this.sshPort}-:22`,
+      '-device',
+      'virtio-net-pci,netdev=mgmt,addr=0x3,mac=52:54:00:12:34:56',
+      '-netdev',
+      `user,id=uplink,restrict=on,${o.uplinkNet ?? DEFAULT_UPLINK}`,
+      '-device',
+      'virtio-net-pci,netdev=uplink,addr=0x4,mac=52:54:00:12:34:57',
+      '-device',
+      'qemu-xhci,id=xhci,addr=0x6',
+      '-serial',
+      `file:${this.serialPath}`,
+      '-qmp',
+      `unix:${this.qmpPath},server=on,wait=off`,
     ];
     for (const s of this.sticks) {
       args.push('-blockdev', JSON.stringify(this.stickBlockdev(s)));
@@ -503,7 +533,8 @@ export class Vm {
    * were attached stay attached (as at a real power cycle) unless `sticks` says otherwise.
    */
   async bootAgain(opts: { sticks?: string[] } = {}): Promise<void> {
-    if (this.running) throw new Error(`${this.name}: bootAgain() while qemu is running; powerCut() or shutdown() first`);
+    if (this.running)
+      throw new Error(`${this.name}: bootAgain() while qemu is running; powerCut() or shutdown() first`);
     await this.stopSsh();
     this.qmp?.close();
     await this.start(opts.sticks ?? this.attachedSticks);
@@ -571,10 +602,14 @@ export class Vm {
       const m = (await this.serialText()).slice(from).match(re);
       if (m) return m;
       if (!this.running) {
-        throw new Error(`${this.name}: qemu exited before serial matched ${re}\n${(await this.serialText()).slice(-2000)}`);
+        throw new Error(
+          `${this.name}: qemu exited before serial matched ${re}\n${(await this.serialText()).slice(-2000)}`,
+        );
       }
       if (now() > deadline) {
-        throw new Error(`${this.name}: serial did not match ${re} within ${timeoutMs} ms\n${(await this.serialText()).slice(-2000)}`);
+        throw new Error(
+          `${this.name}: serial did not match ${re} within ${timeoutMs} ms\n${(await this.serialText()).slice(-2000)}`,
+        );
       }
       await delay(250);
     }
@@ -584,16 +619,26 @@ export class Vm {
 
   private sshBaseArgs(): string[] {
     return [
-      '-i', this.base.sshKey,
-      '-p', String(this.sshPort),
-      '-o', 'BatchMode=yes',
-      '-o', 'IdentitiesOnly=yes',
-      '-o', 'StrictHostKeyChecking=no',
-      '-o', 'UserKnownHostsFile=/dev/null',
-      '-o', 'LogLevel=ERROR',
-      '-o', 'ConnectTimeout=30',
-      '-o', 'ServerAliveInterval=10',
-      '-o', 'ServerAliveCountMax=6',
+      '-i',
+      this.base.sshKey,
+      '-p',
+      String(this.sshPort),
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'IdentitiesOnly=yes',
+      '-o',
+      'StrictHostKeyChecking=no',
+      '-o',
+      'UserKnownHostsFile=/dev/null',
+      '-o',
+      'LogLevel=ERROR',
+      '-o',
+      'ConnectTimeout=30',
+      '-o',
+      'ServerAliveInterval=10',
+      '-o',
+      'ServerAliveCountMax=6',
     ];
   }
 
@@ -612,14 +657,19 @@ export class Vm {
     const deadline = now() + timeoutMs;
     let lastErr = '';
     while (!(this.master && this.master.exitCode === null && existsSync(this.controlPath))) {
-      if (!this.running) throw new Error(`${this.name}: qemu exited while waiting for ssh\n${(await this.serialText()).slice(-2000)}`);
+      if (!this.running)
+        throw new Error(`${this.name}: qemu exited while waiting for ssh\n${(await this.serialText()).slice(-2000)}`);
       if (now() > deadline) throw new Error(`${this.name}: no ssh within ${timeoutMs} ms: ${lastErr}`);
       if (!this.master || this.master.exitCode !== null || this.master.signalCode !== null) {
         await this.stopSsh();
         const m = track(
-          spawn('ssh', [...this.sshBaseArgs(), '-M', '-N', '-S', this.controlPath, '-o', 'ControlPersist=no', 'root@127.0.0.1'], {
-            stdio: ['ignore', 'ignore', 'pipe'],
-          }),
+          spawn(
+            'ssh',
+            [...this.sshBaseArgs(), '-M', '-N', '-S', this.controlPath, '-o', 'ControlPersist=no', 'root@127.0.0.1'],
+            {
+              stdio: ['ignore', 'ignore', 'pipe'],
+            },
+          ),
         );
         let err = '';
         m.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -645,9 +695,11 @@ export class Vm {
   ssh(cmd: string, opts: SshOptions = {}): Promise<SshResult> {
     const user = opts.user ?? 'root';
     const mux = user === 'root' ? ['-S', this.controlPath, '-o', 'ControlMaster=no'] : ['-o', 'ControlPath=none'];
-    const child = track(spawn('ssh', [...this.sshBaseArgs(), ...mux, `${user}@127.0.0.1`, '--', cmd], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    }));
+    const child = track(
+      spawn('ssh', [...this.sshBaseArgs(), ...mux, `${user}@127.0.0.1`, '--', cmd], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    );
     const timeoutMs = opts.timeoutMs ?? 120_000;
     return new Promise((res, rej) => {
       const out: Buffer[] = [];
@@ -664,7 +716,11 @@ export class Vm {
       });
       child.once('close', (code, signal) => {
         clearTimeout(timer);
-        res({ code: code ?? (signal ? -1 : 0), stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() });
+        res({
+          code: code ?? (signal ? -1 : 0),
+          stdout: Buffer.concat(out).toString(),
+          stderr: Buffer.concat(err).toString(),
+        });
       });
       child.stdin!.on('error', () => undefined);
       child.stdin!.end(opts.input ?? '');
@@ -693,10 +749,15 @@ export class Vm {
     for (;;) {
       if (!this.running) throw new Error(`${this.name}: qemu exited while waiting for \`${cmd}\``);
       const started = now();
-      last = await this.waitExitOr(this.ssh(cmd, { timeoutMs: Math.max(30_000, Math.min(timeoutMs, 120_000)) }), `running ${cmd}`);
+      last = await this.waitExitOr(
+        this.ssh(cmd, { timeoutMs: Math.max(30_000, Math.min(timeoutMs, 120_000)) }),
+        `running ${cmd}`,
+      );
       if (predicate(last)) return last;
       if (now() > deadline) {
-        throw new Error(`${this.name}: \`${cmd}\` did not satisfy the condition within ${timeoutMs} ms; last: exit ${last.code}\n${last.stdout}${last.stderr}`);
+        throw new Error(
+          `${this.name}: \`${cmd}\` did not satisfy the condition within ${timeoutMs} ms; last: exit ${last.code}\n${last.stdout}${last.stderr}`,
+        );
       }
       const spent = now() - started;
       if (spent < intervalMs) await delay(intervalMs - spent);
@@ -711,7 +772,13 @@ export class Vm {
     const s = this.newStick(imagePath, opts.readOnly ?? false);
     await this.qmp.execute('blockdev-add', this.stickBlockdev(s));
     try {
-      await this.qmp.execute('device_add', { driver: 'usb-storage', bus: 'xhci.0', drive: s.node, id: s.id, removable: true });
+      await this.qmp.execute('device_add', {
+        driver: 'usb-storage',
+        bus: 'xhci.0',
+        drive: s.node,
+        id: s.id,
+        removable: true,
+      });
     } catch (e) {
       await this.qmp.execute('blockdev-del', { 'node-name': s.node }).catch(() => undefined);
       throw e;
@@ -744,9 +811,11 @@ export class Vm {
       if (/^(serial|qemu)-\d+\.log$/.test(f)) await copyFile(join(this.workDir, f), join(dir, f));
     }
     if (this.running && this.master && existsSync(this.controlPath)) {
-      await this.sshToFile('journalctl -o json -b all --no-pager', join(dir, 'journal.json')).catch(async (e: Error) => {
-        await writeFile(join(dir, 'journal-error.txt'), e.message);
-      });
+      await this.sshToFile('journalctl -o json -b all --no-pager', join(dir, 'journal.json')).catch(
+        async (e: Error) => {
+          await writeFile(join(dir, 'journal-error.txt'), e.message);
+        },
+      );
       const boots = await this.ssh('journalctl --list-boots --no-pager', { timeoutMs: 60_000 }).catch(() => undefined);
       if (boots) await writeFile(join(dir, 'boots.txt'), boots.stdout + boots.stderr);
     } else {
@@ -760,9 +829,15 @@ export class Vm {
 
   /** Streams a command's stdout into a host file (for large output such as the journal). */
   async sshToFile(cmd: string, file: string, timeoutMs = 300_000): Promise<void> {
-    const child = track(spawn('ssh', [...this.sshBaseArgs(), '-S', this.controlPath, '-o', 'ControlMaster=no', 'root@127.0.0.1', '--', cmd], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }));
+    const child = track(
+      spawn(
+        'ssh',
+        [...this.sshBaseArgs(), '-S', this.controlPath, '-o', 'ControlMaster=no', 'root@127.0.0.1', '--', cmd],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      ),
+    );
     const out = createWriteStream(file);
     child.stdout!.pipe(out);
     let err = '';
@@ -788,7 +863,8 @@ export async function bootVm(opts: BootOptions): Promise<Vm> {
     await execOut('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', src, overlay]);
     disk = { path: overlay, format: 'qcow2' };
   } else {
-    if (src === resolve(base.disk)) throw new Error('bootVm: diskMode direct would write the cached base.raw; copyBaseDisk() first');
+    if (src === resolve(base.disk))
+      throw new Error('bootVm: diskMode direct would write the cached base.raw; copyBaseDisk() first');
     disk = { path: src, format: 'raw' };
   }
   const vm = new Vm(opts, base, workDir, disk);

@@ -44,20 +44,33 @@ async function outcome(folder: Parameters<typeof layFolder>[1]): Promise<'ok' | 
 }
 
 describe('hostile site-configs', () => {
-  const plainFolder = (doc: unknown) => ({ document: Buffer.from(yaml.dump(doc, { noRefs: true, lineWidth: -1 })), files: {}, links: {} });
+  const plainFolder = (doc: unknown) => ({
+    document: Buffer.from(yaml.dump(doc, { noRefs: true, lineWidth: -1 })),
+    files: {},
+    links: {},
+  });
 
   it('documents with a part replaced, removed or added: accepted or refused with exit 2 (4,000 cases)', async () => {
     const seen = { ok: 0, invalid: 0 };
-    await fc.assert(fc.asyncProperty(documentMutation, async (doc) => void seen[await outcome(plainFolder(doc))]++), { numRuns: 4000, seed: SEED });
+    await fc.assert(
+      fc.asyncProperty(documentMutation, async (doc) => void seen[await outcome(plainFolder(doc))]++),
+      { numRuns: 4000, seed: SEED },
+    );
     expect(seen.invalid).toBeGreaterThan(0);
   }, 300_000);
 
   it('YAML text with features spliced in, cut, duplicated or garbled (3,000 cases)', async () => {
-    await fc.assert(fc.asyncProperty(textMutation, async (document) => void (await outcome({ document, files: {}, links: {} }))), { numRuns: 3000, seed: SEED + 1 });
+    await fc.assert(
+      fc.asyncProperty(textMutation, async (document) => void (await outcome({ document, files: {}, links: {} }))),
+      { numRuns: 3000, seed: SEED + 1 },
+    );
   }, 300_000);
 
   it('folders whose named files escape, are links, are missing or are garbage (2,500 cases)', async () => {
-    await fc.assert(fc.asyncProperty(folderMutation, async (folder) => void (await outcome(folder))), { numRuns: 2500, seed: SEED + 2 });
+    await fc.assert(
+      fc.asyncProperty(folderMutation, async (folder) => void (await outcome(folder))),
+      { numRuns: 2500, seed: SEED + 2 },
+    );
   }, 300_000);
 
   it('signature files made of anything are refused, never thrown on (1,000 cases)', () => {
@@ -66,7 +79,14 @@ describe('hostile site-configs', () => {
     const signatureLike = fc.oneof(
       fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)),
       fc.anything().map((v) => Buffer.from(JSON.stringify(v) ?? 'null')),
-      fc.record({ apiVersion: fc.constant('sno-relocate/v1'), kind: fc.constant('SiteConfigSignature'), signed: fc.anything(), signature: fc.base64String() }).map((v) => Buffer.from(JSON.stringify(v))),
+      fc
+        .record({
+          apiVersion: fc.constant('sno-relocate/v1'),
+          kind: fc.constant('SiteConfigSignature'),
+          signed: fc.anything(),
+          signature: fc.base64String(),
+        })
+        .map((v) => Buffer.from(JSON.stringify(v))),
     );
     fc.assert(
       fc.property(signatureLike, (document) => {
@@ -84,7 +104,10 @@ describe('hostile site-configs', () => {
       fc.property(folderMutation, (folder) => {
         const dir = path.join(work, `cli-${n++}`);
         layFolder(dir, folder);
-        for (const args of [['validate', dir], ['plan', dir, '--only', 'ssh-keys,node-pull-secret,hostname']]) {
+        for (const args of [
+          ['validate', dir],
+          ['plan', dir, '--only', 'ssh-keys,node-pull-secret,hostname'],
+        ]) {
           const result = runCli([...args, '--root', root], { timeoutMs: 20_000 });
           expect([0, 2], `${args.join(' ')}: ${result.stderr}`).toContain(result.code);
           expect(result.stderr).not.toMatch(/TypeError|RangeError|at .*\.js:\d+/);

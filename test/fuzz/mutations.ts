@@ -18,7 +18,11 @@ function paths(value: Json, at: (string | number)[] = []): (string | number)[][]
   return [at, ...keys.flatMap((k) => paths((value as Record<string | number, Json>)[k], [...at, k]))];
 }
 
-function setAt(doc: Json, at: (string | number)[], edit: (parent: Record<string | number, Json>, key: string | number) => void): Json {
+function setAt(
+  doc: Json,
+  at: (string | number)[],
+  edit: (parent: Record<string | number, Json>, key: string | number) => void,
+): Json {
   if (at.length === 0) return doc;
   let parent = doc as Record<string | number, Json>;
   for (const key of at.slice(0, -1)) parent = parent[key] as Record<string | number, Json>;
@@ -31,7 +35,20 @@ const BASE_PATHS = paths(baseDocument());
 const hostileValue = fc.oneof(
   fc.anything({ maxDepth: 3 }),
   fc.string({ unit: 'binary', maxLength: 64 }),
-  fc.constantFrom('', ' ', '../../etc/shadow', '/etc/passwd', '0.0.0.0/0', '::', '999.1.1.1', '10.0.0.1/33', 'a'.repeat(70_000), '\u0000', 'localhost', '-----BEGIN PRIVATE KEY-----'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '../../etc/shadow',
+    '/etc/passwd',
+    '0.0.0.0/0',
+    '::',
+    '999.1.1.1',
+    '10.0.0.1/33',
+    'a'.repeat(70_000),
+    '\u0000',
+    'localhost',
+    '-----BEGIN PRIVATE KEY-----',
+  ),
   fc.integer(),
   fc.double(),
   fc.constant(null),
@@ -40,12 +57,18 @@ const hostileValue = fc.oneof(
 
 /** A document with one part replaced by a hostile value, removed, or given an unknown sibling. */
 export const documentMutation = fc
-  .tuple(fc.constantFrom(...BASE_PATHS), fc.constantFrom('replace', 'remove', 'add'), hostileValue, fc.string({ maxLength: 12 }))
+  .tuple(
+    fc.constantFrom(...BASE_PATHS),
+    fc.constantFrom('replace', 'remove', 'add'),
+    hostileValue,
+    fc.string({ maxLength: 12 }),
+  )
   .map(([at, how, value, extraKey]) =>
     setAt(baseDocument(), at, (parent, key) => {
       if (how === 'replace') parent[key] = value;
       else if (how === 'remove') Reflect.deleteProperty(parent, key);
-      else if (typeof parent[key] === 'object' && parent[key] !== null && !Array.isArray(parent[key])) (parent[key] as Record<string, Json>)[extraKey || 'x'] = value;
+      else if (typeof parent[key] === 'object' && parent[key] !== null && !Array.isArray(parent[key]))
+        (parent[key] as Record<string, Json>)[extraKey || 'x'] = value;
       else parent[key] = value;
     }),
   );
@@ -71,7 +94,16 @@ const YAML_FEATURES = [
 
 /** The document's YAML with a YAML feature, a duplicate key, garbage or a cut spliced in. */
 export const textMutation = fc
-  .tuple(documentMutation, fc.nat(), fc.oneof(fc.constantFrom(...YAML_FEATURES), fc.string({ unit: 'binary', maxLength: 16 }), fc.uint8Array({ maxLength: 16 }).map((b) => Buffer.from(b).toString('latin1'))), fc.constantFrom('insert', 'cut', 'duplicate'))
+  .tuple(
+    documentMutation,
+    fc.nat(),
+    fc.oneof(
+      fc.constantFrom(...YAML_FEATURES),
+      fc.string({ unit: 'binary', maxLength: 16 }),
+      fc.uint8Array({ maxLength: 16 }).map((b) => Buffer.from(b).toString('latin1')),
+    ),
+    fc.constantFrom('insert', 'cut', 'duplicate'),
+  )
   .map(([doc, at, piece, how]): Buffer => {
     const text = yaml.dump(doc, { noRefs: true, lineWidth: -1 });
     const i = at % (text.length + 1);
@@ -88,14 +120,40 @@ export type Folder = { document: Buffer; files: Record<string, Buffer>; links: R
 /** A folder: the site-config and the files it names, some of them links out of the folder. */
 export const folderMutation = fc
   .tuple(
-    fc.oneof(documentMutation.map((d) => Buffer.from(yaml.dump(d, { noRefs: true, lineWidth: -1 }))), textMutation),
-    fc.constantFrom('network.yaml', '../network.yaml', '/etc/hostname', 'sub/../network.yaml', 'link.yaml', 'missing.yaml', '.', ''),
-    fc.oneof(fc.constant('interfaces: []\n'), fc.string({ maxLength: 200 }), fc.constant('\xff\xfe'), fc.constant('a: &a [*a]\n')),
+    fc.oneof(
+      documentMutation.map((d) => Buffer.from(yaml.dump(d, { noRefs: true, lineWidth: -1 }))),
+      textMutation,
+    ),
+    fc.constantFrom(
+      'network.yaml',
+      '../network.yaml',
+      '/etc/hostname',
+      'sub/../network.yaml',
+      'link.yaml',
+      'missing.yaml',
+      '.',
+      '',
+    ),
+    fc.oneof(
+      fc.constant('interfaces: []\n'),
+      fc.string({ maxLength: 200 }),
+      fc.constant('\xff\xfe'),
+      fc.constant('a: &a [*a]\n'),
+    ),
   )
   .map(([document, nmstateFile, nmstateText]): Folder => {
     const text = document.toString('utf8');
-    const withFile = text.includes('nmstate:') && nmstateFile ? Buffer.from(text.replace(/^(\s+)nmstate:/m, `$1nmstateFile: ${JSON.stringify(nmstateFile)}\n$1nmstateUnused:`)) : document;
-    return { document: withFile, files: { 'network.yaml': Buffer.from(nmstateText, 'latin1') }, links: { 'link.yaml': '/etc/passwd' } };
+    const withFile =
+      text.includes('nmstate:') && nmstateFile
+        ? Buffer.from(
+            text.replace(/^(\s+)nmstate:/m, `$1nmstateFile: ${JSON.stringify(nmstateFile)}\n$1nmstateUnused:`),
+          )
+        : document;
+    return {
+      document: withFile,
+      files: { 'network.yaml': Buffer.from(nmstateText, 'latin1') },
+      links: { 'link.yaml': '/etc/passwd' },
+    };
   });
 
 export function layFolder(dir: string, folder: Folder): void {

@@ -17,7 +17,10 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): CliResult {
+export function runCli(
+  args: readonly string[],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): CliResult {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run ./build.sh first`);
   const result = spawnSync(BINARY, args, {
     encoding: 'utf8',

@@ -16,7 +16,8 @@ export function snapshotTree(root: string): Record<string, string> {
       } else if (st.isSymbolicLink()) {
         out[rel] = `link ${readlinkSync(full)}`;
       } else {
-        out[rel] = `file ${(st.mode & 0o7777).toString(8)} ${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
+        out[rel] =
+          `file ${(st.mode & 0o7777).toString(8)} ${createHash('sha256').update(readFileSync(full)).digest('hex')}`;
       }
     }
   };

@@ -10,7 +10,15 @@ import path from 'node:path';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentSources, DEFAULT_IMAGE, DEFAULT_INTERNAL_IP, factoryPayloads, optionsFromEnv, REPO, writeMachineConfigs } from '../../scripts/render-machineconfigs.js';
+import {
+  agentSources,
+  DEFAULT_IMAGE,
+  DEFAULT_INTERNAL_IP,
+  factoryPayloads,
+  optionsFromEnv,
+  REPO,
+  writeMachineConfigs,
+} from '../../scripts/render-machineconfigs.js';
 import { nodeIpFiles } from '../../src/node/internal-ip.js';
 import { type MachineConfig, renderMachineConfigs } from '../../src/node/machineconfig.js';
 import { generateSigningKey } from '../../src/trust/signature.js';
@@ -57,9 +65,12 @@ describe('factory MachineConfigs', () => {
       expect(await decode(f!.contents.source), where).toBe(content);
       expect(f!.mode, where).toBe(mode);
     }
-    expect(await decode(files.get('/etc/sno-relocate/install.env')!.contents.source)).toContain(`SNO_RELOCATE_IMAGE=${DEFAULT_IMAGE}\n`);
+    expect(await decode(files.get('/etc/sno-relocate/install.env')!.contents.source)).toContain(
+      `SNO_RELOCATE_IMAGE=${DEFAULT_IMAGE}\n`,
+    );
     const units = new Map(configs.flatMap((mc) => mc.spec.config.systemd?.units ?? []).map((u) => [u.name, u]));
-    for (const [name, contents] of Object.entries(sources.units)) expect(units.get(name)).toEqual({ name, enabled: true, contents });
+    for (const [name, contents] of Object.entries(sources.units))
+      expect(units.get(name)).toEqual({ name, enabled: true, contents });
     expect(units.get('kubelet.service')).toEqual({ name: 'kubelet.service', enabled: false });
   });
 
@@ -79,7 +90,13 @@ describe('factory MachineConfigs', () => {
     const payloads = factoryPayloads();
     expect(payloads.map((p) => p.name)).toEqual(configs.map((mc) => mc.metadata.name));
     for (const [i, mc] of configs.entries()) {
-      const files = await Promise.all((mc.spec.config.storage?.files ?? []).map(async (f) => ({ path: f.path, mode: f.mode, contents: await decode(f.contents.source) })));
+      const files = await Promise.all(
+        (mc.spec.config.storage?.files ?? []).map(async (f) => ({
+          path: f.path,
+          mode: f.mode,
+          contents: await decode(f.contents.source),
+        })),
+      );
       expect(payloads[i]!.files).toEqual(files);
       expect(payloads[i]!.units).toEqual((mc.spec.config.systemd?.units ?? []).map((u) => ({ dropins: [], ...u })));
     }
@@ -114,15 +131,26 @@ describe('render settings', () => {
   });
 
   it('pin the internal IP the factory chose in every internal-IP file', () => {
-    const [, internal] = renderMachineConfigs(agentSources(), optionsFromEnv({ SNO_RELOCATE_INTERNAL_IP: '10.99.0.5/30' }));
-    expect(internal!.spec.config.storage!.files.map((f) => f.path)).toEqual(nodeIpFiles('10.99.0.5/30').map((f) => f.path));
+    const [, internal] = renderMachineConfigs(
+      agentSources(),
+      optionsFromEnv({ SNO_RELOCATE_INTERNAL_IP: '10.99.0.5/30' }),
+    );
+    expect(internal!.spec.config.storage!.files.map((f) => f.path)).toEqual(
+      nodeIpFiles('10.99.0.5/30').map((f) => f.path),
+    );
     expect(yaml.dump(internal)).not.toContain('192.168.127.10');
   });
 
   it.each([
     [{ SNO_RELOCATE_INTERNAL_IP: '192.168.127.10' }, 'SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length'],
-    [{ SNO_RELOCATE_INTERNAL_IP: '192.168.300.10/24' }, 'SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length'],
-    [{ SNO_RELOCATE_IMAGE: 'registry.example.com/agent:1\nSNO_RELOCATE_IMAGE=evil' }, 'SNO_RELOCATE_IMAGE: not a container image reference'],
+    [
+      { SNO_RELOCATE_INTERNAL_IP: '192.168.300.10/24' },
+      'SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length',
+    ],
+    [
+      { SNO_RELOCATE_IMAGE: 'registry.example.com/agent:1\nSNO_RELOCATE_IMAGE=evil' },
+      'SNO_RELOCATE_IMAGE: not a container image reference',
+    ],
     [{ SNO_RELOCATE_TRUST_DIR: '/nonexistent/trust' }, 'SNO_RELOCATE_TRUST_DIR: cannot read /nonexistent/trust'],
   ])('refuse %j, naming the setting', (env, message) => {
     expect(() => optionsFromEnv(env)).toThrow(message);
@@ -131,9 +159,13 @@ describe('render settings', () => {
   it('refuse a trust folder whose key the agent would not accept', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'trust-'));
     try {
-      expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir })).toThrow(`SNO_RELOCATE_TRUST_DIR: no *.pub key in ${dir}`);
+      expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir })).toThrow(
+        `SNO_RELOCATE_TRUST_DIR: no *.pub key in ${dir}`,
+      );
       writeFileSync(path.join(dir, 'broken.pub'), 'ssh-ed25519 AAAA factory\n');
-      expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir })).toThrow(`SNO_RELOCATE_TRUST_DIR: ${path.join(dir, 'broken.pub')} is not a PEM public key`);
+      expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: dir })).toThrow(
+        `SNO_RELOCATE_TRUST_DIR: ${path.join(dir, 'broken.pub')} is not a PEM public key`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -147,7 +179,12 @@ describe('render settings', () => {
         env: { ...process.env, SNO_RELOCATE_INTERNAL_IP: 'banana' },
       });
       expect(result.status).toBe(1);
-      expect(result.stderr.trim().split('\n').filter((l) => !l.startsWith('npm warn'))).toEqual([
+      expect(
+        result.stderr
+          .trim()
+          .split('\n')
+          .filter((l) => !l.startsWith('npm warn')),
+      ).toEqual([
         'render-machineconfigs: SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length (CIDR), e.g. 192.168.127.10/24: "banana"',
       ]);
       expect(readdirSync(out)).toEqual([]);
@@ -172,7 +209,11 @@ describe('factory MachineConfigs on a real kube-apiserver', () => {
   it('are created as they are and read back whole', async () => {
     for (const mc of configs) {
       await api.create(structuredClone(mc));
-      const back = (await api.read({ apiVersion: mc.apiVersion, kind: mc.kind, metadata: { name: mc.metadata.name } })) as unknown as MachineConfig;
+      const back = (await api.read({
+        apiVersion: mc.apiVersion,
+        kind: mc.kind,
+        metadata: { name: mc.metadata.name },
+      })) as unknown as MachineConfig;
       expect(back.metadata.labels).toEqual(mc.metadata.labels);
       expect(back.spec).toEqual(mc.spec);
     }

@@ -51,7 +51,11 @@ function unitRoot(layered: boolean): string {
   mkdirSync(path.join(dir, 'etc/systemd/system'), { recursive: true });
   for (const u of UNITS) cpSync(path.join(SYSTEMD, u), path.join(dir, 'etc/systemd/system', u));
   if (layered) cpSync(LAYERED, path.join(dir, 'usr/lib/systemd/system'), { recursive: true });
-  for (const exe of [layered ? 'usr/bin/sno-relocate' : 'usr/local/bin/sno-relocate', 'usr/local/libexec/sno-relocate-install', 'usr/bin/systemctl']) {
+  for (const exe of [
+    layered ? 'usr/bin/sno-relocate' : 'usr/local/bin/sno-relocate',
+    'usr/local/libexec/sno-relocate-install',
+    'usr/bin/systemctl',
+  ]) {
     mkdirSync(path.dirname(path.join(dir, exe)), { recursive: true });
     writeFileSync(path.join(dir, exe), '#!/bin/sh\n');
     chmodSync(path.join(dir, exe), 0o755);
@@ -76,7 +80,11 @@ afterAll(() => {
 
 describe('systemd units', () => {
   it('has the agent, watcher and installer units', () => {
-    expect(UNITS.sort()).toEqual(['sno-relocate-install.service', 'sno-relocate-watch.service', 'sno-relocate.service']);
+    expect(UNITS.sort()).toEqual([
+      'sno-relocate-install.service',
+      'sno-relocate-watch.service',
+      'sno-relocate.service',
+    ]);
   });
 
   it.each(UNITS)('systemd-analyze verify finds nothing to say about %s', (name) => {
@@ -105,7 +113,11 @@ describe('systemd units', () => {
 
     it('comes after NetworkManager and D-Bus, and never waits for network-online', () => {
       expect(agent.Unit!.After).toEqual(expect.arrayContaining(['NetworkManager.service', 'dbus.service']));
-      expect([...(agent.Unit!.After ?? []), ...(agent.Unit!.Wants ?? []), ...(agent.Unit!.Requires ?? [])]).not.toContain('network-online.target');
+      expect([
+        ...(agent.Unit!.After ?? []),
+        ...(agent.Unit!.Wants ?? []),
+        ...(agent.Unit!.Requires ?? []),
+      ]).not.toContain('network-online.target');
     });
 
     it('does not hold up boot: no default dependencies, so multi-user.target is not ordered after it', () => {
@@ -115,7 +127,10 @@ describe('systemd units', () => {
 
     it('is bound to no stick: pulling it out stops neither the agent nor kubelet', () => {
       for (const key of ['Requires', 'BindsTo', 'PartOf', 'Requisite']) {
-        expect((agent.Unit![key] ?? []).filter((u) => /\.(mount|device)$/.test(u)), key).toEqual([]);
+        expect(
+          (agent.Unit![key] ?? []).filter((u) => /\.(mount|device)$/.test(u)),
+          key,
+        ).toEqual([]);
       }
     });
 
@@ -135,7 +150,15 @@ describe('systemd units', () => {
 
     it('is sandboxed, keeping only the capabilities its steps use', () => {
       expect(agent.Service!.CapabilityBoundingSet!.sort()).toEqual(
-        ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_NET_ADMIN', 'CAP_NET_RAW', 'CAP_SYS_ADMIN'].sort(),
+        [
+          'CAP_CHOWN',
+          'CAP_DAC_OVERRIDE',
+          'CAP_DAC_READ_SEARCH',
+          'CAP_FOWNER',
+          'CAP_NET_ADMIN',
+          'CAP_NET_RAW',
+          'CAP_SYS_ADMIN',
+        ].sort(),
       );
       expect(agent.Service!.NoNewPrivileges).toEqual(['yes']);
       expect(agent.Service!.ProtectSystem).toEqual(['true']);
@@ -143,7 +166,8 @@ describe('systemd units', () => {
 
     it('says why for every sandbox setting it leaves off', () => {
       const text = readFileSync(path.join(SYSTEMD, 'sno-relocate.service'), 'utf8');
-      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelModules', 'ProtectHostname']) expect(text).toMatch(new RegExp(`# No ${off}: \\S`));
+      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelModules', 'ProtectHostname'])
+        expect(text).toMatch(new RegExp(`# No ${off}: \\S`));
       expect(text).toMatch(/# ssh-keys writes \/home\/core\/\.ssh[^\n]*\nProtectHome=no/);
     });
   });
@@ -165,8 +189,16 @@ describe('systemd units', () => {
 
   it('installs the binary only where it is missing, and starts the agent afterwards', () => {
     const install = unit('sno-relocate-install.service');
-    expect(install.Unit!.ConditionPathExists).toEqual(['!/usr/local/bin/sno-relocate', '/etc/sno-relocate/install.env']);
-    expect(install.Service!.ExecStartPost).toEqual(['/usr/bin/systemctl', '--no-block', 'start', 'sno-relocate.service']);
+    expect(install.Unit!.ConditionPathExists).toEqual([
+      '!/usr/local/bin/sno-relocate',
+      '/etc/sno-relocate/install.env',
+    ]);
+    expect(install.Service!.ExecStartPost).toEqual([
+      '/usr/bin/systemctl',
+      '--no-block',
+      'start',
+      'sno-relocate.service',
+    ]);
     expect(unit('sno-relocate.service').Unit!.After).not.toContain('sno-relocate-install.service');
   });
 
@@ -182,12 +214,15 @@ describe('systemd units', () => {
 describe('layered OS image (machineconfigs/Containerfile)', () => {
   const dropIn = (name: string) => parseUnit(readFileSync(path.join(LAYERED, `${name}.d`, '10-layered.conf'), 'utf8'));
 
-  it.each(['sno-relocate.service', 'sno-relocate-watch.service'])('runs %s from /usr/bin with the same arguments', (name) => {
-    const [exe, ...args] = unit(name).Service!.ExecStart!;
-    expect(exe).toBe('/usr/local/bin/sno-relocate');
-    // an empty ExecStart= clears the unit's own before the drop-in sets its one
-    expect(dropIn(name).Service!.ExecStart).toEqual(['/usr/bin/sno-relocate', ...args]);
-  });
+  it.each(['sno-relocate.service', 'sno-relocate-watch.service'])(
+    'runs %s from /usr/bin with the same arguments',
+    (name) => {
+      const [exe, ...args] = unit(name).Service!.ExecStart!;
+      expect(exe).toBe('/usr/local/bin/sno-relocate');
+      // an empty ExecStart= clears the unit's own before the drop-in sets its one
+      expect(dropIn(name).Service!.ExecStart).toEqual(['/usr/bin/sno-relocate', ...args]);
+    },
+  );
 
   it('starts the agent only where the image has the binary, and the installer never fetches it', () => {
     expect(dropIn('sno-relocate.service').Unit!.ConditionPathExists).toEqual(['/usr/bin/sno-relocate']);
@@ -198,8 +233,12 @@ describe('layered OS image (machineconfigs/Containerfile)', () => {
     const containerfile = readFileSync(path.join(REPO, 'machineconfigs/Containerfile'), 'utf8');
     expect(containerfile).toMatch(/^FROM configs AS final$/m);
     expect(containerfile).toContain('COPY --from=agent /usr/local/bin/sno-relocate /usr/bin/sno-relocate');
-    expect(containerfile).toContain('COPY --from=agent /usr/share/sno-relocate/systemd/layered/ /usr/lib/systemd/system/');
-    expect(containerfile).toMatch(/systemctl enable sno-relocate\.service sno-relocate-watch\.service && \\\n\s*ostree container commit\n$/);
+    expect(containerfile).toContain(
+      'COPY --from=agent /usr/share/sno-relocate/systemd/layered/ /usr/lib/systemd/system/',
+    );
+    expect(containerfile).toMatch(
+      /systemctl enable sno-relocate\.service sno-relocate-watch\.service && \\\n\s*ostree container commit\n$/,
+    );
   });
 });
 
@@ -210,7 +249,12 @@ describe('udev rule', () => {
 
   it('wants the agent when a block device labelled cluster-config or relocation-config is added', () => {
     expect(rule).toHaveLength(1);
-    const keys = Object.fromEntries(rule[0]!.split(/,\s*/).map((p) => /^(.+?)(==|\+=|=)"(.*)"$/.exec(p)!.slice(1)).map(([k, op, v]) => [k, [op, v]]));
+    const keys = Object.fromEntries(
+      rule[0]!
+        .split(/,\s*/)
+        .map((p) => /^(.+?)(==|\+=|=)"(.*)"$/.exec(p)!.slice(1))
+        .map(([k, op, v]) => [k, [op, v]]),
+    );
     expect(keys).toEqual({
       ACTION: ['==', 'add'],
       SUBSYSTEM: ['==', 'block'],

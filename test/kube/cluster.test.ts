@@ -9,7 +9,15 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiException, CertificatesV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, VersionApi, type V1CertificateSigningRequest } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CertificatesV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  VersionApi,
+  type V1CertificateSigningRequest,
+} from '@kubernetes/client-node';
 import forge from 'node-forge';
 import { missingBinaries, startCluster, type TestCluster } from './cluster.js';
 import { applyCrds, listCrds, selectCrds } from './install.js';
@@ -86,7 +94,9 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     const ns = await kc.makeApiClient(CoreV1Api).listNamespace();
     expect(ns.items.map((n) => n.metadata?.name)).toContain('default');
     // the certificate the kubeconfig trusts names the address served
-    const leaf = execFileSync('openssl', ['x509', '-noout', '-checkip', '127.0.0.1', '-in', c().caPath], { encoding: 'utf8' });
+    const leaf = execFileSync('openssl', ['x509', '-noout', '-checkip', '127.0.0.1', '-in', c().caPath], {
+      encoding: 'utf8',
+    });
     expect(leaf).toMatch(/does match certificate/);
     // an extra user is authenticated but not privileged: RBAC applies
     const viewer = new KubeConfig();
@@ -102,10 +112,26 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     const first = await applyCrds(c().kubeconfigPath, { except: ['mirrorSets', 'olm'] });
     expect(first.length).toBe(listCrds().length - 7);
     expect(await status(custom.listClusterCustomObject(idms))).toBe(404);
-    expect(await status(custom.listCustomObjectForAllNamespaces({ group: 'operators.coreos.com', version: 'v1alpha1', plural: 'subscriptions' }))).toBe(404);
+    expect(
+      await status(
+        custom.listCustomObjectForAllNamespaces({
+          group: 'operators.coreos.com',
+          version: 'v1alpha1',
+          plural: 'subscriptions',
+        }),
+      ),
+    ).toBe(404);
 
     const rest = await applyCrds(c().kubeconfigPath, { only: ['mirrorSets', 'olm'] });
-    expect(rest.map((r) => r.kind).sort()).toEqual(['CatalogSource', 'ClusterServiceVersion', 'ImageDigestMirrorSet', 'ImageTagMirrorSet', 'InstallPlan', 'OperatorGroup', 'Subscription']);
+    expect(rest.map((r) => r.kind).sort()).toEqual([
+      'CatalogSource',
+      'ClusterServiceVersion',
+      'ImageDigestMirrorSet',
+      'ImageTagMirrorSet',
+      'InstallPlan',
+      'OperatorGroup',
+      'Subscription',
+    ]);
     expect(await status(custom.listClusterCustomObject(idms))).toBe(200);
     // applying again replaces in place
     await applyCrds(c().kubeconfigPath, { only: ['routes'] });
@@ -114,29 +140,77 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
 
   it('validates and prunes custom resources as a real server does', async () => {
     const custom = c().kubeConfig().makeApiClient(CustomObjectsApi);
-    const route = (name: string, spec: object) => ({ apiVersion: 'route.openshift.io/v1', kind: 'Route', metadata: { name, namespace: 'default' }, spec });
+    const route = (name: string, spec: object) => ({
+      apiVersion: 'route.openshift.io/v1',
+      kind: 'Route',
+      metadata: { name, namespace: 'default' },
+      spec,
+    });
     const gvr = { group: 'route.openshift.io', version: 'v1', plural: 'routes', namespace: 'default' };
     // zero values ("", 0, false) are valid (the build fixes the Go >= 1.16 validator regression)
-    await custom.createNamespacedCustomObject({ ...gvr, body: route('zero', { host: 'zero.example.com', path: '/', to: { kind: 'Service', name: 's', weight: 0 }, tls: { termination: 'edge', insecureEdgeTerminationPolicy: '' }, wildcardPolicy: '' }) });
+    await custom.createNamespacedCustomObject({
+      ...gvr,
+      body: route('zero', {
+        host: 'zero.example.com',
+        path: '/',
+        to: { kind: 'Service', name: 's', weight: 0 },
+        tls: { termination: 'edge', insecureEdgeTerminationPolicy: '' },
+        wildcardPolicy: '',
+      }),
+    });
     // defaults are applied, unknown fields pruned
     const made = await custom.getNamespacedCustomObject({ ...gvr, name: 'zero' });
     expect(made.spec.to.weight).toBe(0);
-    await custom.createNamespacedCustomObject({ ...gvr, body: route('pruned', { host: 'p.example.com', to: { name: 's' }, bogus: 1 }) });
+    await custom.createNamespacedCustomObject({
+      ...gvr,
+      body: route('pruned', { host: 'p.example.com', to: { name: 's' }, bogus: 1 }),
+    });
     const pruned = await custom.getNamespacedCustomObject({ ...gvr, name: 'pruned' });
     expect(pruned.spec.bogus).toBeUndefined();
     expect(pruned.spec.to).toEqual({ kind: 'Service', name: 's', weight: 100 });
     expect(pruned.spec.wildcardPolicy).toBe('None');
     // invalid objects are refused with 422
-    expect(await status(custom.createNamespacedCustomObject({ ...gvr, body: route('bad-host', { host: 'Not A Host!', to: { kind: 'Service', name: 's' } }) }))).toBe(422);
-    expect(await status(custom.createNamespacedCustomObject({ ...gvr, body: route('no-to', { host: 'x.example.com' }) }))).toBe(422);
+    expect(
+      await status(
+        custom.createNamespacedCustomObject({
+          ...gvr,
+          body: route('bad-host', { host: 'Not A Host!', to: { kind: 'Service', name: 's' } }),
+        }),
+      ),
+    ).toBe(422);
+    expect(
+      await status(custom.createNamespacedCustomObject({ ...gvr, body: route('no-to', { host: 'x.example.com' }) })),
+    ).toBe(422);
     const mcGvr = { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigs' };
-    const ignition = { ignition: { version: '3.2.0' }, storage: { files: [{ path: '/etc/x', mode: 420, contents: { source: 'data:,x' } }] } };
-    await custom.createClusterCustomObject({ ...mcGvr, body: { apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfig', metadata: { name: '99-test' }, spec: { config: ignition } } });
+    const ignition = {
+      ignition: { version: '3.2.0' },
+      storage: { files: [{ path: '/etc/x', mode: 420, contents: { source: 'data:,x' } }] },
+    };
+    await custom.createClusterCustomObject({
+      ...mcGvr,
+      body: {
+        apiVersion: 'machineconfiguration.openshift.io/v1',
+        kind: 'MachineConfig',
+        metadata: { name: '99-test' },
+        spec: { config: ignition },
+      },
+    });
     const mc = await custom.getClusterCustomObject({ ...mcGvr, name: '99-test' });
     expect(mc.spec.config).toEqual(ignition);
     // status is a subresource: writes to the main resource leave it alone
-    await custom.patchNamespacedCustomObjectStatus({ ...gvr, name: 'pruned', body: [{ op: 'add', path: '/status', value: { ingress: [{ host: 'p.example.com', routerName: 'default' }] } }] });
-    await custom.patchNamespacedCustomObject({ ...gvr, name: 'pruned', body: [{ op: 'replace', path: '/status', value: { ingress: [] } }, { op: 'replace', path: '/spec/host', value: 'q.example.com' }] });
+    await custom.patchNamespacedCustomObjectStatus({
+      ...gvr,
+      name: 'pruned',
+      body: [{ op: 'add', path: '/status', value: { ingress: [{ host: 'p.example.com', routerName: 'default' }] } }],
+    });
+    await custom.patchNamespacedCustomObject({
+      ...gvr,
+      name: 'pruned',
+      body: [
+        { op: 'replace', path: '/status', value: { ingress: [] } },
+        { op: 'replace', path: '/spec/host', value: 'q.example.com' },
+      ],
+    });
     const after = await custom.getNamespacedCustomObject({ ...gvr, name: 'pruned' });
     expect(after.spec.host).toBe('q.example.com');
     expect(after.status.ingress[0].host).toBe('p.example.com');
@@ -151,20 +225,55 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     const custom = kc.makeApiClient(CustomObjectsApi);
     const core = kc.makeApiClient(CoreV1Api);
 
-    const ingress = await custom.getClusterCustomObject({ group: 'config.openshift.io', version: 'v1', plural: 'ingresses', name: 'cluster' });
+    const ingress = await custom.getClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'ingresses',
+      name: 'cluster',
+    });
     expect(ingress.spec.domain).toBe(FACTORY_APPS_DOMAIN);
-    expect(ingress.status.componentRoutes.map((r: { name: string }) => r.name)).toEqual(['console', 'downloads', 'oauth-openshift']);
-    const apiserver = await custom.getClusterCustomObject({ group: 'config.openshift.io', version: 'v1', plural: 'apiservers', name: 'cluster' });
-    expect(apiserver.spec.servingCerts.namedCertificates).toEqual([{ names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } }]);
-    const cv = await custom.getClusterCustomObject({ group: 'config.openshift.io', version: 'v1', plural: 'clusterversions', name: 'version' });
+    expect(ingress.status.componentRoutes.map((r: { name: string }) => r.name)).toEqual([
+      'console',
+      'downloads',
+      'oauth-openshift',
+    ]);
+    const apiserver = await custom.getClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'apiservers',
+      name: 'cluster',
+    });
+    expect(apiserver.spec.servingCerts.namedCertificates).toEqual([
+      { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
+    ]);
+    const cv = await custom.getClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'clusterversions',
+      name: 'version',
+    });
     expect(cv.status.desired.version).toBe(FACTORY_OCP_VERSION);
-    const icsp = await custom.listClusterCustomObject({ group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' });
+    const icsp = await custom.listClusterCustomObject({
+      group: 'operator.openshift.io',
+      version: 'v1alpha1',
+      plural: 'imagecontentsourcepolicies',
+    });
     expect(icsp.items).toHaveLength(1);
 
-    const all = await custom.listCustomObjectForAllNamespaces({ group: 'route.openshift.io', version: 'v1', plural: 'routes' });
+    const all = await custom.listCustomObjectForAllNamespaces({
+      group: 'route.openshift.io',
+      version: 'v1',
+      plural: 'routes',
+    });
     expect(all.items).toHaveLength(factory.routes.length);
     expect(factory.routes.length).toBe(14 + 50);
-    const console_ = await custom.getNamespacedCustomObject({ group: 'route.openshift.io', version: 'v1', plural: 'routes', namespace: 'openshift-console', name: 'console' });
+    const console_ = await custom.getNamespacedCustomObject({
+      group: 'route.openshift.io',
+      version: 'v1',
+      plural: 'routes',
+      namespace: 'openshift-console',
+      name: 'console',
+    });
     expect(console_.spec.host).toBe(`console-openshift-console.${FACTORY_APPS_DOMAIN}`);
     expect(console_.status.ingress[0].host).toBe(console_.spec.host);
     expect(factory.customHostRoutes.map((r) => r.host).sort()).toEqual([...CUSTOM_HOSTS].sort());
@@ -204,20 +313,38 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     expect(serving.spec.username).toBe(`system:node:${FACTORY_NODE_NAME}`);
     expect(serving.spec.groups).toContain('system:nodes');
     const servingReq = parse(serving);
-    const ext = servingReq.getAttribute({ name: 'extensionRequest' }) as unknown as { extensions: { name: string; altNames: { type: number; value?: string; ip?: string }[] }[] };
+    const ext = servingReq.getAttribute({ name: 'extensionRequest' }) as unknown as {
+      extensions: { name: string; altNames: { type: number; value?: string; ip?: string }[] }[];
+    };
     const san = ext.extensions.find((e) => e.name === 'subjectAltName')!;
     expect(san.altNames.filter((a) => a.type === 2).map((a) => a.value)).toEqual([FACTORY_NODE_NAME]);
     expect(san.altNames.filter((a) => a.type === 7).map((a) => a.ip)).toEqual([FACTORY_NODE_IP]);
     // openssl reads the request too
     const pem = Buffer.from(serving.spec.request, 'base64').toString();
-    expect(execFileSync('openssl', ['req', '-noout', '-verify', '-subject'], { input: pem, encoding: 'utf8', stdio: 'pipe' })).toContain(`system:node:${FACTORY_NODE_NAME}`);
+    expect(
+      execFileSync('openssl', ['req', '-noout', '-verify', '-subject'], {
+        input: pem,
+        encoding: 'utf8',
+        stdio: 'pipe',
+      }),
+    ).toContain(`system:node:${FACTORY_NODE_NAME}`);
 
     const other = get(factory.csrs.otherNodeClient);
     expect(parse(other).subject.getField('CN').value).toBe(`system:node:${OTHER_NODE_NAME}`);
 
     // approval works as the agent will do it (no signer runs here: the certificate stays empty)
     const approved = structuredClone(serving);
-    approved.status = { conditions: [{ type: 'Approved', status: 'True', reason: 'TestApprove', message: 'approved by test', lastUpdateTime: new Date() }] };
+    approved.status = {
+      conditions: [
+        {
+          type: 'Approved',
+          status: 'True',
+          reason: 'TestApprove',
+          message: 'approved by test',
+          lastUpdateTime: new Date(),
+        },
+      ],
+    };
     await certs.replaceCertificateSigningRequestApproval({ name: serving.metadata!.name!, body: approved });
     const now = await certs.readCertificateSigningRequest({ name: serving.metadata!.name! });
     expect(now.status?.conditions?.[0]?.type).toBe('Approved');
@@ -231,9 +358,18 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     expect(after.etcd).toBe(before.etcd);
     expect(alive(before.apiServer)).toBe(false);
     const custom = c().kubeConfig().makeApiClient(CustomObjectsApi);
-    const ingress = await custom.getClusterCustomObject({ group: 'config.openshift.io', version: 'v1', plural: 'ingresses', name: 'cluster' });
+    const ingress = await custom.getClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'ingresses',
+      name: 'cluster',
+    });
     expect(ingress.spec.domain).toBe(FACTORY_APPS_DOMAIN);
-    const routes = await custom.listCustomObjectForAllNamespaces({ group: 'route.openshift.io', version: 'v1', plural: 'routes' });
+    const routes = await custom.listCustomObjectForAllNamespaces({
+      group: 'route.openshift.io',
+      version: 'v1',
+      plural: 'routes',
+    });
     expect(routes.items).toHaveLength(factory.routes.length);
   });
 

@@ -37,7 +37,10 @@ export function cacheDir(): string {
 
 /** The kube-apiserver binary to use (it may not exist: see {@link missingBinaries}). */
 export function kubeApiServerPath(): string {
-  return process.env.SNO_RELOCATE_KUBE_APISERVER || path.join(cacheDir(), `kube-apiserver-v${KUBE_VERSION}`, 'kube-apiserver');
+  return (
+    process.env.SNO_RELOCATE_KUBE_APISERVER ||
+    path.join(cacheDir(), `kube-apiserver-v${KUBE_VERSION}`, 'kube-apiserver')
+  );
 }
 
 /** The etcd binary to use: `$SNO_RELOCATE_ETCD`, else the first `etcd` on PATH, else /usr/bin/etcd. */
@@ -54,16 +57,21 @@ export function missingBinaries(): string[] {
   const missing: string[] = [];
   const apiserver = kubeApiServerPath();
   if (!existsSync(apiserver)) {
-    missing.push(`kube-apiserver not found at ${apiserver}: run scripts/ensure-kube-apiserver.sh (builds it once, ~5-9 min)`);
+    missing.push(
+      `kube-apiserver not found at ${apiserver}: run scripts/ensure-kube-apiserver.sh (builds it once, ~5-9 min)`,
+    );
   } else if (!process.env.SNO_RELOCATE_KUBE_APISERVER) {
     const stamp = path.join(path.dirname(apiserver), 'kube-apiserver.recipe');
     const recipe = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : 'none';
     if (recipe !== KUBE_APISERVER_RECIPE) {
-      missing.push(`kube-apiserver at ${apiserver} was built by an older recipe (${recipe}, want ${KUBE_APISERVER_RECIPE}): run scripts/ensure-kube-apiserver.sh to rebuild it`);
+      missing.push(
+        `kube-apiserver at ${apiserver} was built by an older recipe (${recipe}, want ${KUBE_APISERVER_RECIPE}): run scripts/ensure-kube-apiserver.sh to rebuild it`,
+      );
     }
   }
   const etcd = etcdPath();
-  if (!existsSync(etcd)) missing.push(`etcd not found (${etcd}): run scripts/ensure-kube-apiserver.sh (installs etcd-server)`);
+  if (!existsSync(etcd))
+    missing.push(`etcd not found (${etcd}): run scripts/ensure-kube-apiserver.sh (installs etcd-server)`);
   return missing;
 }
 
@@ -199,13 +207,21 @@ function probeHttp(url: string, opts: { token?: string; ca?: string } = {}): Pro
  * Polls until `ready` says yes, the process exits, or the time is up. Polls every 100 ms at first,
  * backing off to 500 ms; never sleeps a fixed time.
  */
-async function waitReady(what: string, child: ChildProcess, logFile: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<void> {
+async function waitReady(
+  what: string,
+  child: ChildProcess,
+  logFile: string,
+  timeoutMs: number,
+  ready: () => Promise<boolean>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let delay = 100;
   let last = '';
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) before it was ready; last lines of ${logFile}:\n${tail(logFile)}`);
+      throw new Error(
+        `${what} exited (${child.exitCode ?? child.signalCode}) before it was ready; last lines of ${logFile}:\n${tail(logFile)}`,
+      );
     }
     try {
       if (await ready()) return;
@@ -224,7 +240,9 @@ function startProcess(bin: string, args: string[], logFile: string): ChildProces
   const fd = openSync(logFile, 'a');
   try {
     // etcd reads ETCD_* variables as flags: keep the caller's out of it.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ETCD_') || k === 'ETCD_UNSUPPORTED_ARCH'));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('ETCD_') || k === 'ETCD_UNSUPPORTED_ARCH'),
+    );
     const child = spawn(bin, args, { stdio: ['ignore', fd, fd], env });
     live.add(child);
     child.once('exit', () => live.delete(child));
@@ -236,7 +254,11 @@ function startProcess(bin: string, args: string[], logFile: string): ChildProces
 }
 
 /** Sends `signal`, then SIGKILL after `graceMs`, and resolves when the process has exited. */
-async function killAndWait(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
+async function killAndWait(
+  child: ChildProcess | undefined,
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 10_000,
+): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill(signal);
@@ -253,7 +275,12 @@ function kubeconfigYaml(server: string, caPem: string, user: string, token: stri
   return yaml.dump({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'sno-relocate-test', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
+    clusters: [
+      {
+        name: 'sno-relocate-test',
+        cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+      },
+    ],
     users: [{ name: user, user: { token } }],
     contexts: [{ name: 'sno-relocate-test', context: { cluster: 'sno-relocate-test', user } }],
     'current-context': 'sno-relocate-test',
@@ -363,7 +390,8 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
   ];
 
   const startApiServer = async (): Promise<void> => {
-    if (apiServer && apiServer.exitCode === null && apiServer.signalCode === null) throw new Error('kube-apiserver is already running');
+    if (apiServer && apiServer.exitCode === null && apiServer.signalCode === null)
+      throw new Error('kube-apiserver is already running');
     apiServer = startProcess(apiServerBin, apiArgs(), apiLog);
     await waitReady('kube-apiserver', apiServer, apiLog, readyTimeoutMs, async () => {
       const r = await probeHttp(`${server}/readyz`, { token });

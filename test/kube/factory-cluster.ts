@@ -118,7 +118,9 @@ let cachedKey: { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.
 function testKey(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } {
   if (!cachedKey) {
     const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const priv = forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs1', format: 'pem' }).toString()) as forge.pki.rsa.PrivateKey;
+    const priv = forge.pki.privateKeyFromPem(
+      privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+    ) as forge.pki.rsa.PrivateKey;
     cachedKey = { privateKey: priv, publicKey: forge.pki.setRsaPublicKey(priv.n, priv.e) };
   }
   return cachedKey;
@@ -186,7 +188,11 @@ function isCode(e: unknown, code: number): boolean {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight. */
-export async function inPool<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function inPool<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < items.length) {
@@ -201,7 +207,13 @@ export async function inPool<T>(items: readonly T[], limit: number, fn: (item: T
  * A request as another identity (Impersonate-User / Impersonate-Group), e.g. to create a CSR as the
  * kubelet would, so the API server records that requester in spec.username and spec.groups.
  */
-export async function requestAs<T>(kc: KubeConfig, as: { user: string; groups?: string[] }, method: string, path: string, body?: unknown): Promise<T> {
+export async function requestAs<T>(
+  kc: KubeConfig,
+  as: { user: string; groups?: string[] },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('kubeconfig has no current cluster');
   const url = new URL(path, cluster.server);
@@ -251,12 +263,22 @@ export async function createCsr(kc: KubeConfig, spec: CsrSpec): Promise<string> 
       usages: spec.usages,
     },
   };
-  const made = await requestAs<V1CertificateSigningRequest>(kc, spec.as, 'POST', '/apis/certificates.k8s.io/v1/certificatesigningrequests', body);
+  const made = await requestAs<V1CertificateSigningRequest>(
+    kc,
+    spec.as,
+    'POST',
+    '/apis/certificates.k8s.io/v1/certificatesigningrequests',
+    body,
+  );
   return made.metadata!.name!;
 }
 
 /** The CSRs a kubelet sends for `nodeName`: a client one (via the bootstrapper) and a serving one (as the node). */
-export function kubeletCsrSpecs(nodeName: string, nodeIP: string, suffix: string): { client: CsrSpec; serving: CsrSpec } {
+export function kubeletCsrSpecs(
+  nodeName: string,
+  nodeIP: string,
+  suffix: string,
+): { client: CsrSpec; serving: CsrSpec } {
   return {
     client: {
       name: `csr-client-${nodeName}-${suffix}`,
@@ -269,13 +291,23 @@ export function kubeletCsrSpecs(nodeName: string, nodeIP: string, suffix: string
       name: `csr-serving-${nodeName}-${suffix}`,
       signerName: KUBELET_SERVING_SIGNER,
       usages: KUBELET_SERVING_USAGES,
-      request: { commonName: `system:node:${nodeName}`, organization: ['system:nodes'], dnsNames: [nodeName], ipAddresses: [nodeIP] },
+      request: {
+        commonName: `system:node:${nodeName}`,
+        organization: ['system:nodes'],
+        dnsNames: [nodeName],
+        ipAddresses: [nodeIP],
+      },
       as: { user: `system:node:${nodeName}`, groups: ['system:nodes', 'system:authenticated'] },
     },
   };
 }
 
-function route(namespace: string, name: string, host: string, opts: { service?: string; tls?: Record<string, string>; path?: string; port?: string | number } = {}): object {
+function route(
+  namespace: string,
+  name: string,
+  host: string,
+  opts: { service?: string; tls?: Record<string, string>; path?: string; port?: string | number } = {},
+): object {
   return {
     apiVersion: 'route.openshift.io/v1',
     kind: 'Route',
@@ -299,7 +331,9 @@ function routeStatus(host: string): object {
         routerName: 'default',
         routerCanonicalHostname: `router-default.${FACTORY_APPS_DOMAIN}`,
         wildcardPolicy: 'None',
-        conditions: [{ type: 'Admitted', status: 'True', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }],
+        conditions: [
+          { type: 'Admitted', status: 'True', lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
+        ],
       },
     ],
   };
@@ -311,29 +345,79 @@ function condition(type: string, status: string, reason = 'AsExpected', message 
 
 /** The platform routes of a 4.16 single-node cluster, with the hosts OpenShift gives them. */
 function platformRoutes(domain: string): { ns: string; name: string; host: string; obj: object }[] {
-  const r = (ns: string, name: string, host: string, opts: Parameters<typeof route>[3]) => ({ ns, name, host, obj: route(ns, name, host, opts) });
+  const r = (ns: string, name: string, host: string, opts: Parameters<typeof route>[3]) => ({
+    ns,
+    name,
+    host,
+    obj: route(ns, name, host, opts),
+  });
   return [
-    r('openshift-console', 'console', `console-openshift-console.${domain}`, { port: 'https', tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-console', 'downloads', `downloads-openshift-console.${domain}`, { port: 'http', tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-authentication', 'oauth-openshift', `oauth-openshift.${domain}`, { port: 6443, tls: { termination: 'passthrough', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-ingress-canary', 'canary', `canary-openshift-ingress-canary.${domain}`, { service: 'ingress-canary', port: '8080-tcp', tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-monitoring', 'prometheus-k8s', `prometheus-k8s-openshift-monitoring.${domain}`, { port: 'web', path: '/api', tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-monitoring', 'prometheus-k8s-federate', `prometheus-k8s-federate-openshift-monitoring.${domain}`, { service: 'prometheus-k8s', port: 'web', path: '/federate', tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-monitoring', 'alertmanager-main', `alertmanager-main-openshift-monitoring.${domain}`, { port: 'web', path: '/api', tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-monitoring', 'thanos-querier', `thanos-querier-openshift-monitoring.${domain}`, { port: 'web', path: '/api', tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' } }),
-    r('openshift-monitoring', 'grafana', `grafana-openshift-monitoring.${domain}`, { port: 'https', tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' } }),
+    r('openshift-console', 'console', `console-openshift-console.${domain}`, {
+      port: 'https',
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-console', 'downloads', `downloads-openshift-console.${domain}`, {
+      port: 'http',
+      tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-authentication', 'oauth-openshift', `oauth-openshift.${domain}`, {
+      port: 6443,
+      tls: { termination: 'passthrough', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-ingress-canary', 'canary', `canary-openshift-ingress-canary.${domain}`, {
+      service: 'ingress-canary',
+      port: '8080-tcp',
+      tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-monitoring', 'prometheus-k8s', `prometheus-k8s-openshift-monitoring.${domain}`, {
+      port: 'web',
+      path: '/api',
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-monitoring', 'prometheus-k8s-federate', `prometheus-k8s-federate-openshift-monitoring.${domain}`, {
+      service: 'prometheus-k8s',
+      port: 'web',
+      path: '/federate',
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-monitoring', 'alertmanager-main', `alertmanager-main-openshift-monitoring.${domain}`, {
+      port: 'web',
+      path: '/api',
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-monitoring', 'thanos-querier', `thanos-querier-openshift-monitoring.${domain}`, {
+      port: 'web',
+      path: '/api',
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
+    r('openshift-monitoring', 'grafana', `grafana-openshift-monitoring.${domain}`, {
+      port: 'https',
+      tls: { termination: 'reencrypt', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
   ];
 }
 
 /** The store's own applications: routes under the apps domain and routes with custom hosts. */
 function userRoutes(domain: string): { ns: string; name: string; host: string; obj: object }[] {
-  const r = (name: string, host: string, opts: Parameters<typeof route>[3]) => ({ ns: 'shop-app', name, host, obj: route('shop-app', name, host, opts) });
+  const r = (name: string, host: string, opts: Parameters<typeof route>[3]) => ({
+    ns: 'shop-app',
+    name,
+    host,
+    obj: route('shop-app', name, host, opts),
+  });
   return [
-    r('storefront', `storefront-shop-app.${domain}`, { port: 8080, tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' } }),
+    r('storefront', `storefront-shop-app.${domain}`, {
+      port: 8080,
+      tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
     r('storefront-api', `storefront-shop-app.${domain}`, { service: 'api', port: 'http', path: '/api' }),
     r('inventory', `inventory-shop-app.${domain}`, { port: 'http' }),
     r('shop', CUSTOM_HOSTS[0]!, { service: 'storefront', port: 8080, tls: { termination: 'edge' } }),
-    r('shop-www', CUSTOM_HOSTS[1]!, { service: 'storefront', port: 8080, tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' } }),
+    r('shop-www', CUSTOM_HOSTS[1]!, {
+      service: 'storefront',
+      port: 8080,
+      tls: { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' },
+    }),
   ];
 }
 
@@ -355,7 +439,11 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
   const skipped: string[] = [];
 
   /** Creates a custom object (and its status when given); records it as skipped when its CRD is not served. */
-  const createCustom = async (gvr: Gvr, obj: { metadata: { name: string; namespace?: string } } & Record<string, unknown>, status?: object): Promise<boolean> => {
+  const createCustom = async (
+    gvr: Gvr,
+    obj: { metadata: { name: string; namespace?: string } } & Record<string, unknown>,
+    status?: object,
+  ): Promise<boolean> => {
     const { name, namespace } = obj.metadata;
     try {
       if (namespace) await custom.createNamespacedCustomObject({ ...gvr, namespace, body: obj });
@@ -365,7 +453,9 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
         skipped.push(`${gvr.plural}.${gvr.group}/${namespace ? `${namespace}/` : ''}${name}`);
         return false;
       }
-      throw new Error(`creating ${gvr.plural}/${name}: ${e instanceof ApiException ? `HTTP ${e.code} ${JSON.stringify(e.body).slice(0, 400)}` : String(e)}`);
+      throw new Error(
+        `creating ${gvr.plural}/${name}: ${e instanceof ApiException ? `HTTP ${e.code} ${JSON.stringify(e.body).slice(0, 400)}` : String(e)}`,
+      );
     }
     if (status) {
       const body = [{ op: 'add', path: '/status', value: status }];
@@ -400,21 +490,43 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
   });
 
   // Cluster configuration singletons.
-  await createCustom(INGRESS, { apiVersion: 'config.openshift.io/v1', kind: 'Ingress', metadata: { name: 'cluster' }, spec: { domain } }, {
-    defaultPlacement: 'ControlPlane',
-    componentRoutes: [
-      { name: 'console', namespace: 'openshift-console', defaultHostname: `console-openshift-console.${domain}`, currentHostnames: [`console-openshift-console.${domain}`] },
-      { name: 'downloads', namespace: 'openshift-console', defaultHostname: `downloads-openshift-console.${domain}`, currentHostnames: [`downloads-openshift-console.${domain}`] },
-      { name: 'oauth-openshift', namespace: 'openshift-authentication', defaultHostname: `oauth-openshift.${domain}`, currentHostnames: [`oauth-openshift.${domain}`] },
-    ],
-  });
+  await createCustom(
+    INGRESS,
+    { apiVersion: 'config.openshift.io/v1', kind: 'Ingress', metadata: { name: 'cluster' }, spec: { domain } },
+    {
+      defaultPlacement: 'ControlPlane',
+      componentRoutes: [
+        {
+          name: 'console',
+          namespace: 'openshift-console',
+          defaultHostname: `console-openshift-console.${domain}`,
+          currentHostnames: [`console-openshift-console.${domain}`],
+        },
+        {
+          name: 'downloads',
+          namespace: 'openshift-console',
+          defaultHostname: `downloads-openshift-console.${domain}`,
+          currentHostnames: [`downloads-openshift-console.${domain}`],
+        },
+        {
+          name: 'oauth-openshift',
+          namespace: 'openshift-authentication',
+          defaultHostname: `oauth-openshift.${domain}`,
+          currentHostnames: [`oauth-openshift.${domain}`],
+        },
+      ],
+    },
+  );
   const foreign = foreignCertificate();
   await core.createNamespacedSecret({
     namespace: 'openshift-config',
     body: {
       metadata: { name: FOREIGN_CERT_SECRET, namespace: 'openshift-config' },
       type: 'kubernetes.io/tls',
-      data: { 'tls.crt': Buffer.from(foreign.cert).toString('base64'), 'tls.key': Buffer.from(foreign.key).toString('base64') },
+      data: {
+        'tls.crt': Buffer.from(foreign.cert).toString('base64'),
+        'tls.key': Buffer.from(foreign.key).toString('base64'),
+      },
     },
   });
   await createCustom(APISERVER, {
@@ -423,27 +535,68 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
     metadata: { name: 'cluster' },
     spec: {
       audit: { profile: 'Default' },
-      servingCerts: { namedCertificates: [{ names: [...FOREIGN_CERT_NAMES], servingCertificate: { name: FOREIGN_CERT_SECRET } }] },
+      servingCerts: {
+        namedCertificates: [{ names: [...FOREIGN_CERT_NAMES], servingCertificate: { name: FOREIGN_CERT_SECRET } }],
+      },
     },
   });
   await createCustom(
     CLUSTERVERSION,
-    { apiVersion: 'config.openshift.io/v1', kind: 'ClusterVersion', metadata: { name: 'version' }, spec: { clusterID: randomUUID(), channel: 'stable-4.16' } },
+    {
+      apiVersion: 'config.openshift.io/v1',
+      kind: 'ClusterVersion',
+      metadata: { name: 'version' },
+      spec: { clusterID: randomUUID(), channel: 'stable-4.16' },
+    },
     {
       desired: { version: FACTORY_OCP_VERSION, image: FACTORY_RELEASE_IMAGE },
-      history: [{ state: 'Completed', version: FACTORY_OCP_VERSION, image: FACTORY_RELEASE_IMAGE, verified: false, startedTime: '2025-01-01T00:00:00Z', completionTime: '2025-01-01T01:00:00Z' }],
+      history: [
+        {
+          state: 'Completed',
+          version: FACTORY_OCP_VERSION,
+          image: FACTORY_RELEASE_IMAGE,
+          verified: false,
+          startedTime: '2025-01-01T00:00:00Z',
+          completionTime: '2025-01-01T01:00:00Z',
+        },
+      ],
       observedGeneration: 1,
       versionHash: 'factory',
       availableUpdates: null,
-      conditions: [condition('Available', 'True', 'AsExpected', `Done applying ${FACTORY_OCP_VERSION}`), condition('Progressing', 'False'), condition('Failing', 'False')],
+      conditions: [
+        condition('Available', 'True', 'AsExpected', `Done applying ${FACTORY_OCP_VERSION}`),
+        condition('Progressing', 'False'),
+        condition('Failing', 'False'),
+      ],
     },
   );
-  await inPool(['authentication', 'console', 'ingress', 'kube-apiserver', 'machine-config', 'monitoring', 'openshift-apiserver', 'marketplace'], concurrency, async (name) => {
-    await createCustom(CLUSTEROPERATOR, { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', metadata: { name }, spec: {} }, {
-      conditions: [condition('Available', 'True'), condition('Progressing', 'False'), condition('Degraded', 'False')],
-      versions: [{ name: 'operator', version: FACTORY_OCP_VERSION }],
-    });
-  });
+  await inPool(
+    [
+      'authentication',
+      'console',
+      'ingress',
+      'kube-apiserver',
+      'machine-config',
+      'monitoring',
+      'openshift-apiserver',
+      'marketplace',
+    ],
+    concurrency,
+    async (name) => {
+      await createCustom(
+        CLUSTEROPERATOR,
+        { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', metadata: { name }, spec: {} },
+        {
+          conditions: [
+            condition('Available', 'True'),
+            condition('Progressing', 'False'),
+            condition('Degraded', 'False'),
+          ],
+          versions: [{ name: 'operator', version: FACTORY_OCP_VERSION }],
+        },
+      );
+    },
+  );
   await createCustom(
     MCP,
     {
@@ -499,15 +652,27 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
   // Routes.
   const tRoutes = Date.now();
   const routes: SeededRoute[] = [];
-  const base = [...platformRoutes(domain).map((r) => ({ ...r, platform: true })), ...userRoutes(domain).map((r) => ({ ...r, platform: false }))];
+  const base = [
+    ...platformRoutes(domain).map((r) => ({ ...r, platform: true })),
+    ...userRoutes(domain).map((r) => ({ ...r, platform: false })),
+  ];
   await inPool(base, concurrency, async (r) => {
-    if (await createCustom(ROUTE, r.obj as never, routeStatus(r.host))) routes.push({ namespace: r.ns, name: r.name, host: r.host, platform: r.platform });
+    if (await createCustom(ROUTE, r.obj as never, routeStatus(r.host)))
+      routes.push({ namespace: r.ns, name: r.name, host: r.host, platform: r.platform });
   });
   const extraRoutes = Array.from({ length: extra }, (_, i) => {
     const ns = extraNamespaces[i % extraNsCount]!;
     const name = `app-${String(i).padStart(4, '0')}`;
     const host = `${name}-${ns}.${domain}`;
-    return { ns, name, host, obj: route(ns, name, host, { port: 8080, tls: i % 2 === 0 ? { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' } : undefined }) };
+    return {
+      ns,
+      name,
+      host,
+      obj: route(ns, name, host, {
+        port: 8080,
+        tls: i % 2 === 0 ? { termination: 'edge', insecureEdgeTerminationPolicy: 'Redirect' } : undefined,
+      }),
+    };
   });
   await inPool(extraRoutes, concurrency, async (r) => {
     if (await createCustom(ROUTE, r.obj as never, opts.extraRouteStatus ? routeStatus(r.host) : undefined)) {
@@ -537,7 +702,11 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
     });
     const mine = kubeletCsrSpecs(nodeName, nodeIP, 'factory');
     const other = kubeletCsrSpecs(otherNodeName, OTHER_NODE_IP, 'factory');
-    [csrs.nodeClient, csrs.nodeServing, csrs.otherNodeClient] = await Promise.all([createCsr(kc, mine.client), createCsr(kc, mine.serving), createCsr(kc, other.client)]);
+    [csrs.nodeClient, csrs.nodeServing, csrs.otherNodeClient] = await Promise.all([
+      createCsr(kc, mine.client),
+      createCsr(kc, mine.serving),
+      createCsr(kc, other.client),
+    ]);
   }
 
   return {

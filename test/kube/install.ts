@@ -6,7 +6,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiextensionsV1Api, ApiException, CustomObjectsApi, KubeConfig, loadYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  ApiException,
+  CustomObjectsApi,
+  KubeConfig,
+  loadYaml,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 
 export const CRD_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'crds');
 
@@ -90,7 +97,9 @@ export function selectCrds(opts: Pick<ApplyCrdsOptions, 'only' | 'except'> = {})
   for (const sel of [...(opts.only ?? []), ...(opts.except ?? [])]) {
     if (!all.some((c) => matches(c, sel))) throw new Error(`no test CRD matches "${sel}"`);
   }
-  return all.filter((c) => (!opts.only || opts.only.some((s) => matches(c, s))) && !(opts.except ?? []).some((s) => matches(c, s)));
+  return all.filter(
+    (c) => (!opts.only || opts.only.some((s) => matches(c, s))) && !(opts.except ?? []).some((s) => matches(c, s)),
+  );
 }
 
 /**
@@ -109,7 +118,8 @@ export async function applyCrds(kubeconfigPath: string, opts: ApplyCrdsOptions =
       try {
         await ext.createCustomResourceDefinition({ body: structuredClone(crd.manifest) });
       } catch (e) {
-        if (!(e instanceof ApiException) || e.code !== 409) throw new Error(`creating CRD ${crd.name}: ${describeApiError(e)}`);
+        if (!(e instanceof ApiException) || e.code !== 409)
+          throw new Error(`creating CRD ${crd.name}: ${describeApiError(e)}`);
         const current = await ext.readCustomResourceDefinition({ name: crd.name });
         const body = structuredClone(crd.manifest);
         body.metadata = { ...body.metadata, resourceVersion: current.metadata?.resourceVersion };
@@ -130,8 +140,20 @@ export async function applyCrds(kubeconfigPath: string, opts: ApplyCrdsOptions =
           const refused = conds.find((c) => c.type === 'NamesAccepted' && c.status === 'False');
           if (refused) throw new Error(`CRD ${crd.name} names not accepted: ${refused.message}`);
           if (conds.some((c) => c.type === 'Established' && c.status === 'True')) {
-            if (crd.namespaced) await custom.listCustomObjectForAllNamespaces({ group: crd.group, version: crd.version, plural: crd.plural, limit: 1 });
-            else await custom.listClusterCustomObject({ group: crd.group, version: crd.version, plural: crd.plural, limit: 1 });
+            if (crd.namespaced)
+              await custom.listCustomObjectForAllNamespaces({
+                group: crd.group,
+                version: crd.version,
+                plural: crd.plural,
+                limit: 1,
+              });
+            else
+              await custom.listClusterCustomObject({
+                group: crd.group,
+                version: crd.version,
+                plural: crd.plural,
+                limit: 1,
+              });
             return;
           }
           last = JSON.stringify(conds.map((c) => `${c.type}=${c.status}`));

@@ -36,7 +36,12 @@ export const DeviceType = { ethernet: 1, bond: 10, vlan: 11, bridge: 13, dummy: 
 const DEVICE = { unmanaged: 10, disconnected: 30, activated: 100 } as const;
 /** NMActiveConnectionState */
 const ACTIVE = { activating: 1, activated: 2, deactivated: 4 } as const;
-const VIRTUAL: Record<string, number> = { bridge: DeviceType.bridge, bond: DeviceType.bond, vlan: DeviceType.vlan, dummy: DeviceType.dummy };
+const VIRTUAL: Record<string, number> = {
+  bridge: DeviceType.bridge,
+  bond: DeviceType.bond,
+  vlan: DeviceType.vlan,
+  dummy: DeviceType.dummy,
+};
 /** NMActiveConnectionStateReason */
 const DEPENDENCY_FAILED = 12;
 const CHECKPOINT_DESTROY_ALL = 0x01;
@@ -44,18 +49,53 @@ const CHECKPOINT_FLAGS_KNOWN = 0x01 | 0x02 | 0x04 | 0x08 | 0x10;
 
 /** the keys this NetworkManager knows, with their D-Bus types (nm-settings-dbus(5)) */
 const KNOWN_KEYS: Record<string, Record<string, string>> = {
-  connection: { id: 's', uuid: 's', type: 's', 'interface-name': 's', autoconnect: 'b', master: 's', 'slave-type': 's', timestamp: 't' },
+  connection: {
+    id: 's',
+    uuid: 's',
+    type: 's',
+    'interface-name': 's',
+    autoconnect: 'b',
+    master: 's',
+    'slave-type': 's',
+    timestamp: 't',
+  },
   '802-3-ethernet': { mtu: 'u', 'mac-address': 'ay', 'auto-negotiate': 'b' },
   bridge: { stp: 'b', priority: 'u' },
   vlan: { parent: 's', id: 'u', flags: 'u' },
   bond: { options: 'a{ss}' },
-  ipv4: { method: 's', 'address-data': 'aa{sv}', addresses: 'aau', gateway: 's', 'route-data': 'aa{sv}', routes: 'aau', dns: 'au', 'dns-search': 'as', 'ignore-auto-dns': 'b', 'dns-priority': 'i' },
-  ipv6: { method: 's', 'address-data': 'aa{sv}', addresses: 'a(ayuay)', gateway: 's', 'route-data': 'aa{sv}', routes: 'a(ayuayu)', dns: 'aay', 'dns-search': 'as', 'ignore-auto-dns': 'b', 'dns-priority': 'i', 'addr-gen-mode': 'i' },
+  ipv4: {
+    method: 's',
+    'address-data': 'aa{sv}',
+    addresses: 'aau',
+    gateway: 's',
+    'route-data': 'aa{sv}',
+    routes: 'aau',
+    dns: 'au',
+    'dns-search': 'as',
+    'ignore-auto-dns': 'b',
+    'dns-priority': 'i',
+  },
+  ipv6: {
+    method: 's',
+    'address-data': 'aa{sv}',
+    addresses: 'a(ayuay)',
+    gateway: 's',
+    'route-data': 'aa{sv}',
+    routes: 'a(ayuayu)',
+    dns: 'aay',
+    'dns-search': 'as',
+    'ignore-auto-dns': 'b',
+    'dns-priority': 'i',
+    'addr-gen-mode': 'i',
+  },
   proxy: {},
 };
 const ADDRESS_KEYS: Record<string, string> = { address: 's', prefix: 'u' };
 const ROUTE_KEYS: Record<string, string> = { dest: 's', prefix: 'u', 'next-hop': 's', metric: 'u' };
-const METHODS: Record<string, string[]> = { ipv4: ['auto', 'manual', 'disabled', 'link-local', 'shared'], ipv6: ['auto', 'dhcp', 'manual', 'ignore', 'disabled', 'link-local', 'shared'] };
+const METHODS: Record<string, string[]> = {
+  ipv4: ['auto', 'manual', 'disabled', 'link-local', 'shared'],
+  ipv6: ['auto', 'dhcp', 'manual', 'ignore', 'disabled', 'link-local', 'shared'],
+};
 const TYPES = ['802-3-ethernet', 'bridge', 'bond', 'vlan', 'dummy', 'loopback'];
 
 /** NM_SETTINGS_ADD_CONNECTION2_FLAG_* and NM_SETTINGS_UPDATE2_FLAG_* share these bits */
@@ -65,17 +105,29 @@ const BLOCK_AUTOCONNECT = 0x20;
 
 /** the agent's profiles must survive a reboot: saved to disk, never in memory only */
 function checkSaveFlags(flags: number, args: Record<string, Variant>): void {
-  if (!(flags & TO_DISK) || flags & IN_MEMORY) throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidArguments', `flags ${flags}: exactly one of TO_DISK and IN_MEMORY`);
-  if (Object.keys(args).length > 0) throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidArguments', `unexpected args ${Object.keys(args).join(', ')}`);
+  if (!(flags & TO_DISK) || flags & IN_MEMORY)
+    throw new DBusError(
+      'org.freedesktop.NetworkManager.Settings.InvalidArguments',
+      `flags ${flags}: exactly one of TO_DISK and IN_MEMORY`,
+    );
+  if (Object.keys(args).length > 0)
+    throw new DBusError(
+      'org.freedesktop.NetworkManager.Settings.InvalidArguments',
+      `unexpected args ${Object.keys(args).join(', ')}`,
+    );
 }
 
-const invalid = (what: string) => new DBusError('org.freedesktop.NetworkManager.Settings.Connection.InvalidProperty', what);
+const invalid = (what: string) =>
+  new DBusError('org.freedesktop.NetworkManager.Settings.Connection.InvalidProperty', what);
 
 function checkEntries(where: string, entries: unknown, keys: Record<string, string>, required: string[]): void {
   if (!Array.isArray(entries)) throw invalid(`${where}: not a list`);
   for (const [i, entry] of entries.entries()) {
     for (const [key, value] of Object.entries(entry as Record<string, unknown>)) {
-      if (!(value instanceof Variant) || value.signature !== keys[key]) throw invalid(`${where}[${i}].${key}: expected ${keys[key] ?? 'no such key'}, got ${value instanceof Variant ? value.signature : typeof value}`);
+      if (!(value instanceof Variant) || value.signature !== keys[key])
+        throw invalid(
+          `${where}[${i}].${key}: expected ${keys[key] ?? 'no such key'}, got ${value instanceof Variant ? value.signature : typeof value}`,
+        );
     }
     for (const key of required) if (!(key in (entry as object))) throw invalid(`${where}[${i}]: ${key} missing`);
   }
@@ -88,25 +140,33 @@ export function checkSettings(settings: Settings): void {
     if (!known) throw invalid(`${section}: unknown setting`);
     for (const [key, value] of Object.entries(keys)) {
       if (!(value instanceof Variant)) throw invalid(`${section}.${key}: not a variant`);
-      if (known[key] !== value.signature) throw invalid(`${section}.${key}: expected ${known[key] ?? 'no such property'}, got ${value.signature}`);
+      if (known[key] !== value.signature)
+        throw invalid(`${section}.${key}: expected ${known[key] ?? 'no such property'}, got ${value.signature}`);
     }
-    if (keys['address-data']) checkEntries(`${section}.address-data`, keys['address-data'].value, ADDRESS_KEYS, ['address', 'prefix']);
-    if (keys['route-data']) checkEntries(`${section}.route-data`, keys['route-data'].value, ROUTE_KEYS, ['dest', 'prefix']);
+    if (keys['address-data'])
+      checkEntries(`${section}.address-data`, keys['address-data'].value, ADDRESS_KEYS, ['address', 'prefix']);
+    if (keys['route-data'])
+      checkEntries(`${section}.route-data`, keys['route-data'].value, ROUTE_KEYS, ['dest', 'prefix']);
     const method = keys.method?.value as string | undefined;
-    if (method !== undefined && !METHODS[section]!.includes(method)) throw invalid(`${section}.method: invalid method ${method}`);
+    if (method !== undefined && !METHODS[section]!.includes(method))
+      throw invalid(`${section}.method: invalid method ${method}`);
   }
   const connection = settings.connection;
   if (!connection?.id || !connection.type) throw invalid('connection: id and type are required');
-  if (!TYPES.includes(connection.type.value as string)) throw invalid(`connection.type: unknown type ${connection.type.value as string}`);
-  if (settings.ipv4?.method?.value === 'manual' && !settings.ipv4['address-data']) throw invalid('ipv4.method: manual needs addresses');
+  if (!TYPES.includes(connection.type.value as string))
+    throw invalid(`connection.type: unknown type ${connection.type.value as string}`);
+  if (settings.ipv4?.method?.value === 'manual' && !settings.ipv4['address-data'])
+    throw invalid('ipv4.method: manual needs addresses');
 }
 
-const clone = (settings: Settings): Settings => Object.fromEntries(Object.entries(settings).map(([s, keys]) => [s, { ...keys }]));
+const clone = (settings: Settings): Settings =>
+  Object.fromEntries(Object.entries(settings).map(([s, keys]) => [s, { ...keys }]));
 const str = (v: Variant | undefined) => v?.value as string | undefined;
 
 /** an IPv4 address from NetworkManager's `au` form: the bytes in network order */
 const fromNetworkOrder = (n: number) => [n & 0xff, (n >>> 8) & 0xff, (n >>> 16) & 0xff, (n >>> 24) & 0xff].join('.');
-const fromBytes = (b: Buffer) => canonicalIp(Array.from({ length: 8 }, (_, i) => b.readUInt16BE(2 * i).toString(16)).join(':'));
+const fromBytes = (b: Buffer) =>
+  canonicalIp(Array.from({ length: 8 }, (_, i) => b.readUInt16BE(2 * i).toString(16)).join(':'));
 
 export interface Lease {
   address: string;
@@ -134,7 +194,10 @@ export interface World {
 export interface Behaviour {
   /** interface -> NMActiveConnectionStateReason: its activation fails with that reason */
   failActivation?: Record<string, number>;
-  /** interface -> NMDeviceStateReason: its activation is over before ActivateConnection returns, the Active object already gone */
+  /**
+   * interface -> NMDeviceStateReason: its activation is over before ActivateConnection returns,
+   * the Active object already gone
+   */
   vanishActivation?: Record<string, number>;
   /** interface -> NMRollbackResult reported for it by CheckpointRollback */
   rollbackResults?: Record<string, number>;
@@ -179,8 +242,21 @@ interface Snapshot {
 /** what a value looks like on the wire: [signature, plain value] per key */
 export function signedSettings(settings: Settings): Record<string, Record<string, [string, unknown]>> {
   const unwrap = (v: unknown): unknown =>
-    v instanceof Variant ? unwrap(v.value) : Buffer.isBuffer(v) ? [...v] : Array.isArray(v) ? v.map(unwrap) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unwrap(x)])) : v;
-  return Object.fromEntries(Object.entries(settings).map(([s, keys]) => [s, Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, [v.signature, unwrap(v)]]))]));
+    v instanceof Variant
+      ? unwrap(v.value)
+      : Buffer.isBuffer(v)
+        ? [...v]
+        : Array.isArray(v)
+          ? v.map(unwrap)
+          : v && typeof v === 'object'
+            ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, unwrap(x)]))
+            : v;
+  return Object.fromEntries(
+    Object.entries(settings).map(([s, keys]) => [
+      s,
+      Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, [v.signature, unwrap(v)]])),
+    ]),
+  );
 }
 
 class ActiveInterface extends Interface {
@@ -249,7 +325,8 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
 
   const profileAt = (path: string) => {
     const p = profiles.find((x) => x.path === path);
-    if (!p) throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidConnection', `no connection at ${path}`);
+    if (!p)
+      throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidConnection', `no connection at ${path}`);
     return p;
   };
 
@@ -261,7 +338,8 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     const routes: { dest: string; prefix: number; 'next-hop'?: string; metric: number }[] = [];
     let gateway = '';
     if (method === 'manual') {
-      for (const a of (section!['address-data']?.value ?? []) as Record<string, Variant>[]) addresses.push({ address: a.address!.value as string, prefix: a.prefix!.value as number });
+      for (const a of (section!['address-data']?.value ?? []) as Record<string, Variant>[])
+        addresses.push({ address: a.address!.value as string, prefix: a.prefix!.value as number });
       gateway = str(section!.gateway) ?? '';
     }
     const lease = device.spec.lease;
@@ -271,7 +349,12 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     }
     if (gateway) routes.push({ dest: family === 4 ? '0.0.0.0' : '::', prefix: 0, 'next-hop': gateway, metric: 425 });
     for (const r of (section?.['route-data']?.value ?? []) as Record<string, Variant>[]) {
-      routes.push({ dest: r.dest!.value as string, prefix: r.prefix!.value as number, ...(r['next-hop'] ? { 'next-hop': r['next-hop'].value as string } : {}), metric: (r.metric?.value as number | undefined) ?? 425 });
+      routes.push({
+        dest: r.dest!.value as string,
+        prefix: r.prefix!.value as number,
+        ...(r['next-hop'] ? { 'next-hop': r['next-hop'].value as string } : {}),
+        metric: (r.metric?.value as number | undefined) ?? 425,
+      });
     }
     return { addresses, routes, gateway };
   };
@@ -284,7 +367,10 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       super(`org.freedesktop.NetworkManager.IP${family}Config`);
     }
     get AddressData() {
-      return ipData(this.device, this.family).addresses.map((a) => ({ address: new Variant('s', a.address), prefix: new Variant('u', a.prefix) }));
+      return ipData(this.device, this.family).addresses.map((a) => ({
+        address: new Variant('s', a.address),
+        prefix: new Variant('u', a.prefix),
+      }));
     }
     get RouteData() {
       return ipData(this.device, this.family).routes.map((r) => ({
@@ -298,7 +384,11 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       return ipData(this.device, this.family).gateway;
     }
   }
-  const ipProperties = { AddressData: { signature: 'aa{sv}', access: 'read' }, RouteData: { signature: 'aa{sv}', access: 'read' }, Gateway: { signature: 's', access: 'read' } } as const;
+  const ipProperties = {
+    AddressData: { signature: 'aa{sv}', access: 'read' },
+    RouteData: { signature: 'aa{sv}', access: 'read' },
+    Gateway: { signature: 's', access: 'read' },
+  } as const;
   IpConfigInterface.configureMembers({ properties: ipProperties });
 
   const ipPaths = new Map<DeviceRecord, [string, string]>();
@@ -335,12 +425,14 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     }
     GetAppliedConnection(flags: number) {
       record(this.device.path, 'GetAppliedConnection', flags);
-      if (!this.device.applied) throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
+      if (!this.device.applied)
+        throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
       return [this.device.applied, 1n];
     }
     Disconnect() {
       record(this.device.path, 'Disconnect');
-      if (this.device.state !== DEVICE.activated) throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'This device is not active');
+      if (this.device.state !== DEVICE.activated)
+        throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'This device is not active');
       deactivate(this.device);
     }
   }
@@ -360,7 +452,11 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
   });
 
   const addDevice = (spec: FakeDevice): DeviceRecord => {
-    const device: DeviceRecord = { path: `${NM_PATH}/Devices/${++serial.device}`, spec, state: spec.managed === false ? DEVICE.unmanaged : DEVICE.disconnected };
+    const device: DeviceRecord = {
+      path: `${NM_PATH}/Devices/${++serial.device}`,
+      spec,
+      state: spec.managed === false ? DEVICE.unmanaged : DEVICE.disconnected,
+    };
     devices.push(device);
     const ip4 = `${NM_PATH}/IP4Config/${++serial.ip}`;
     const ip6 = `${NM_PATH}/IP6Config/${++serial.ip}`;
@@ -423,11 +519,25 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     const type = str(profile.settings.connection!.type)!;
     let device = devices.find((d) => d.spec.name === name);
     if (!device && name && VIRTUAL[type] !== undefined) device = addDevice({ name, type: VIRTUAL[type] });
-    if (!device) throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', `No suitable device found for this connection (device ${name ?? '(none)'} not available)`);
-    if (device.state === DEVICE.unmanaged) throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', `Device '${device.spec.name}' is not managed by NetworkManager`);
+    if (!device)
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.UnknownDevice',
+        `No suitable device found for this connection (device ${name ?? '(none)'} not available)`,
+      );
+    if (device.state === DEVICE.unmanaged)
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.UnknownDevice',
+        `Device '${device.spec.name}' is not managed by NetworkManager`,
+      );
     deactivate(device);
     const path = `${NM_PATH}/ActiveConnection/${++serial.active}`;
-    const active: ActiveRecord = { path, state: ACTIVE.activating, profile, device, iface: new ActiveInterface(() => active) };
+    const active: ActiveRecord = {
+      path,
+      state: ACTIVE.activating,
+      profile,
+      device,
+      iface: new ActiveInterface(() => active),
+    };
     active.settle = () => settle(active);
     device.active = active;
     put(path, active.iface);
@@ -460,7 +570,13 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       drop(this.profile.path);
     }
   }
-  SettingsConnection.configureMembers({ methods: { GetSettings: { outSignature: 'a{sa{sv}}' }, Update2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'a{sv}' }, Delete: {} } });
+  SettingsConnection.configureMembers({
+    methods: {
+      GetSettings: { outSignature: 'a{sa{sv}}' },
+      Update2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'a{sv}' },
+      Delete: {},
+    },
+  });
 
   /** NetworkManager's policy: a profile that may autoconnect comes up on its idle device by itself */
   const autoconnect = (profile: Profile) => {
@@ -478,7 +594,10 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
   const addProfile = (settings: Settings): Profile => {
     checkSettings(settings);
     const withUuid = clone(settings);
-    withUuid.connection!.uuid ??= new Variant('s', `00000000-0000-4000-8000-${String(serial.profile + 1).padStart(12, '0')}`);
+    withUuid.connection!.uuid ??= new Variant(
+      's',
+      `00000000-0000-4000-8000-${String(serial.profile + 1).padStart(12, '0')}`,
+    );
     const profile = { path: `${SETTINGS_PATH}/${++serial.profile}`, settings: withUuid };
     profiles.push(profile);
     exportProfile(profile);
@@ -501,7 +620,12 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       return [profile.path, {}];
     }
   }
-  SettingsInterface.configureMembers({ methods: { ListConnections: { outSignature: 'ao' }, AddConnection2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'oa{sv}' } } });
+  SettingsInterface.configureMembers({
+    methods: {
+      ListConnections: { outSignature: 'ao' },
+      AddConnection2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'oa{sv}' },
+    },
+  });
 
   const snapshot = (): Snapshot => ({
     profiles: profiles.map((p) => ({ path: p.path, settings: clone(p.settings) })),
@@ -546,7 +670,11 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     }
     ActivateConnection(connection: string, device: string, specific: string) {
       record(NM_PATH, 'ActivateConnection', connection, device, specific);
-      if (device !== '/' || specific !== '/') throw new DBusError('org.freedesktop.NetworkManager.UnknownDevice', 'this test NetworkManager picks the device itself');
+      if (device !== '/' || specific !== '/')
+        throw new DBusError(
+          'org.freedesktop.NetworkManager.UnknownDevice',
+          'this test NetworkManager picks the device itself',
+        );
       const active = activate(profileAt(connection));
       const vanish = behaviour.vanishActivation?.[active.device.spec.name];
       if (vanish !== undefined) {
@@ -557,9 +685,18 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     }
     CheckpointCreate(paths: string[], timeout: number, flags: number) {
       record(NM_PATH, 'CheckpointCreate', paths, timeout, flags);
-      if ((flags & ~CHECKPOINT_FLAGS_KNOWN) !== 0) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `unknown checkpoint flags ${flags}`);
-      if (checkpoints.size > 0 && !(flags & CHECKPOINT_DESTROY_ALL)) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', 'a checkpoint for the devices already exists');
-      if (paths.length > 0) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', 'this test NetworkManager checkpoints all devices only');
+      if ((flags & ~CHECKPOINT_FLAGS_KNOWN) !== 0)
+        throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `unknown checkpoint flags ${flags}`);
+      if (checkpoints.size > 0 && !(flags & CHECKPOINT_DESTROY_ALL))
+        throw new DBusError(
+          'org.freedesktop.NetworkManager.InvalidArguments',
+          'a checkpoint for the devices already exists',
+        );
+      if (paths.length > 0)
+        throw new DBusError(
+          'org.freedesktop.NetworkManager.InvalidArguments',
+          'this test NetworkManager checkpoints all devices only',
+        );
       checkpoints.clear();
       const path = `${NM_PATH}/Checkpoint/${++serial.checkpoint}`;
       checkpoints.set(path, snapshot());
@@ -567,12 +704,14 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     }
     CheckpointDestroy(path: string) {
       record(NM_PATH, 'CheckpointDestroy', path);
-      if (!checkpoints.delete(path)) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
+      if (!checkpoints.delete(path))
+        throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
     }
     CheckpointRollback(path: string) {
       record(NM_PATH, 'CheckpointRollback', path);
       const snap = checkpoints.get(path);
-      if (!snap) throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
+      if (!snap)
+        throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
       checkpoints.delete(path);
       return rollback(snap);
     }
@@ -594,15 +733,20 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
     }
     /** one entry per profile and family, strongest priority first, as NetworkManager writes resolv.conf */
     get Configuration() {
-      const priority = (section: Record<string, Variant> | undefined) => (section?.['dns-priority']?.value as number | undefined) || 100;
+      const priority = (section: Record<string, Variant> | undefined) =>
+        (section?.['dns-priority']?.value as number | undefined) || 100;
       return devices
         .filter((d) => d.state === DEVICE.activated)
         .flatMap((d) => {
           const ipv4 = d.applied?.ipv4;
-          const leased = ipv4?.method?.value === 'auto' && !ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
+          const leased =
+            ipv4?.method?.value === 'auto' && !ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
           const v4 = [...((ipv4?.dns?.value ?? []) as number[]).map(fromNetworkOrder), ...leased];
           const v6 = ((d.applied?.ipv6?.dns?.value ?? []) as Buffer[]).map(fromBytes);
-          const domains = [...((ipv4?.['dns-search']?.value ?? []) as string[]), ...((d.applied?.ipv6?.['dns-search']?.value ?? []) as string[])];
+          const domains = [
+            ...((ipv4?.['dns-search']?.value ?? []) as string[]),
+            ...((d.applied?.ipv6?.['dns-search']?.value ?? []) as string[]),
+          ];
           return [
             { servers: v4, priority: priority(ipv4) },
             { servers: v6, priority: priority(d.applied?.ipv6) },
@@ -611,7 +755,12 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
             .map((e) => ({ ...e, domains, name: d.spec.name }));
         })
         .sort((a, b) => a.priority - b.priority)
-        .map((e) => ({ nameservers: new Variant('as', e.servers), domains: new Variant('as', e.domains), interface: new Variant('s', e.name), priority: new Variant('i', e.priority) }));
+        .map((e) => ({
+          nameservers: new Variant('as', e.servers),
+          domains: new Variant('as', e.domains),
+          interface: new Variant('s', e.name),
+          priority: new Variant('i', e.priority),
+        }));
     }
   }
   DnsManager.configureMembers({ properties: { Configuration: { signature: 'aa{sv}', access: 'read' } } });
@@ -623,7 +772,13 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
   for (const settings of world.profiles) {
     const profile = addProfile(settings);
     const device = devices.find((d) => d.spec.name === str(settings.connection!['interface-name']));
-    if (device && device.state !== DEVICE.unmanaged && settings.connection!.autoconnect?.value !== false && !device.active) settle(activate(profile));
+    if (
+      device &&
+      device.state !== DEVICE.unmanaged &&
+      settings.connection!.autoconnect?.value !== false &&
+      !device.active
+    )
+      settle(activate(profile));
   }
   await bus.requestName(NM, dbus.NameFlag.DO_NOT_QUEUE);
 

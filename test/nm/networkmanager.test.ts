@@ -13,15 +13,34 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { NmstateState } from '../../src/config/v1/schema.js';
 import { createLogger } from '../../src/log/logger.js';
 import { compareNetworkState, desiredNetworkState } from '../../src/node/network-state.js';
-import { CHECKPOINT_FLAGS, createNetworkManager, type NetworkManagerNmstate, type NetworkManagerOptions, SAVE_WITHOUT_AUTOCONNECT } from '../../src/ports/networkmanager.js';
+import {
+  CHECKPOINT_FLAGS,
+  createNetworkManager,
+  type NetworkManagerNmstate,
+  type NetworkManagerOptions,
+  SAVE_WITHOUT_AUTOCONNECT,
+} from '../../src/ports/networkmanager.js';
 import { missingDbusDaemon, type PrivateBus, startPrivateBus } from '../dbus/bus.js';
-import { DeviceType, type FakeNetworkManager, type Recorded, signedSettings, startFakeNetworkManager, type World } from './fake-networkmanager.js';
+import {
+  DeviceType,
+  type FakeNetworkManager,
+  type Recorded,
+  signedSettings,
+  startFakeNetworkManager,
+  type World,
+} from './fake-networkmanager.js';
 
 const { Variant } = dbus;
 const INTERNAL_IP = '192.168.127.10/24';
 
 const uplink = () => ({
-  connection: { id: new Variant('s', 'uplink'), uuid: new Variant('s', '5fb06bd0-0bb0-7ffb-45f1-d6edd65f3e03'), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', 'ens4'), autoconnect: new Variant('b', true) },
+  connection: {
+    id: new Variant('s', 'uplink'),
+    uuid: new Variant('s', '5fb06bd0-0bb0-7ffb-45f1-d6edd65f3e03'),
+    type: new Variant('s', '802-3-ethernet'),
+    'interface-name': new Variant('s', 'ens4'),
+    autoconnect: new Variant('b', true),
+  },
   '802-3-ethernet': {},
   ipv4: { method: new Variant('s', 'auto') },
   ipv6: { method: new Variant('s', 'disabled') },
@@ -32,7 +51,12 @@ const factory = (): World => ({
   devices: [
     { name: 'lo', type: DeviceType.loopback, managed: false },
     { name: 'ens3', type: DeviceType.ethernet, managed: false, hwAddress: '52:54:00:12:34:56' },
-    { name: 'ens4', type: DeviceType.ethernet, hwAddress: '52:54:00:12:34:57', lease: { address: '192.0.2.100', prefix: 24, gateway: '192.0.2.1' } },
+    {
+      name: 'ens4',
+      type: DeviceType.ethernet,
+      hwAddress: '52:54:00:12:34:57',
+      lease: { address: '192.0.2.100', prefix: 24, gateway: '192.0.2.1' },
+    },
   ],
   profiles: [uplink()],
 });
@@ -40,7 +64,14 @@ const factory = (): World => ({
 /** the VM's site network: br-ex a Linux bridge over ens4, static addresses, default route, DNS of both families */
 const SITE = {
   interfaces: [
-    { name: 'br-ex', type: 'linux-bridge', state: 'up', bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] }, ipv4: { enabled: true, dhcp: false, address: [{ ip: '192.0.2.10', 'prefix-length': 24 }] }, ipv6: { enabled: true, dhcp: false, autoconf: false, address: [{ ip: '2001:db8::10', 'prefix-length': 64 }] } },
+    {
+      name: 'br-ex',
+      type: 'linux-bridge',
+      state: 'up',
+      bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
+      ipv4: { enabled: true, dhcp: false, address: [{ ip: '192.0.2.10', 'prefix-length': 24 }] },
+      ipv6: { enabled: true, dhcp: false, autoconf: false, address: [{ ip: '2001:db8::10', 'prefix-length': 64 }] },
+    },
     { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
   ],
   routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '192.0.2.1', 'next-hop-interface': 'br-ex' }] },
@@ -49,7 +80,12 @@ const SITE = {
 const DESIRED = desiredNetworkState(SITE, INTERNAL_IP);
 
 const lines: Record<string, unknown>[] = [];
-const log = createLogger({ level: 'debug', format: 'json', journal: false, write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+const log = createLogger({
+  level: 'debug',
+  format: 'json',
+  journal: false,
+  write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>),
+});
 
 let bus: PrivateBus;
 let nm: FakeNetworkManager;
@@ -61,9 +97,26 @@ const connect = (options: NetworkManagerOptions = {}) => {
   return adapter;
 };
 const members = (calls: Recorded[], ...names: string[]) => calls.filter((c) => names.includes(c.member));
-const writes = () => members(nm.calls, 'CheckpointCreate', 'CheckpointDestroy', 'CheckpointRollback', 'AddConnection2', 'Update2', 'Delete', 'ActivateConnection', 'AutoActivate', 'Disconnect');
-const profileIds = () => nm.profiles().map((p) => p.settings.connection!.id!.value as string).sort();
-const iface = (state: NmstateState, name: string, type?: string) => state.interfaces!.find((i) => i.name === name && (type === undefined || i.type === type));
+const writes = () =>
+  members(
+    nm.calls,
+    'CheckpointCreate',
+    'CheckpointDestroy',
+    'CheckpointRollback',
+    'AddConnection2',
+    'Update2',
+    'Delete',
+    'ActivateConnection',
+    'AutoActivate',
+    'Disconnect',
+  );
+const profileIds = () =>
+  nm
+    .profiles()
+    .map((p) => p.settings.connection!.id!.value as string)
+    .sort();
+const iface = (state: NmstateState, name: string, type?: string) =>
+  state.interfaces!.find((i) => i.name === name && (type === undefined || i.type === type));
 
 beforeAll(async () => {
   const missing = missingDbusDaemon();
@@ -92,9 +145,24 @@ describe('show', () => {
       ['ens3', 'ethernet', 'ignore'],
       ['ens4', 'ethernet', 'up'],
     ]);
-    expect(iface(state, 'ens4')).toMatchObject({ 'mac-address': '52:54:00:12:34:57', ipv4: { enabled: true, dhcp: true, address: [{ ip: '192.0.2.100', 'prefix-length': 24 }] }, ipv6: { enabled: false } });
-    expect((state.routes as { running: unknown[] }).running).toContainEqual({ destination: '0.0.0.0/0', 'next-hop-address': '192.0.2.1', 'next-hop-interface': 'ens4', metric: 425 });
-    expect(compareNetworkState(DESIRED, state, INTERNAL_IP).map((d) => d.path)).toEqual(['interfaces[br-ex].state', 'interfaces[ens4].ipv4.enabled', 'routes.config[0.0.0.0/0 via 192.0.2.1 dev br-ex]', 'dns-resolver.config.server', 'dns-resolver.config.search']);
+    expect(iface(state, 'ens4')).toMatchObject({
+      'mac-address': '52:54:00:12:34:57',
+      ipv4: { enabled: true, dhcp: true, address: [{ ip: '192.0.2.100', 'prefix-length': 24 }] },
+      ipv6: { enabled: false },
+    });
+    expect((state.routes as { running: unknown[] }).running).toContainEqual({
+      destination: '0.0.0.0/0',
+      'next-hop-address': '192.0.2.1',
+      'next-hop-interface': 'ens4',
+      metric: 425,
+    });
+    expect(compareNetworkState(DESIRED, state, INTERNAL_IP).map((d) => d.path)).toEqual([
+      'interfaces[br-ex].state',
+      'interfaces[ens4].ipv4.enabled',
+      'routes.config[0.0.0.0/0 via 192.0.2.1 dev br-ex]',
+      'dns-resolver.config.server',
+      'dns-resolver.config.search',
+    ]);
     // reading changes nothing
     expect(writes()).toEqual([]);
   });
@@ -113,25 +181,53 @@ describe('apply, commit', () => {
       'ActivateConnection /org/freedesktop/NetworkManager',
     ]);
     expect(calls[0]!.args).toEqual([[], 75, CHECKPOINT_FLAGS]);
-    // saved to disk, autoconnect held back so that NetworkManager does not start an activation the agent's own would cut short
-    expect([calls[1]!.args.slice(1), calls[3]!.args.slice(1)]).toEqual([[SAVE_WITHOUT_AUTOCONNECT, {}], [SAVE_WITHOUT_AUTOCONNECT, {}]]);
+    // saved to disk, autoconnect held back so that NetworkManager does not start an activation
+    // the agent's own would cut short
+    expect([calls[1]!.args.slice(1), calls[3]!.args.slice(1)]).toEqual([
+      [SAVE_WITHOUT_AUTOCONNECT, {}],
+      [SAVE_WITHOUT_AUTOCONNECT, {}],
+    ]);
     expect(SAVE_WITHOUT_AUTOCONNECT).toBe(0x21);
-    // the bridge profile with NetworkManager's types: the site address and the internal IP, gateway, DNS in network byte order
+    // the bridge profile with NetworkManager's types: the site address and the internal IP, gateway,
+    // DNS in network byte order
     expect(calls[1]!.args[0]).toEqual({
-      connection: { id: ['s', 'br-ex'], type: ['s', 'bridge'], 'interface-name': ['s', 'br-ex'], autoconnect: ['b', true] },
+      connection: {
+        id: ['s', 'br-ex'],
+        type: ['s', 'bridge'],
+        'interface-name': ['s', 'br-ex'],
+        autoconnect: ['b', true],
+      },
       bridge: { stp: ['b', false] },
       ipv4: {
         method: ['s', 'manual'],
-        'address-data': ['aa{sv}', [{ address: '192.0.2.10', prefix: 24 }, { address: '192.168.127.10', prefix: 24 }]],
+        'address-data': [
+          'aa{sv}',
+          [
+            { address: '192.0.2.10', prefix: 24 },
+            { address: '192.168.127.10', prefix: 24 },
+          ],
+        ],
         gateway: ['s', '192.0.2.1'],
         dns: ['au', [0x350200c0]],
         'dns-search': ['as', ['vm-store-0007.example.com']],
       },
-      ipv6: { method: ['s', 'manual'], 'address-data': ['aa{sv}', [{ address: '2001:db8::10', prefix: 64 }]], dns: ['aay', [[0x20, 0x01, 0x0d, 0xb8, ...Array<number>(11).fill(0), 0x53]]] },
+      ipv6: {
+        method: ['s', 'manual'],
+        'address-data': ['aa{sv}', [{ address: '2001:db8::10', prefix: 64 }]],
+        dns: ['aay', [[0x20, 0x01, 0x0d, 0xb8, ...Array<number>(11).fill(0), 0x53]]],
+      },
     });
     // the factory uplink profile becomes the bridge port: same id and uuid, no IP settings of its own
     expect(calls[3]!.args[0]).toEqual({
-      connection: { id: ['s', 'uplink'], uuid: ['s', '5fb06bd0-0bb0-7ffb-45f1-d6edd65f3e03'], type: ['s', '802-3-ethernet'], 'interface-name': ['s', 'ens4'], autoconnect: ['b', true], master: ['s', 'br-ex'], 'slave-type': ['s', 'bridge'] },
+      connection: {
+        id: ['s', 'uplink'],
+        uuid: ['s', '5fb06bd0-0bb0-7ffb-45f1-d6edd65f3e03'],
+        type: ['s', '802-3-ethernet'],
+        'interface-name': ['s', 'ens4'],
+        autoconnect: ['b', true],
+        master: ['s', 'br-ex'],
+        'slave-type': ['s', 'bridge'],
+      },
       '802-3-ethernet': {},
       proxy: {},
     });
@@ -141,7 +237,11 @@ describe('apply, commit', () => {
 
     const state = await adapter.show();
     expect(compareNetworkState(DESIRED, state, INTERNAL_IP)).toEqual([]);
-    expect(iface(state, 'br-ex')).toMatchObject({ type: 'linux-bridge', state: 'up', bridge: { port: [{ name: 'ens4' }] } });
+    expect(iface(state, 'br-ex')).toMatchObject({
+      type: 'linux-bridge',
+      state: 'up',
+      bridge: { port: [{ name: 'ens4' }] },
+    });
     expect(iface(state, 'ens4')).toMatchObject({ state: 'up', controller: 'br-ex' });
     expect(state['dns-resolver']).toEqual({
       config: { server: ['192.0.2.53', '2001:db8::53'], search: ['vm-store-0007.example.com'] },
@@ -154,7 +254,10 @@ describe('apply, commit', () => {
   });
 
   it('keeps a site order with the IPv6 server first, in the profiles and in what runs', async () => {
-    const reversed = desiredNetworkState({ ...SITE, 'dns-resolver': { config: { server: ['2001:db8::53', '192.0.2.53'] } } } as NmstateState, INTERNAL_IP);
+    const reversed = desiredNetworkState(
+      { ...SITE, 'dns-resolver': { config: { server: ['2001:db8::53', '192.0.2.53'] } } } as NmstateState,
+      INTERNAL_IP,
+    );
     await adapter.commit((await adapter.apply(reversed, { timeoutSeconds: 75 })).checkpoint);
     const state = await adapter.show();
     expect(compareNetworkState(reversed, state, INTERNAL_IP)).toEqual([]);
@@ -167,13 +270,25 @@ describe('apply, commit', () => {
     nm.calls.length = 0;
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
     expect(members(nm.calls, 'AddConnection2', 'Delete')).toEqual([]);
-    expect(members(nm.calls, 'Update2').map((c) => c.path).sort()).toEqual([...before].sort());
+    expect(
+      members(nm.calls, 'Update2')
+        .map((c) => c.path)
+        .sort(),
+    ).toEqual([...before].sort());
     expect(compareNetworkState(DESIRED, await adapter.show(), INTERNAL_IP)).toEqual([]);
   });
 
   it('keeps one profile per interface: another one bound to the same name is deleted', async () => {
     await nm.stop();
-    const stale = { ...uplink(), connection: { ...uplink().connection, id: new Variant('s', 'Wired connection 1'), uuid: new Variant('s', '11111111-2222-4333-8444-555555555555'), autoconnect: new Variant('b', false) } };
+    const stale = {
+      ...uplink(),
+      connection: {
+        ...uplink().connection,
+        id: new Variant('s', 'Wired connection 1'),
+        uuid: new Variant('s', '11111111-2222-4333-8444-555555555555'),
+        autoconnect: new Variant('b', false),
+      },
+    };
     nm = await startFakeNetworkManager(bus.address, { ...factory(), profiles: [uplink(), stale] });
     connect();
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
@@ -182,35 +297,81 @@ describe('apply, commit', () => {
 
   it('replaces a profile of another type bound to the same interface instead of updating it', async () => {
     await nm.stop();
-    const dummy = { connection: { id: new Variant('s', 'br-ex'), type: new Variant('s', 'dummy'), 'interface-name': new Variant('s', 'br-ex'), autoconnect: new Variant('b', false) } };
+    const dummy = {
+      connection: {
+        id: new Variant('s', 'br-ex'),
+        type: new Variant('s', 'dummy'),
+        'interface-name': new Variant('s', 'br-ex'),
+        autoconnect: new Variant('b', false),
+      },
+    };
     nm = await startFakeNetworkManager(bus.address, { ...factory(), profiles: [uplink(), dummy] });
     connect();
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
     expect(members(nm.calls, 'Delete').map((c) => c.path)).toEqual(['/org/freedesktop/NetworkManager/Settings/2']);
-    expect(nm.profiles().map((p) => [p.settings.connection!.id!.value, p.settings.connection!.type!.value])).toEqual([['uplink', '802-3-ethernet'], ['br-ex', 'bridge']]);
+    expect(nm.profiles().map((p) => [p.settings.connection!.id!.value, p.settings.connection!.type!.value])).toEqual([
+      ['uplink', '802-3-ethernet'],
+      ['br-ex', 'bridge'],
+    ]);
   });
 
   it('takes down and removes the interfaces the state says, and nothing else', async () => {
     await nm.stop();
-    const eth = (name: string) => ({ connection: { id: new Variant('s', name), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', name) }, ipv4: { method: new Variant('s', 'auto') } });
+    const eth = (name: string) => ({
+      connection: {
+        id: new Variant('s', name),
+        type: new Variant('s', '802-3-ethernet'),
+        'interface-name': new Variant('s', name),
+      },
+      ipv4: { method: new Variant('s', 'auto') },
+    });
     nm = await startFakeNetworkManager(bus.address, {
-      devices: [...factory().devices, { name: 'eth8', type: DeviceType.ethernet }, { name: 'eth9', type: DeviceType.ethernet }],
+      devices: [
+        ...factory().devices,
+        { name: 'eth8', type: DeviceType.ethernet },
+        { name: 'eth9', type: DeviceType.ethernet },
+      ],
       profiles: [uplink(), eth('eth8'), eth('eth9')],
     });
     connect();
-    const { checkpoint } = await adapter.apply({ interfaces: [{ name: 'eth8', state: 'down' }, { name: 'eth9', state: 'absent' }] } as NmstateState, { timeoutSeconds: 30 });
+    const { checkpoint } = await adapter.apply(
+      {
+        interfaces: [
+          { name: 'eth8', state: 'down' },
+          { name: 'eth9', state: 'absent' },
+        ],
+      } as NmstateState,
+      { timeoutSeconds: 30 },
+    );
     await adapter.commit(checkpoint);
-    expect(writes().map((c) => c.member)).toEqual(['CheckpointCreate', 'Disconnect', 'Delete', 'Disconnect', 'Update2', 'CheckpointDestroy']);
+    expect(writes().map((c) => c.member)).toEqual([
+      'CheckpointCreate',
+      'Disconnect',
+      'Delete',
+      'Disconnect',
+      'Update2',
+      'CheckpointDestroy',
+    ]);
     expect(profileIds()).toEqual(['eth8', 'uplink']);
     // down stays down across a reboot
-    expect(nm.profiles().find((p) => p.settings.connection!.id!.value === 'eth8')!.settings.connection!.autoconnect).toEqual(new Variant('b', false));
+    expect(
+      nm.profiles().find((p) => p.settings.connection!.id!.value === 'eth8')!.settings.connection!.autoconnect,
+    ).toEqual(new Variant('b', false));
     const state = await adapter.show();
-    expect([iface(state, 'eth8')?.state, iface(state, 'eth9')?.state, iface(state, 'ens4')?.state]).toEqual(['down', 'down', 'up']);
+    expect([iface(state, 'eth8')?.state, iface(state, 'eth9')?.state, iface(state, 'ens4')?.state]).toEqual([
+      'down',
+      'down',
+      'up',
+    ]);
   });
 
   it('refuses OVS before anything changes, naming the way out', async () => {
-    const ovs = { interfaces: [{ name: 'br-ex', type: 'ovs-interface', ipv4: { enabled: true, dhcp: true } }] } as NmstateState;
-    await expect(adapter.apply(ovs, { timeoutSeconds: 30 })).rejects.toThrow(/br-ex: type ovs-interface .*SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE=1/);
+    const ovs = {
+      interfaces: [{ name: 'br-ex', type: 'ovs-interface', ipv4: { enabled: true, dhcp: true } }],
+    } as NmstateState;
+    await expect(adapter.apply(ovs, { timeoutSeconds: 30 })).rejects.toThrow(
+      /br-ex: type ovs-interface .*SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE=1/,
+    );
     expect(writes()).toEqual([]);
   });
 
@@ -223,7 +384,12 @@ describe('apply, commit', () => {
     expect(added.connection!.type).toEqual(['s', 'bridge']);
     const state = await bridged.show();
     expect(compareNetworkState(desired, state, INTERNAL_IP)).toEqual([]);
-    expect(iface(state, 'br-ex', 'ovs-interface')?.ipv4).toMatchObject({ address: [{ ip: '10.42.0.20', 'prefix-length': 24 }, { ip: '192.168.127.10', 'prefix-length': 24 }] });
+    expect(iface(state, 'br-ex', 'ovs-interface')?.ipv4).toMatchObject({
+      address: [
+        { ip: '10.42.0.20', 'prefix-length': 24 },
+        { ip: '192.168.127.10', 'prefix-length': 24 },
+      ],
+    });
     // the port-less bridge leaves the uplink as it was
     expect(iface(state, 'ens4')).toMatchObject({ state: 'up', ipv4: { dhcp: true } });
   });
@@ -233,13 +399,41 @@ describe('the NetworkManager stand-in', () => {
   it('refuses settings with the wrong variant type, and profiles kept in memory only, as NetworkManager does', async () => {
     const client = dbus.sessionBus({ busAddress: bus.address });
     try {
-      const settings = (await client.getProxyObject('org.freedesktop.NetworkManager', '/org/freedesktop/NetworkManager/Settings')).getInterface('org.freedesktop.NetworkManager.Settings');
-      const profile = (ipv4: Record<string, dbus.Variant>) => ({ connection: { id: new Variant('s', 'x'), type: new Variant('s', '802-3-ethernet'), 'interface-name': new Variant('s', 'ens4') }, ipv4 });
+      const settings = (
+        await client.getProxyObject('org.freedesktop.NetworkManager', '/org/freedesktop/NetworkManager/Settings')
+      ).getInterface('org.freedesktop.NetworkManager.Settings');
+      const profile = (ipv4: Record<string, dbus.Variant>) => ({
+        connection: {
+          id: new Variant('s', 'x'),
+          type: new Variant('s', '802-3-ethernet'),
+          'interface-name': new Variant('s', 'ens4'),
+        },
+        ipv4,
+      });
       // DNS servers as dotted strings instead of NetworkManager's `au`
-      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'auto'), dns: new Variant('as', ['192.0.2.53']) }), SAVE_WITHOUT_AUTOCONNECT, {})).rejects.toThrow('ipv4.dns: expected au, got as');
+      await expect(
+        settings.AddConnection2!(
+          profile({ method: new Variant('s', 'auto'), dns: new Variant('as', ['192.0.2.53']) }),
+          SAVE_WITHOUT_AUTOCONNECT,
+          {},
+        ),
+      ).rejects.toThrow('ipv4.dns: expected au, got as');
       // a prefix as a string inside address-data
-      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'manual'), 'address-data': new Variant('aa{sv}', [{ address: new Variant('s', '192.0.2.10'), prefix: new Variant('s', '24') }]) }), SAVE_WITHOUT_AUTOCONNECT, {})).rejects.toThrow('ipv4.address-data[0].prefix: expected u, got s');
-      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'auto') }), 0x02, {})).rejects.toThrow('exactly one of TO_DISK and IN_MEMORY');
+      await expect(
+        settings.AddConnection2!(
+          profile({
+            method: new Variant('s', 'manual'),
+            'address-data': new Variant('aa{sv}', [
+              { address: new Variant('s', '192.0.2.10'), prefix: new Variant('s', '24') },
+            ]),
+          }),
+          SAVE_WITHOUT_AUTOCONNECT,
+          {},
+        ),
+      ).rejects.toThrow('ipv4.address-data[0].prefix: expected u, got s');
+      await expect(settings.AddConnection2!(profile({ method: new Variant('s', 'auto') }), 0x02, {})).rejects.toThrow(
+        'exactly one of TO_DISK and IN_MEMORY',
+      );
       expect(profileIds()).toEqual(['uplink']);
     } finally {
       client.disconnect();
@@ -251,24 +445,33 @@ describe('failures and rollback', () => {
   it('a failed activation fails apply with NetworkManager reason, and the checkpoint is rolled back at once', async () => {
     nm.behave({ failActivation: { 'br-ex': 5 } });
     const factoryProfile = signedSettings(nm.profiles()[0]!.settings);
-    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex: IP_CONFIG_INVALID.*rolled back/);
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(
+      /could not activate br-ex: IP_CONFIG_INVALID.*rolled back/,
+    );
     expect(members(nm.calls, 'CheckpointRollback')).toHaveLength(1);
     expect(nm.checkpoints()).toEqual([]);
     expect(profileIds()).toEqual(['uplink']);
     expect(signedSettings(nm.profiles()[0]!.settings)).toEqual(factoryProfile);
     const state = await adapter.show();
-    expect(iface(state, 'ens4')).toMatchObject({ state: 'up', ipv4: { address: [{ ip: '192.0.2.100', 'prefix-length': 24 }] } });
+    expect(iface(state, 'ens4')).toMatchObject({
+      state: 'up',
+      ipv4: { address: [{ ip: '192.0.2.100', 'prefix-length': 24 }] },
+    });
     expect(iface(state, 'br-ex')).toBeUndefined();
   });
 
   it('a port whose bridge fails is reported too, by its reason', async () => {
     nm.behave({ failActivation: { 'br-ex': 3 } });
-    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex: DEVICE_DISCONNECTED; NetworkManager could not activate ens4: DEPENDENCY_FAILED; the change was rolled back/);
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(
+      /could not activate br-ex: DEVICE_DISCONNECTED; NetworkManager could not activate ens4: DEPENDENCY_FAILED; the change was rolled back/,
+    );
   });
 
   it('an activation over before it could be watched is reported by the device state reason', async () => {
     nm.behave({ vanishActivation: { 'br-ex': 5 } });
-    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(/could not activate br-ex \(device state 30, NMDeviceStateReason 5\).*rolled back/);
+    await expect(adapter.apply(DESIRED, { timeoutSeconds: 75 })).rejects.toThrow(
+      /could not activate br-ex \(device state 30, NMDeviceStateReason 5\).*rolled back/,
+    );
   });
 
   it('rollback restores the factory network and logs each device result', async () => {
@@ -288,7 +491,9 @@ describe('failures and rollback', () => {
   });
 
   it('commit of a checkpoint that is gone fails with NetworkManager error', async () => {
-    await expect(adapter.commit('/org/freedesktop/NetworkManager/Checkpoint/9')).rejects.toThrow(/CheckpointDestroy .*org.freedesktop.NetworkManager.InvalidArguments: checkpoint .* does not exist/);
+    await expect(adapter.commit('/org/freedesktop/NetworkManager/Checkpoint/9')).rejects.toThrow(
+      /CheckpointDestroy .*org.freedesktop.NetworkManager.InvalidArguments: checkpoint .* does not exist/,
+    );
   });
 
   it('without NetworkManager on the bus, fails naming the service', async () => {

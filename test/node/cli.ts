@@ -14,8 +14,19 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runAgent(args: readonly string[], env: Record<string, string>, options: { prefix?: string[] } = {}): CliResult {
-  const argv = [...(options.prefix ?? []), process.execPath, '--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args];
+export function runAgent(
+  args: readonly string[],
+  env: Record<string, string>,
+  options: { prefix?: string[] } = {},
+): CliResult {
+  const argv = [
+    ...(options.prefix ?? []),
+    process.execPath,
+    '--import',
+    'tsx',
+    path.join(REPO, 'src/cli/main.ts'),
+    ...args,
+  ];
   const result = spawnSync(argv[0]!, argv.slice(1), {
     cwd: REPO,
     encoding: 'utf8',
@@ -27,14 +38,23 @@ export function runAgent(args: readonly string[], env: Record<string, string>, o
 }
 
 /** Writes a site-config folder: site-config.yaml with the given spec, and any files beside it. */
-export function writeSiteFolder(dir: string, name: string, spec: Record<string, unknown>, files: Record<string, string> = {}): string {
+export function writeSiteFolder(
+  dir: string,
+  name: string,
+  spec: Record<string, unknown>,
+  files: Record<string, string> = {},
+): string {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'site-config.yaml'), yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name }, spec }));
+  writeFileSync(
+    path.join(dir, 'site-config.yaml'),
+    yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name }, spec }),
+  );
   for (const [file, content] of Object.entries(files)) writeFileSync(path.join(dir, file), content);
   return dir;
 }
 
-export const STORE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
+export const STORE_KEY =
+  'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
 
 /**
  * A store's spec whose gateway is this machine's loopback address, so the network checks really
@@ -47,9 +67,17 @@ export function loopbackStoreSpec(auth: string, timeoutSeconds: number): Record<
     network: {
       nmstate: {
         interfaces: [
-          { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] }, ipv6: { enabled: false } },
+          {
+            name: 'br-ex',
+            type: 'ovs-interface',
+            state: 'up',
+            ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] },
+            ipv6: { enabled: false },
+          },
         ],
-        routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }] },
+        routes: {
+          config: [{ destination: '0.0.0.0/0', 'next-hop-address': '127.0.0.1', 'next-hop-interface': 'br-ex' }],
+        },
         'dns-resolver': { config: { server: ['10.42.0.53'] } },
       },
       internalIP: '192.168.127.10/24',

@@ -27,7 +27,10 @@ export const STUBS = path.join(REPO, 'test/stubs');
 export const STATE_DIR = '/var/lib/sno-relocate';
 
 /** Environment that puts the nmstatectl stub on PATH, with its state in `stateFile`, writing keyfiles under `root`. */
-export function stubEnvironment(root: string, stateFile = path.join(root, '.nmstatectl-stub.json')): Record<string, string> {
+export function stubEnvironment(
+  root: string,
+  stateFile = path.join(root, '.nmstatectl-stub.json'),
+): Record<string, string> {
   return {
     PATH: `${STUBS}${path.delimiter}${process.env.PATH ?? ''}`,
     NMSTATECTL_STUB_STATE: stateFile,
@@ -68,7 +71,9 @@ export function instantClock(): Clock {
 }
 
 function withEnv(exec: Exec, env: Record<string, string>): Exec {
-  return { run: (command, args, options = {}) => exec.run(command, args, { ...options, env: { ...env, ...options.env } }) };
+  return {
+    run: (command, args, options = {}) => exec.run(command, args, { ...options, env: { ...env, ...options.env } }),
+  };
 }
 
 export interface TestNode {
@@ -126,6 +131,10 @@ export function testNode(options: TestNodeOptions = {}): TestNode {
     env,
     run: (steps, selected = steps.map((s) => s.name)) =>
       runSteps({ steps, selected: new Set(selected), ctx, store, banner: createBanner(undefined), configHash: 'test' }),
-    close: () => void systemd?.then((s) => s.close(), () => undefined),
+    close: () =>
+      void systemd?.then(
+        (s) => s.close(),
+        () => undefined,
+      ),
   };
 }

@@ -22,7 +22,14 @@ const spec = (gateway: string) => ({
   baseDomain: 'store42.example.com',
   network: {
     nmstate: {
-      interfaces: [{ name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] } }],
+      interfaces: [
+        {
+          name: 'br-ex',
+          type: 'ovs-interface',
+          state: 'up',
+          ipv4: { enabled: true, dhcp: false, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] },
+        },
+      ],
       routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': gateway, 'next-hop-interface': 'br-ex' }] },
     },
     internalIP: '192.168.127.10/24',
@@ -38,7 +45,12 @@ interface NetnsRun {
 }
 
 /** Runs the agent in a fresh network namespace holding a br-ex bridge, then the given commands there. */
-function runInNetns(options: { gateway: string; setup?: string[]; after?: string[]; env?: Record<string, string> }): NetnsRun {
+function runInNetns(options: {
+  gateway: string;
+  setup?: string[];
+  after?: string[];
+  env?: Record<string, string>;
+}): NetnsRun {
   const root = mkdtempSync(path.join(tmpdir(), 'netns-root-'));
   layFactoryNode(root);
   const out = mkdtempSync(path.join(tmpdir(), 'netns-out-'));
@@ -56,49 +68,64 @@ function runInNetns(options: { gateway: string; setup?: string[]; after?: string
     `echo $? >"${out}/code"`,
     ...(options.after ?? []).flatMap((command) => [command, 'echo ---']),
   ].join('\n');
-  const result = spawnSync('unshare', ['-rn', 'sh', '-c', script], { cwd: REPO, encoding: 'utf8', env: { ...process.env, ...env, JOURNAL_STREAM: '', INVOCATION_ID: '' }, timeout: 120_000 });
+  const result = spawnSync('unshare', ['-rn', 'sh', '-c', script], {
+    cwd: REPO,
+    encoding: 'utf8',
+    env: { ...process.env, ...env, JOURNAL_STREAM: '', INVOCATION_ID: '' },
+    timeout: 120_000,
+  });
   if (result.status !== 0) throw new Error(`netns script failed (${result.status}): ${result.stderr}`);
-  const after = result.stdout.split('---\n').slice(0, -1).map((s) => s.trim());
-  return { code: Number(readFileSync(path.join(out, 'code'), 'utf8')), stderr: readFileSync(path.join(out, 'stderr'), 'utf8'), after };
+  const after = result.stdout
+    .split('---\n')
+    .slice(0, -1)
+    .map((s) => s.trim());
+  return {
+    code: Number(readFileSync(path.join(out, 'code'), 'utf8')),
+    stderr: readFileSync(path.join(out, 'stderr'), 'utf8'),
+    after,
+  };
 }
 
 const addresses = (ipOutput: string) => [...ipOutput.matchAll(/inet (\S+)/g)].map((m) => m[1]);
 
-describe.skipIf(!available)(`in a network namespace of its own${available ? '' : ' (unshare -rn is not permitted here)'}`, () => {
-  it('puts the internal IP on br-ex at once, and the dispatcher script puts it back when br-ex comes up', () => {
-    const script = `"$NMSTATECTL_STUB_ROOT${DISPATCHER_SCRIPT}"`;
-    const r = runInNetns({
-      gateway: '10.42.0.1',
-      // the site's gateway answers: here it is an address of the namespace itself
-      setup: ['ip addr add 10.42.0.1/24 dev br-ex'],
-      after: [
-        'ip -4 -o addr show dev br-ex',
-        `ip addr del 192.168.127.10/24 dev br-ex; ${script} ens3 up; ${script} br-ex down; ip -4 -o addr show dev br-ex`,
-        `${script} br-ex up && ${script} br-ex up && ip -4 -o addr show dev br-ex`,
-      ],
+describe.skipIf(!available)(
+  `in a network namespace of its own${available ? '' : ' (unshare -rn is not permitted here)'}`,
+  () => {
+    it('puts the internal IP on br-ex at once, and the dispatcher script puts it back when br-ex comes up', () => {
+      const script = `"$NMSTATECTL_STUB_ROOT${DISPATCHER_SCRIPT}"`;
+      const r = runInNetns({
+        gateway: '10.42.0.1',
+        // the site's gateway answers: here it is an address of the namespace itself
+        setup: ['ip addr add 10.42.0.1/24 dev br-ex'],
+        after: [
+          'ip -4 -o addr show dev br-ex',
+          `ip addr del 192.168.127.10/24 dev br-ex; ${script} ens3 up; ${script} br-ex down; ip -4 -o addr show dev br-ex`,
+          `${script} br-ex up && ${script} br-ex up && ip -4 -o addr show dev br-ex`,
+        ],
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain('internal IP 192.168.127.10/24 added to br-ex');
+      expect(addresses(r.after[0]!)).toEqual(['10.42.0.1/24', '192.168.127.10/24']);
+      expect(addresses(r.after[1]!)).toEqual(['10.42.0.1/24']);
+      expect(addresses(r.after[2]!)).toEqual(['10.42.0.1/24', '192.168.127.10/24']);
     });
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain('internal IP 192.168.127.10/24 added to br-ex');
-    expect(addresses(r.after[0]!)).toEqual(['10.42.0.1/24', '192.168.127.10/24']);
-    expect(addresses(r.after[1]!)).toEqual(['10.42.0.1/24']);
-    expect(addresses(r.after[2]!)).toEqual(['10.42.0.1/24', '192.168.127.10/24']);
-  });
 
-  it('rolls the network back when the gateway does not answer', () => {
-    const r = runInNetns({ gateway: '10.42.0.1' });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain('gateway 10.42.0.1 does not answer ping');
-    expect(r.stderr).toContain('rolled back to the previous network');
-  });
-
-  it('rolls the network back when the change takes the internal IP off br-ex', () => {
-    const r = runInNetns({
-      gateway: '10.42.0.1',
-      setup: ['ip addr add 10.42.0.1/24 dev br-ex', 'ip addr add 192.168.127.10/24 dev br-ex'],
-      env: { NMSTATECTL_STUB_FLUSH_KERNEL: '1' },
+    it('rolls the network back when the gateway does not answer', () => {
+      const r = runInNetns({ gateway: '10.42.0.1' });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('gateway 10.42.0.1 does not answer ping');
+      expect(r.stderr).toContain('rolled back to the previous network');
     });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain('the internal IP 192.168.127.10/24 is gone from br-ex');
-    expect(r.stderr).toContain('rolled back to the previous network');
-  });
-});
+
+    it('rolls the network back when the change takes the internal IP off br-ex', () => {
+      const r = runInNetns({
+        gateway: '10.42.0.1',
+        setup: ['ip addr add 10.42.0.1/24 dev br-ex', 'ip addr add 192.168.127.10/24 dev br-ex'],
+        env: { NMSTATECTL_STUB_FLUSH_KERNEL: '1' },
+      });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('the internal IP 192.168.127.10/24 is gone from br-ex');
+      expect(r.stderr).toContain('rolled back to the previous network');
+    });
+  },
+);

@@ -14,14 +14,23 @@ import { REPO, testNode } from './context.js';
 import { factoryNetwork } from './factory-network.js';
 
 const EXAMPLES = path.join(REPO, 'nmstate-examples');
-const examples = readdirSync(EXAMPLES, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+const examples = readdirSync(EXAMPLES, { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .sort();
 
 /** What each example's plan must show against the factory network. */
 const EXPECTED: Record<string, string[]> = {
   bond: ['+ interfaces[bond0].state: up', '+ interfaces[br-ex].ipv4.address: 10.61.0.20/24, 192.168.127.10/24'],
   dhcp: ['+ interfaces[br-ex].ipv6.enabled: false'],
-  'dual-stack': ['+ interfaces[br-ex].ipv6.address: 2001:db8:8::20/64', '+ routes.config[::/0 via 2001:db8:8::1 dev br-ex]: present'],
-  'static-ipv4': ['+ interfaces[br-ex].ipv4.address: 10.42.0.20/24, 192.168.127.10/24', '+ dns-resolver.config.server: 10.42.0.53'],
+  'dual-stack': [
+    '+ interfaces[br-ex].ipv6.address: 2001:db8:8::20/64',
+    '+ routes.config[::/0 via 2001:db8:8::1 dev br-ex]: present',
+  ],
+  'static-ipv4': [
+    '+ interfaces[br-ex].ipv4.address: 10.42.0.20/24, 192.168.127.10/24',
+    '+ dns-resolver.config.server: 10.42.0.53',
+  ],
   vlan: ['+ interfaces[ens3.100].state: up', '+ interfaces[br-ex].ipv4.address: 10.100.0.20/24, 192.168.127.10/24'],
 };
 
@@ -43,7 +52,10 @@ describe('nmstate-examples', () => {
       for (const line of EXPECTED[name]!) expect(plan.stdout).toContain(line);
 
       // the stub answers no ping and knows no store registry: the round trip checks the state only
-      const site = { ...loaded.site, network: { ...loaded.site.network, verify: { pingGateway: false, resolve: [], timeoutSeconds: 5 } } };
+      const site = {
+        ...loaded.site,
+        network: { ...loaded.site.network, verify: { pingGateway: false, resolve: [], timeoutSeconds: 5 } },
+      };
       const applied = testNode({ network: factoryNetwork(), site });
       await applied.run([networkStep]);
       expect(await networkStep.plan(applied.ctx)).toMatchObject({ action: 'noop' });

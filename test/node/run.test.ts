@@ -38,8 +38,13 @@ beforeEach(async () => {
   await bus.services.configure({ root });
 });
 
-const run = (extra: Record<string, string> = {}) => runAgent(['run', site, '--root', root, '--only', 'node'], { ...env, ...extra });
-const state = () => JSON.parse(readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8')) as { result: string; steps: Record<string, { status: string; message?: string }> };
+const run = (extra: Record<string, string> = {}) =>
+  runAgent(['run', site, '--root', root, '--only', 'node'], { ...env, ...extra });
+const state = () =>
+  JSON.parse(readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8')) as {
+    result: string;
+    steps: Record<string, { status: string; message?: string }>;
+  };
 const started = async () => (await bus.services.calls()).some((c) => c.member === 'StartUnit');
 
 describe('run --only node', () => {
@@ -47,12 +52,18 @@ describe('run --only node', () => {
     const first = run();
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toBe('site store-0042: succeeded\n');
-    expect(Object.entries(state().steps).map(([name, s]) => [name, s.status])).toEqual(NODE_STEPS.map((s) => [s, 'done']));
+    expect(Object.entries(state().steps).map(([name, s]) => [name, s.status])).toEqual(
+      NODE_STEPS.map((s) => [s, 'done']),
+    );
     expect(readFileSync(path.join(root, 'home/core/.ssh/authorized_keys'), 'utf8')).toContain(SITE_KEY);
     expect(statSync(path.join(root, 'var/lib/kubelet/config.json')).mode & 0o777).toBe(0o600);
     expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');
-    expect(readFileSync(path.join(root, 'etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf'), 'utf8')).toContain('KUBELET_NODE_IP=192.168.127.10');
-    expect(readFileSync(path.join(root, 'etc/NetworkManager/system-connections/br-ex.nmconnection'), 'utf8')).toContain('address1=10.42.0.20/24');
+    expect(
+      readFileSync(path.join(root, 'etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf'), 'utf8'),
+    ).toContain('KUBELET_NODE_IP=192.168.127.10');
+    expect(readFileSync(path.join(root, 'etc/NetworkManager/system-connections/br-ex.nmconnection'), 'utf8')).toContain(
+      'address1=10.42.0.20/24',
+    );
     expect(await started()).toBe(true);
     expect(first.stderr).toContain('kubelet gate opened');
 
@@ -60,7 +71,13 @@ describe('run --only node', () => {
     expect(second.code, second.stderr).toBe(0);
     expect(second.stderr.match(/nothing to do/g)).toHaveLength(NODE_STEPS.length);
 
-    for (const output of [first.stdout, first.stderr, second.stderr, readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8')]) expect(output).not.toContain(SECRET);
+    for (const output of [
+      first.stdout,
+      first.stderr,
+      second.stderr,
+      readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8'),
+    ])
+      expect(output).not.toContain(SECRET);
   });
 
   it('rolls the network back, keeps kubelet shut and exits 1 when the site network does not hold; the next run resumes', async () => {
@@ -69,7 +86,10 @@ describe('run --only node', () => {
     expect(failed.stderr).toContain('network checks failed after 5 s');
     expect(failed.stderr).toContain('interfaces[br-ex].ipv4.address is (none), want 10.42.0.20/24, 192.168.127.10/24');
     expect(failed.stderr).toContain('rolled back to the previous network');
-    expect(state()).toMatchObject({ result: 'failed', steps: { 'ssh-keys': { status: 'done' }, 'node-pull-secret': { status: 'done' }, network: { status: 'failed' } } });
+    expect(state()).toMatchObject({
+      result: 'failed',
+      steps: { 'ssh-keys': { status: 'done' }, 'node-pull-secret': { status: 'done' }, network: { status: 'failed' } },
+    });
     expect(Object.keys(state().steps)).not.toContain('kubelet');
     expect(await started()).toBe(false);
     expect(JSON.parse(readFileSync(env.NMSTATECTL_STUB_STATE!, 'utf8')).current).toEqual(factoryNetwork());
@@ -85,7 +105,9 @@ describe('run --only node', () => {
     truncateSync(keyfile, 0);
     const repaired = run();
     expect(repaired.code, repaired.stderr).toBe(0);
-    expect(repaired.stderr).toContain('removed the empty keyfile /etc/NetworkManager/system-connections/br-ex.nmconnection');
+    expect(repaired.stderr).toContain(
+      'removed the empty keyfile /etc/NetworkManager/system-connections/br-ex.nmconnection',
+    );
     expect(statSync(keyfile).size).toBeGreaterThan(0);
   });
 

@@ -51,19 +51,29 @@ async function signedSite(): Promise<LoadedSite> {
   const dir = path.join(work, 'stick');
   cpSync(EXAMPLE, dir, { recursive: true });
   const loaded = await loadSiteConfig(dir);
-  const doc = signSiteConfig(readPrivateKey(factory.privatePem, 'factory.key'), { site: loaded.site.name, files: loaded.files, now: new Date() });
+  const doc = signSiteConfig(readPrivateKey(factory.privatePem, 'factory.key'), {
+    site: loaded.site.name,
+    files: loaded.files,
+    now: new Date(),
+  });
   writeFileSync(path.join(dir, 'site-config.sig'), JSON.stringify(doc));
   return loaded;
 }
 
-const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (err: unknown) => err);
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
 
 describe('the trust folder', () => {
   it('means no anchors only when it is missing', async () => {
     await expect(trustAnchors(createRootFs(root))).resolves.toEqual([]);
     const loaded = await signedSite();
     await checkTrust(context(), loaded);
-    expect(lines.join('')).toContain(`site-config is not authenticated: no trust anchor is installed under ${TRUST_DIR}`);
+    expect(lines.join('')).toContain(
+      `site-config is not authenticated: no trust anchor is installed under ${TRUST_DIR}`,
+    );
   });
 
   it('refuses with exit 3, naming the folder, when a file stands in its place (ENOTDIR)', async () => {
@@ -81,7 +91,8 @@ describe('the trust folder', () => {
     const real = createRootFs(root);
     const failing: RootFs = {
       ...real,
-      list: (p) => (p === TRUST_DIR ? Promise.reject(Object.assign(new Error(`${code}: listing ${p}`), { code })) : real.list(p)),
+      list: (p) =>
+        p === TRUST_DIR ? Promise.reject(Object.assign(new Error(`${code}: listing ${p}`), { code })) : real.list(p),
     };
     const err = await refusal(trustAnchors(failing));
     expect(err).toBeInstanceOf(RefusedError);

@@ -22,16 +22,27 @@ const site = (name: string) => {
   return dir;
 };
 const onNode = (command: string, dir: string, extra: string[] = []) =>
-  runCli([command, dir, '--root', root, '--console', consoleLog, ...(command === 'plan' ? ['--only', 'ssh-keys'] : []), ...extra]);
+  runCli([
+    command,
+    dir,
+    '--root',
+    root,
+    '--console',
+    consoleLog,
+    ...(command === 'plan' ? ['--only', 'ssh-keys'] : []),
+    ...extra,
+  ]);
 
 beforeAll(() => {
   work = mkdtempSync(path.join(tmpdir(), 'trust-'));
   root = path.join(work, 'root');
   consoleLog = path.join(work, 'console');
   layFactoryNode(root);
-  for (const name of ['factory', 'rotated', 'stranger']) expect(runCli(['keygen', '--out', path.join(work, name)]).code).toBe(0);
+  for (const name of ['factory', 'rotated', 'stranger'])
+    expect(runCli(['keygen', '--out', path.join(work, name)]).code).toBe(0);
   mkdirSync(path.join(root, 'etc/sno-relocate/trust'), { recursive: true });
-  for (const name of ['factory', 'rotated']) cpSync(path.join(work, `${name}.pub`), path.join(root, `etc/sno-relocate/trust/${name}.pub`));
+  for (const name of ['factory', 'rotated'])
+    cpSync(path.join(work, `${name}.pub`), path.join(root, `etc/sno-relocate/trust/${name}.pub`));
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -48,7 +59,13 @@ describe('keygen', () => {
 describe('sign', () => {
   it('refuses an invalid site-config with exit 2 and writes no signature', () => {
     const dir = site('invalid');
-    writeFileSync(path.join(dir, 'site-config.yaml'), readFileSync(path.join(dir, 'site-config.yaml'), 'utf8').replace('baseDomain: store42.example.com', 'baseDomain: "not a domain"'));
+    writeFileSync(
+      path.join(dir, 'site-config.yaml'),
+      readFileSync(path.join(dir, 'site-config.yaml'), 'utf8').replace(
+        'baseDomain: store42.example.com',
+        'baseDomain: "not a domain"',
+      ),
+    );
     const result = runCli(['sign', '--key', path.join(work, 'factory.key'), dir]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('$.spec.baseDomain');
@@ -57,8 +74,13 @@ describe('sign', () => {
 
   it('refuses a date in the past and two node bindings at once', () => {
     const dir = site('dates');
-    expect(runCli(['sign', '--key', path.join(work, 'factory.key'), '--not-after', '2001-01-01', dir]).stderr).toContain('is already past');
-    expect(runCli(['sign', '--key', path.join(work, 'factory.key'), '--bind-serial', 'A', '--bind-machine-id', 'B', dir]).code).toBe(2);
+    expect(
+      runCli(['sign', '--key', path.join(work, 'factory.key'), '--not-after', '2001-01-01', dir]).stderr,
+    ).toContain('is already past');
+    expect(
+      runCli(['sign', '--key', path.join(work, 'factory.key'), '--bind-serial', 'A', '--bind-machine-id', 'B', dir])
+        .code,
+    ).toBe(2);
   });
 });
 
@@ -66,7 +88,16 @@ describe('a node with trust anchors', () => {
   it('accepts a stick signed by either trusted key, bound to it', () => {
     for (const key of ['factory', 'rotated']) {
       const dir = site(`good-${key}`);
-      const signed = runCli(['sign', '--key', path.join(work, `${key}.key`), '--bind-machine-id', MACHINE_ID, '--not-after', '2099-01-01', dir]);
+      const signed = runCli([
+        'sign',
+        '--key',
+        path.join(work, `${key}.key`),
+        '--bind-machine-id',
+        MACHINE_ID,
+        '--not-after',
+        '2099-01-01',
+        dir,
+      ]);
       expect(signed.code, signed.stderr).toBe(0);
       expect(signed.stdout).toContain('signed 3 file(s) of site store-0042');
       const plan = onNode('plan', dir);
@@ -76,8 +107,16 @@ describe('a node with trust anchors', () => {
   });
 
   const refusals: [string, (dir: string) => void, string][] = [
-    ['an unsigned stick', () => undefined, 'site-config not signed by a trusted key: the folder has no site-config.sig'],
-    ['a stick signed by an unknown key', (dir) => void runCli(['sign', '--key', path.join(work, 'stranger.key'), dir]), 'which this node does not trust'],
+    [
+      'an unsigned stick',
+      () => undefined,
+      'site-config not signed by a trusted key: the folder has no site-config.sig',
+    ],
+    [
+      'a stick signed by an unknown key',
+      (dir) => void runCli(['sign', '--key', path.join(work, 'stranger.key'), dir]),
+      'which this node does not trust',
+    ],
     [
       'a stick whose network file changed after signing',
       (dir) => {
@@ -86,7 +125,11 @@ describe('a node with trust anchors', () => {
       },
       'file network.yaml changed after signing',
     ],
-    ['a stick made for another node', (dir) => void runCli(['sign', '--key', path.join(work, 'factory.key'), '--bind-serial', 'OTHER-NODE', dir]), 'made for another node (serial OTHER-NODE'],
+    [
+      'a stick made for another node',
+      (dir) => void runCli(['sign', '--key', path.join(work, 'factory.key'), '--bind-serial', 'OTHER-NODE', dir]),
+      'made for another node (serial OTHER-NODE',
+    ],
     [
       'a stick whose signature file was edited',
       (dir) => {
@@ -120,7 +163,9 @@ describe('a node without trust anchors', () => {
     layFactoryNode(bare);
     const result = runCli(['validate', site('unsigned'), '--root', bare]);
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain('site-config is not authenticated: no trust anchor is installed under /etc/sno-relocate/trust');
+    expect(result.stderr).toContain(
+      'site-config is not authenticated: no trust anchor is installed under /etc/sno-relocate/trust',
+    );
     rmSync(bare, { recursive: true, force: true });
   });
 });

@@ -6,7 +6,17 @@
  * except the one meant to hold it, which is 0600 and root's.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -45,12 +55,36 @@ beforeAll(async () => {
   root = path.join(work, 'root');
   layFactoryNode(root);
   site = path.join(work, 'site');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=*.apps.sno.store42.example.com', '-days', '30', '-keyout', path.join(work, 'tls.key'), '-out', path.join(work, 'tls.crt')], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=*.apps.sno.store42.example.com',
+      '-days',
+      '30',
+      '-keyout',
+      path.join(work, 'tls.key'),
+      '-out',
+      path.join(work, 'tls.crt'),
+    ],
+    { stdio: 'ignore' },
+  );
   const keyPem = readFileSync(path.join(work, 'tls.key'), 'utf8');
   keyBody = keyPem.split('\n')[5]!;
-  const spec = { ...loopbackStoreSpec(AUTH_SECRET, 5), certificates: { ingress: { certFile: 'tls.crt', keyFile: 'tls.key' } } };
+  const spec = {
+    ...loopbackStoreSpec(AUTH_SECRET, 5),
+    certificates: { ingress: { certFile: 'tls.crt', keyFile: 'tls.key' } },
+  };
   mkdirSync(site);
-  writeFileSync(path.join(site, 'site-config.yaml'), yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'store-0042' }, spec }));
+  writeFileSync(
+    path.join(site, 'site-config.yaml'),
+    yaml.dump({ apiVersion: 'sno-relocate/v1', kind: 'SiteConfig', metadata: { name: 'store-0042' }, spec }),
+  );
   cpSync(path.join(work, 'tls.crt'), path.join(site, 'tls.crt'));
   cpSync(path.join(work, 'tls.key'), path.join(site, 'tls.key'));
   bus = await startTestBus({ root });
@@ -89,7 +123,9 @@ describe('secrets', () => {
     expect(cli('status').code).toBe(0);
     expect(cli('status', '-o', 'json').code).toBe(0);
     expect(outputs.flatMap(secretsIn)).toEqual([]);
-    const holders = filesUnder(root).filter((f) => !f.endsWith('.nmstatectl-stub.json') && secretsIn(readFileSync(f, 'latin1')).length > 0);
+    const holders = filesUnder(root).filter(
+      (f) => !f.endsWith('.nmstatectl-stub.json') && secretsIn(readFileSync(f, 'latin1')).length > 0,
+    );
     expect(holders.map((f) => path.relative(root, f))).toEqual([KUBELET_CONFIG]);
     const st = statSync(path.join(root, KUBELET_CONFIG));
     expect([st.mode & 0o777, st.uid]).toEqual([0o600, 0]);
@@ -102,7 +138,10 @@ describe('secrets', () => {
     const broken = path.join(work, 'broken');
     cpSync(site, broken, { recursive: true });
     // a pull secret whose JSON is cut off right after the secret, and a key file that is not PEM
-    const text = readFileSync(path.join(broken, 'site-config.yaml'), 'utf8').replace(/pullSecret:[\s\S]*?sshAuthorizedKeys/, 'pullSecretFile: pull-secret.json\n  sshAuthorizedKeys');
+    const text = readFileSync(path.join(broken, 'site-config.yaml'), 'utf8').replace(
+      /pullSecret:[\s\S]*?sshAuthorizedKeys/,
+      'pullSecretFile: pull-secret.json\n  sshAuthorizedKeys',
+    );
     writeFileSync(path.join(broken, 'site-config.yaml'), text);
     writeFileSync(path.join(broken, 'pull-secret.json'), `{"auths":{"r.example.com":{"auth":"${AUTH_SECRET}"`);
     writeFileSync(path.join(broken, 'tls.key'), `${keyBody}\n${PASSWORD}\n`);

@@ -40,7 +40,21 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
   let scenario: Scenario;
   let root: string;
 
-  const once = (...args: string[]) => runAgent(['watch', '--once', '--kubeconfig', env.cluster.kubeconfigPath, '--root', root, '--state-dir', STATE_DIR, ...args], {});
+  const once = (...args: string[]) =>
+    runAgent(
+      [
+        'watch',
+        '--once',
+        '--kubeconfig',
+        env.cluster.kubeconfigPath,
+        '--root',
+        root,
+        '--state-dir',
+        STATE_DIR,
+        ...args,
+      ],
+      {},
+    );
   const onceJson = () => {
     const r = once('-o', 'json');
     expect(r.stderr).not.toMatch(/ERROR/);
@@ -54,7 +68,12 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
     scenario = new Scenario(env.cluster.kubeConfig());
     root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-watch-'));
     await writeContextFile(createRootFs(root), STATE_DIR, SITE_CONTEXT);
-    await scenario.create(GVR.catalogSource, { name: 'redhat-operators', namespace: 'openshift-marketplace' }, { sourceType: 'grpc', image: INDEX }, { connectionState: { lastObservedState: 'TRANSIENT_FAILURE' } });
+    await scenario.create(
+      GVR.catalogSource,
+      { name: 'redhat-operators', namespace: 'openshift-marketplace' },
+      { sourceType: 'grpc', image: INDEX },
+      { connectionState: { lastObservedState: 'TRANSIENT_FAILURE' } },
+    );
   });
   afterAll(async () => {
     await env?.stop();
@@ -80,17 +99,27 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
   });
 
   it('watch --once exits 1 while a ClusterOperator is Degraded, and 0 once it recovers', async () => {
-    await setOperator('console', { conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'ConsoleDegraded', 'console pods crashing')] });
+    await setOperator('console', {
+      conditions: [
+        condition('Available', 'True'),
+        condition('Degraded', 'True', 'ConsoleDegraded', 'console pods crashing'),
+      ],
+    });
     const bad = onceJson();
     expect(bad.code).toBe(1);
     expect(bad.health).toBe('unhealthy');
-    expect(brief(bad.findings)[0]).toBe('error ClusterOperator console: Degraded: ConsoleDegraded: console pods crashing');
+    expect(brief(bad.findings)[0]).toBe(
+      'error ClusterOperator console: Degraded: ConsoleDegraded: console pods crashing',
+    );
     await setOperator('console', healthyOperator());
     expect(onceJson().code).toBe(0);
   });
 
   it('refuses a kubeconfig that is not there, naming it', () => {
-    const r = runAgent(['watch', '--once', '--kubeconfig', '/nonexistent/kubeconfig', '--root', root, '--state-dir', STATE_DIR], {});
+    const r = runAgent(
+      ['watch', '--once', '--kubeconfig', '/nonexistent/kubeconfig', '--root', root, '--state-dir', STATE_DIR],
+      {},
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('/nonexistent/kubeconfig');
   });
@@ -119,43 +148,88 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
     it('picks up a kind whose CRD is installed later, and its objects', async () => {
       expect(current()).toContain('info MachineOSConfig (machineconfiguration.openshift.io): not installed');
       await applyCrds(env.cluster.kubeconfigPath, { only: ['layering'] });
-      await vi.waitFor(() => expect(current()).not.toContain('info MachineOSConfig (machineconfiguration.openshift.io): not installed'), { timeout: 10_000, interval: 50 });
-      await scenario.create(GVR.machineOSConfig, { name: 'master', annotations: { 'machineconfiguration.openshift.io/current-machine-os-build': 'master-1' } }, {
-        machineConfigPool: { name: 'master' },
-        imageBuilder: { imageBuilderType: 'Job' },
-        renderedImagePushSecret: { name: 'push' },
-        renderedImagePushSpec: `${FACTORY_REGISTRY}/os/master:latest`,
-      });
+      await vi.waitFor(
+        () =>
+          expect(current()).not.toContain('info MachineOSConfig (machineconfiguration.openshift.io): not installed'),
+        { timeout: 10_000, interval: 50 },
+      );
+      await scenario.create(
+        GVR.machineOSConfig,
+        { name: 'master', annotations: { 'machineconfiguration.openshift.io/current-machine-os-build': 'master-1' } },
+        {
+          machineConfigPool: { name: 'master' },
+          imageBuilder: { imageBuilderType: 'Job' },
+          renderedImagePushSecret: { name: 'push' },
+          renderedImagePushSpec: `${FACTORY_REGISTRY}/os/master:latest`,
+        },
+      );
       const started = performance.now();
-      await vi.waitFor(() => expect(current()).toContain(`error MachineOSConfig master: renderedImagePushSpec still points at the factory registry (${FACTORY_REGISTRY}/os/master:latest)`), { timeout: 1000, interval: 20 });
+      await vi.waitFor(
+        () =>
+          expect(current()).toContain(
+            `error MachineOSConfig master: renderedImagePushSpec still points at the factory registry (${FACTORY_REGISTRY}/os/master:latest)`,
+          ),
+        { timeout: 1000, interval: 20 },
+      );
       expect(performance.now() - started).toBeLessThan(1000);
       await scenario.remove(GVR.machineOSConfig, 'master');
-      await vi.waitFor(() => expect(current().some((f) => f.includes('MachineOSConfig master'))).toBe(false), { timeout: 2000, interval: 20 });
+      await vi.waitFor(() => expect(current().some((f) => f.includes('MachineOSConfig master'))).toBe(false), {
+        timeout: 2000,
+        interval: 20,
+      });
     });
 
     it('survives a kube-apiserver restart: it lists again and reports a change made after it', async () => {
       const errorsBefore = Object.values(view.status().errors).reduce((a, b) => a + b, 0);
       await env.cluster.restartApiServer({ downMs: 1500 });
-      await setOperator('monitoring', { conditions: [condition('Available', 'False', 'Rollout', 'prometheus not ready')] });
-      await vi.waitFor(() => expect(current()).toContain('error ClusterOperator monitoring: not Available: Rollout: prometheus not ready'), { timeout: 45_000, interval: 100 });
+      await setOperator('monitoring', {
+        conditions: [condition('Available', 'False', 'Rollout', 'prometheus not ready')],
+      });
+      await vi.waitFor(
+        () =>
+          expect(current()).toContain('error ClusterOperator monitoring: not Available: Rollout: prometheus not ready'),
+        { timeout: 45_000, interval: 100 },
+      );
       expect(Object.values(view.status().errors).reduce((a, b) => a + b, 0)).toBeGreaterThan(errorsBefore);
       await setOperator('monitoring', healthyOperator());
-      await vi.waitFor(() => expect(current().some((f) => f.includes('ClusterOperator monitoring'))).toBe(false), { timeout: 10_000, interval: 50 });
+      await vi.waitFor(() => expect(current().some((f) => f.includes('ClusterOperator monitoring'))).toBe(false), {
+        timeout: 10_000,
+        interval: 50,
+      });
     });
   });
 
   it('runs until SIGTERM: journal lines on change only, the status file, the metrics endpoint, and status shows the findings', async () => {
-    const w = startWatch(['--kubeconfig', env.cluster.kubeconfigPath, '--root', root, '--state-dir', STATE_DIR, '--metrics-address', '127.0.0.1:0', '--log-format', 'json']);
+    const w = startWatch([
+      '--kubeconfig',
+      env.cluster.kubeconfigPath,
+      '--root',
+      root,
+      '--state-dir',
+      STATE_DIR,
+      '--metrics-address',
+      '127.0.0.1:0',
+      '--log-format',
+      'json',
+    ]);
     try {
-      const url = await vi.waitFor(() => {
-        const m = /metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(w.log());
-        expect(m).not.toBeNull();
-        return m![1]!;
-      }, { timeout: 30_000, interval: 100 });
-      const status = () => JSON.parse(runAgent(['status', '-o', 'json', '--root', root, '--state-dir', STATE_DIR], {}).stdout) as { watch: { health: string; findings: Finding[] } | null };
+      const url = await vi.waitFor(
+        () => {
+          const m = /metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(w.log());
+          expect(m).not.toBeNull();
+          return m![1]!;
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+      const status = () =>
+        JSON.parse(runAgent(['status', '-o', 'json', '--root', root, '--state-dir', STATE_DIR], {}).stdout) as {
+          watch: { health: string; findings: Finding[] } | null;
+        };
       await vi.waitFor(() => expect(status().watch?.health).toBe('degraded'), { timeout: 30_000, interval: 200 });
 
-      await setOperator('kube-apiserver', { conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'MemberDown')] });
+      await setOperator('kube-apiserver', {
+        conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'MemberDown')],
+      });
       await vi.waitFor(() => expect(status().watch?.health).toBe('unhealthy'), { timeout: 10_000, interval: 100 });
       const metrics = await (await fetch(url)).text();
       expect(metrics).toMatch(/sno_relocate_watch_findings\{component="operators",severity="error"\} 1/);
@@ -170,10 +244,26 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       await setOperator('kube-apiserver', healthyOperator());
       await vi.waitFor(() => expect(status().watch?.health).toBe('degraded'), { timeout: 10_000, interval: 100 });
       // the log arrives through a pipe: wait for the line, then check nothing was logged twice
-      const events = () => w.log().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event?: string; msg: string; change?: string; object?: string });
-      await vi.waitFor(() => expect(events().filter((l) => l.event === 'watchHealthChanged')).toHaveLength(3), { timeout: 5000, interval: 50 });
-      expect(events().filter((l) => l.event === 'watchFinding' && l.object === 'ClusterOperator kube-apiserver').map((l) => l.change)).toEqual(['raised', 'cleared']);
-      expect(events().filter((l) => l.event === 'watchHealthChanged').map((l) => l.msg)).toEqual([
+      const events = () =>
+        w
+          .log()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { event?: string; msg: string; change?: string; object?: string });
+      await vi.waitFor(() => expect(events().filter((l) => l.event === 'watchHealthChanged')).toHaveLength(3), {
+        timeout: 5000,
+        interval: 50,
+      });
+      expect(
+        events()
+          .filter((l) => l.event === 'watchFinding' && l.object === 'ClusterOperator kube-apiserver')
+          .map((l) => l.change),
+      ).toEqual(['raised', 'cleared']);
+      expect(
+        events()
+          .filter((l) => l.event === 'watchHealthChanged')
+          .map((l) => l.msg),
+      ).toEqual([
         expect.stringMatching(/^cluster degraded: 3 warnings; /),
         'cluster unhealthy: 1 error, 3 warnings; ClusterOperator kube-apiserver: Degraded: MemberDown',
         expect.stringMatching(/^cluster degraded: 3 warnings; /),
@@ -187,12 +277,20 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
   describe('the health step', () => {
     it('plans the current error findings as data and passes once they clear', async () => {
       const a = await agent(env, storeSite());
-      await setOperator('ingress', { conditions: [condition('Available', 'False', 'NoRouter', 'router pods pending')] });
+      await setOperator('ingress', {
+        conditions: [condition('Available', 'False', 'NoRouter', 'router pods pending')],
+      });
       const plan = await healthStep.plan(a.ctx);
       expect(plan).toEqual({
         action: 'change',
         summary: 'wait up to 1s for 1 error finding to clear',
-        changes: [{ action: 'apply', target: 'ClusterOperator ingress', summary: 'wait until it clears: not Available: NoRouter: router pods pending' }],
+        changes: [
+          {
+            action: 'apply',
+            target: 'ClusterOperator ingress',
+            summary: 'wait until it clears: not Available: NoRouter: router pods pending',
+          },
+        ],
       });
       if (plan.action !== 'change') throw new Error('expected a change');
       const ctx = { ...a.ctx, options: { healthTimeoutSeconds: 30 } };
@@ -200,19 +298,32 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       await setOperator('ingress', healthyOperator());
       await applied;
       await healthStep.verify(ctx);
-      expect(await healthStep.plan(ctx)).toMatchObject({ action: 'noop', reason: expect.stringMatching(/^cluster healthy now \(\d+ warnings, \d+ notes\)$/) });
+      expect(await healthStep.plan(ctx)).toMatchObject({
+        action: 'noop',
+        reason: expect.stringMatching(/^cluster healthy now \(\d+ warnings, \d+ notes\)$/),
+      });
       const kept = JSON.parse(readFileSync(path.join(a.root, STATE_DIR, 'watch-context.json'), 'utf8')) as WatchContext;
       expect(kept.tagMirrorSources).toEqual(['registry.redhat.io/redhat']);
     });
 
     it('fails after the timeout, listing the findings', async () => {
       const a = await agent(env, storeSite());
-      await setOperator('authentication', { conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'OAuthServerRouteEndpointAccessibleControllerDegraded')] });
+      await setOperator('authentication', {
+        conditions: [
+          condition('Available', 'True'),
+          condition('Degraded', 'True', 'OAuthServerRouteEndpointAccessibleControllerDegraded'),
+        ],
+      });
       const plan = await healthStep.plan(a.ctx);
       if (plan.action !== 'change') throw new Error('expected a change');
-      const failed = await healthStep.apply(a.ctx, plan).then(() => undefined, (err: unknown) => err);
+      const failed = await healthStep.apply(a.ctx, plan).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
       expect(failed).toBeInstanceOf(VerificationError);
-      expect((failed as Error).message).toBe('cluster not healthy after 1s: 1 error finding: ClusterOperator authentication: Degraded: OAuthServerRouteEndpointAccessibleControllerDegraded');
+      expect((failed as Error).message).toBe(
+        'cluster not healthy after 1s: 1 error finding: ClusterOperator authentication: Degraded: OAuthServerRouteEndpointAccessibleControllerDegraded',
+      );
       await setOperator('authentication', healthyOperator());
     });
   });

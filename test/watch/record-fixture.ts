@@ -27,34 +27,121 @@ const env = await startFactory({ crds: { except: ['hypershift'] }, seed: { csrs:
 try {
   const kc = env.cluster.kubeConfig();
   const s = new Scenario(kc);
-  await s.create(GVR.catalogSource, { name: 'redhat-operators', namespace: 'openshift-marketplace' }, { sourceType: 'grpc', image: 'registry.redhat.io/redhat/redhat-operator-index:v4.16' }, { connectionState: { lastObservedState: 'TRANSIENT_FAILURE' } });
+  await s.create(
+    GVR.catalogSource,
+    { name: 'redhat-operators', namespace: 'openshift-marketplace' },
+    { sourceType: 'grpc', image: 'registry.redhat.io/redhat/redhat-operator-index:v4.16' },
+    { connectionState: { lastObservedState: 'TRANSIENT_FAILURE' } },
+  );
   await s.namespace('openshift-storage');
-  await s.create(GVR.subscription, { name: 'odf-operator', namespace: 'openshift-storage' }, { name: 'odf-operator', source: 'redhat-operators', sourceNamespace: 'openshift-marketplace', channel: 'stable-4.16' }, {
-    conditions: [condition('ResolutionFailed', 'True', 'ErrorPreventedResolution', 'failed to populate resolver cache from source redhat-operators/openshift-marketplace')],
-  });
-  await s.create(GVR.machineOSConfig, { name: 'master', annotations: { 'machineconfiguration.openshift.io/current-machine-os-build': 'master-7d1c' } }, {
-    machineConfigPool: { name: 'master' },
-    imageBuilder: { imageBuilderType: 'Job' },
-    renderedImagePushSecret: { name: 'push-secret' },
-    renderedImagePushSpec: `${FACTORY_REGISTRY}/os/master:latest`,
-  }, { currentImagePullSpec: `${FACTORY_REGISTRY}/os/master@sha256:${'7'.repeat(64)}` });
-  await s.create(GVR.machineOSBuild, { name: 'master-7d1c' }, { machineConfig: { name: 'rendered-master-1' }, machineOSConfig: { name: 'master' }, renderedImagePushSpec: `${FACTORY_REGISTRY}/os/master:latest` }, {
-    conditions: [condition('Failed', 'True', 'BuildFailed', 'pushing image: dial tcp: lookup registry.factory.example.com: no such host')],
-  });
-  await s.create(GVR.clusterOperator, { name: 'operator-lifecycle-manager-packageserver' }, {}, { conditions: [condition('Available', 'True'), condition('Progressing', 'True', 'Rollout', 'Deploying packageserver')] });
+  await s.create(
+    GVR.subscription,
+    { name: 'odf-operator', namespace: 'openshift-storage' },
+    {
+      name: 'odf-operator',
+      source: 'redhat-operators',
+      sourceNamespace: 'openshift-marketplace',
+      channel: 'stable-4.16',
+    },
+    {
+      conditions: [
+        condition(
+          'ResolutionFailed',
+          'True',
+          'ErrorPreventedResolution',
+          'failed to populate resolver cache from source redhat-operators/openshift-marketplace',
+        ),
+      ],
+    },
+  );
+  await s.create(
+    GVR.machineOSConfig,
+    { name: 'master', annotations: { 'machineconfiguration.openshift.io/current-machine-os-build': 'master-7d1c' } },
+    {
+      machineConfigPool: { name: 'master' },
+      imageBuilder: { imageBuilderType: 'Job' },
+      renderedImagePushSecret: { name: 'push-secret' },
+      renderedImagePushSpec: `${FACTORY_REGISTRY}/os/master:latest`,
+    },
+    { currentImagePullSpec: `${FACTORY_REGISTRY}/os/master@sha256:${'7'.repeat(64)}` },
+  );
+  await s.create(
+    GVR.machineOSBuild,
+    { name: 'master-7d1c' },
+    {
+      machineConfig: { name: 'rendered-master-1' },
+      machineOSConfig: { name: 'master' },
+      renderedImagePushSpec: `${FACTORY_REGISTRY}/os/master:latest`,
+    },
+    {
+      conditions: [
+        condition(
+          'Failed',
+          'True',
+          'BuildFailed',
+          'pushing image: dial tcp: lookup registry.factory.example.com: no such host',
+        ),
+      ],
+    },
+  );
+  await s.create(
+    GVR.clusterOperator,
+    { name: 'operator-lifecycle-manager-packageserver' },
+    {},
+    {
+      conditions: [
+        condition('Available', 'True'),
+        condition('Progressing', 'True', 'Rollout', 'Deploying packageserver'),
+      ],
+    },
+  );
   // two managers of one Cluster API CRD: the platform's and HyperShift's (server-side apply)
   const objects = KubernetesObjectApi.makeApiClient(kc);
   const apply = (manager: string, metadata: object) =>
-    objects.patch({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'machines.cluster.x-k8s.io', ...metadata } } as KubernetesObject, undefined, undefined, manager, true, PatchStrategy.ServerSideApply);
-  await apply('cluster-capi-operator', { annotations: { 'include.release.openshift.io/single-node-developer': 'true' } });
+    objects.patch(
+      {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: 'machines.cluster.x-k8s.io', ...metadata },
+      } as KubernetesObject,
+      undefined,
+      undefined,
+      manager,
+      true,
+      PatchStrategy.ServerSideApply,
+    );
+  await apply('cluster-capi-operator', {
+    annotations: { 'include.release.openshift.io/single-node-developer': 'true' },
+  });
   await apply('hypershift', { labels: { 'hypershift.openshift.io/managed': 'true' } });
 
   const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-fixture-'));
   await writeContextFile(createRootFs(root), STATE_DIR, FIXTURE_CONTEXT);
   // exits 1: the cluster has error findings
-  spawnSync(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), 'watch', '--once', '--kubeconfig', env.cluster.kubeconfigPath, '--root', root, '--state-dir', STATE_DIR, '--record-events', FIXTURE], { stdio: 'ignore' });
+  spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      path.join(REPO, 'src/cli/main.ts'),
+      'watch',
+      '--once',
+      '--kubeconfig',
+      env.cluster.kubeconfigPath,
+      '--root',
+      root,
+      '--state-dir',
+      STATE_DIR,
+      '--record-events',
+      FIXTURE,
+    ],
+    { stdio: 'ignore' },
+  );
   const last = JSON.parse(readFileSync(FIXTURE, 'utf8').trim().split('\n').at(-1)!) as { at: string };
-  appendFileSync(FIXTURE, `${JSON.stringify({ type: 'evaluate', at: new Date(Date.parse(last.at) + 6 * 60_000).toISOString() })}\n`);
+  appendFileSync(
+    FIXTURE,
+    `${JSON.stringify({ type: 'evaluate', at: new Date(Date.parse(last.at) + 6 * 60_000).toISOString() })}\n`,
+  );
   console.log(`wrote ${FIXTURE}`);
 } finally {
   await env.stop();

@@ -13,7 +13,9 @@ import { REPO } from '../node/context.js';
 import { runAgent } from '../node/cli.js';
 
 const FIXTURE = path.join(REPO, 'test/watch/fixtures/relocated-store.jsonl');
-const EXPECTED = JSON.parse(readFileSync(path.join(REPO, 'test/watch/fixtures/relocated-store.findings.json'), 'utf8')) as { health: string; findings: unknown[] };
+const EXPECTED = JSON.parse(
+  readFileSync(path.join(REPO, 'test/watch/fixtures/relocated-store.findings.json'), 'utf8'),
+) as { health: string; findings: unknown[] };
 
 describe('replay of a recorded watch', () => {
   it('reproduces every finding, with the recorded context and times', async () => {
@@ -22,7 +24,9 @@ describe('replay of a recorded watch', () => {
   });
 
   it('escalates what held until the later evaluation: the catalog failing for six minutes is an error', () => {
-    expect(EXPECTED.findings).toContainEqual(expect.objectContaining({ object: 'CatalogSource openshift-marketplace/redhat-operators', severity: 'error' }));
+    expect(EXPECTED.findings).toContainEqual(
+      expect.objectContaining({ object: 'CatalogSource openshift-marketplace/redhat-operators', severity: 'error' }),
+    );
   });
 
   it('watch --replay prints the same and exits 1 for the errors, without a cluster', () => {

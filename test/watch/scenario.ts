@@ -32,7 +32,13 @@ const KINDS: Record<string, [string, string]> = {
 
 const isCode = (e: unknown, code: number) => e instanceof ApiException && e.code === code;
 
-export const condition = (type: string, status: string, reason = 'AsExpected', message = '') => ({ type, status, reason, message, lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z') });
+export const condition = (type: string, status: string, reason = 'AsExpected', message = '') => ({
+  type,
+  status,
+  reason,
+  message,
+  lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+});
 
 export class Scenario {
   private readonly custom: CustomObjectsApi;
@@ -52,10 +58,21 @@ export class Scenario {
   }
 
   /** Creates the object, then sets its status (if given). */
-  async create(gvr: Gvr, metadata: { name: string; namespace?: string; annotations?: Record<string, string>; labels?: Record<string, string> }, spec: object | undefined, status?: object): Promise<void> {
+  async create(
+    gvr: Gvr,
+    metadata: {
+      name: string;
+      namespace?: string;
+      annotations?: Record<string, string>;
+      labels?: Record<string, string>;
+    },
+    spec: object | undefined,
+    status?: object,
+  ): Promise<void> {
     const [apiVersion, kind] = KINDS[gvr.plural]!;
     const body = { apiVersion, kind, metadata, ...(spec && { spec }) };
-    if (metadata.namespace) await this.custom.createNamespacedCustomObject({ ...gvr, namespace: metadata.namespace, body });
+    if (metadata.namespace)
+      await this.custom.createNamespacedCustomObject({ ...gvr, namespace: metadata.namespace, body });
     else await this.custom.createClusterCustomObject({ ...gvr, body });
     if (status) await this.setStatus(gvr, metadata.name, status, metadata.namespace);
   }
@@ -73,4 +90,6 @@ export class Scenario {
 }
 
 /** The ClusterOperator status a healthy operator reports. */
-export const healthyOperator = () => ({ conditions: [condition('Available', 'True'), condition('Progressing', 'False'), condition('Degraded', 'False')] });
+export const healthyOperator = () => ({
+  conditions: [condition('Available', 'True'), condition('Progressing', 'False'), condition('Degraded', 'False')],
+});

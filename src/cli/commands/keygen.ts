@@ -15,7 +15,8 @@ export async function keygenCommand(inv: Invocation): Promise<CommandResult> {
     await writeFile(`${out}.key`, pair.privatePem, { mode: 0o600, flag: 'wx' });
     await writeFile(`${out}.pub`, pair.publicPem, { mode: 0o644, flag: 'wx' });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${(err as NodeJS.ErrnoException).path} exists; choose another --out NAME`);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new UsageError(`${(err as NodeJS.ErrnoException).path} exists; choose another --out NAME`);
     throw err;
   }
   return { exitCode: 0, stdout: `wrote ${out}.key (private, keep it offline) and ${out}.pub (key ${pair.keyId})\n` };

@@ -16,7 +16,12 @@ export async function planCommand(inv: Invocation): Promise<CommandResult> {
   const loaded = await loadSite(rt, atMostOnePath('plan', inv.positionals));
   if (!loaded) return { exitCode: 0, stdout: 'no site-config found: nothing to plan\n' };
   // a plan is a look, not a wait: an API that does not answer within seconds defers the cluster steps
-  const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) }, { kubeReadyTimeoutMs: PLAN_API_WAIT_MS });
+  const { ctx, close } = createStepContext(
+    rt,
+    loaded,
+    { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) },
+    { kubeReadyTimeoutMs: PLAN_API_WAIT_MS },
+  );
   const steps: ShownPlan[] = [];
   try {
     for (const step of STEPS.filter((s) => selected.has(s.name))) {

@@ -16,7 +16,9 @@ export async function runCommand(inv: Invocation): Promise<CommandResult> {
     await rt.banner.show('no site-config appeared; nothing was changed (plug in the stick to start)');
     return { exitCode: 0, stdout: '' };
   }
-  const { ctx, close } = createStepContext(rt, loaded, { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) });
+  const { ctx, close } = createStepContext(rt, loaded, {
+    healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']),
+  });
   try {
     const state = await runSteps({
       steps: STEPS,

@@ -9,7 +9,8 @@ import type { CommandResult } from './result.js';
 
 function date(flag: string, value: string): Date {
   const at = new Date(value);
-  if (Number.isNaN(at.getTime())) throw new UsageError(`${flag}: "${value}" is not a date (for example 2027-03-31 or 2027-03-31T18:00:00Z)`);
+  if (Number.isNaN(at.getTime()))
+    throw new UsageError(`${flag}: "${value}" is not a date (for example 2027-03-31 or 2027-03-31T18:00:00Z)`);
   return at;
 }
 
@@ -18,7 +19,8 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
   const { key, 'not-after': notAfter, 'bind-machine-id': machineId, 'bind-serial': serial } = inv.flags;
   if (!key) throw new UsageError('sign needs --key NAME.key');
   if (inv.positionals.length !== 1) throw new UsageError('sign takes one FOLDER holding site-config.yaml');
-  if (machineId && serial) throw new UsageError('sign binds to one node by --bind-machine-id or --bind-serial, not both');
+  if (machineId && serial)
+    throw new UsageError('sign binds to one node by --bind-machine-id or --bind-serial, not both');
   const expiry = notAfter ? date('--not-after', notAfter) : undefined;
   if (expiry && expiry.getTime() <= Date.now()) throw new UsageError(`--not-after: ${notAfter} is already past`);
   let privateKey;
@@ -38,7 +40,9 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
     ...(expiry ? { notAfter: expiry } : {}),
     ...(machineId || serial ? { node: { ...(machineId ? { machineId } : {}), ...(serial ? { serial } : {}) } } : {}),
   });
-  await createRootFs(loaded.dir).writeAtomic(`/${SIGNATURE_FILE}`, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o644 });
+  await createRootFs(loaded.dir).writeAtomic(`/${SIGNATURE_FILE}`, `${JSON.stringify(doc, null, 2)}\n`, {
+    mode: 0o644,
+  });
   const bound = machineId ? `, for machine-id ${machineId}` : serial ? `, for serial ${serial}` : '';
   return {
     exitCode: 0,

@@ -8,7 +8,12 @@ import type { CommandResult } from './result.js';
 
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 export function renderRunState(state: RunState | undefined): string {
@@ -22,7 +27,13 @@ export function renderRunState(state: RunState | undefined): string {
   const rows = [['STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'DETAIL']];
   for (const { name } of STEPS) {
     const r = state.steps[name];
-    rows.push([name, r?.status ?? 'pending', r ? String(r.attempts) : '', r?.durationMs !== undefined ? `${r.durationMs}ms` : '', r?.message ?? '']);
+    rows.push([
+      name,
+      r?.status ?? 'pending',
+      r ? String(r.attempts) : '',
+      r?.durationMs !== undefined ? `${r.durationMs}ms` : '',
+      r?.message ?? '',
+    ]);
   }
   return `${[...lines, ...table(rows)].join('\n')}\n`;
 }

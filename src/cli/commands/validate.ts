@@ -11,6 +11,9 @@ export async function validateCommand(inv: Invocation): Promise<CommandResult> {
   const stdout =
     format === 'json'
       ? `${JSON.stringify({ valid: true, site: loaded.site.name, files: loaded.files, findings: loaded.findings }, null, 2)}\n`
-      : [...loaded.findings.map(formatFinding), `site-config valid: site ${loaded.site.name}, ${loaded.files.length} file(s) read`].join('\n') + '\n';
+      : [
+          ...loaded.findings.map(formatFinding),
+          `site-config valid: site ${loaded.site.name}, ${loaded.files.length} file(s) read`,
+        ].join('\n') + '\n';
   return { exitCode: 0, stdout };
 }

@@ -29,11 +29,22 @@ async function kubeconfigPath(rt: Runtime): Promise<string> {
   if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
   if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
   if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  throw new UsageError(`no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`);
+  throw new UsageError(
+    `no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`,
+  );
 }
 
-function result(format: 'text' | 'json', health: Health, findings: Finding[], now: Date, header: string[]): CommandResult {
-  const stdout = format === 'json' ? `${JSON.stringify({ health, findings }, null, 2)}\n` : renderHealth(health, findings, now, header);
+function result(
+  format: 'text' | 'json',
+  health: Health,
+  findings: Finding[],
+  now: Date,
+  header: string[],
+): CommandResult {
+  const stdout =
+    format === 'json'
+      ? `${JSON.stringify({ health, findings }, null, 2)}\n`
+      : renderHealth(health, findings, now, header);
   return { exitCode: health === 'unhealthy' ? ExitCode.stepFailed : ExitCode.ok, stdout };
 }
 
@@ -43,15 +54,21 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
   const ctx = await contextFor(rt, atMostOnePath('watch', inv.positionals));
 
   if (inv.flags.replay !== undefined) {
-    if (inv.flags['record-events'] !== undefined) throw new UsageError('--replay and --record-events cannot be used together');
+    if (inv.flags['record-events'] !== undefined)
+      throw new UsageError('--replay and --record-events cannot be used together');
     const events = await readRecording(inv.flags.replay);
     const { findings } = replay(events, ctx);
-    return result(format, healthOf(findings), findings, new Date(events.at(-1)!.at), [`Replayed: ${inv.flags.replay} (${events.length} events)`]);
+    return result(format, healthOf(findings), findings, new Date(events.at(-1)!.at), [
+      `Replayed: ${inv.flags.replay} (${events.length} events)`,
+    ]);
   }
 
   const file = await kubeconfigPath(rt);
   // the client library and the watcher load only here: the other commands never pay for them
-  const [{ KubeConfig }, { ClusterView }] = await Promise.all([import('@kubernetes/client-node'), import('../../watch/view.js')]);
+  const [{ KubeConfig }, { ClusterView }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('../../watch/view.js'),
+  ]);
   const config = new KubeConfig();
   try {
     config.loadFromFile(file);
@@ -74,8 +91,17 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
   return watchUntilStopped(rt, config, ctx, recorder);
 }
 
-async function watchUntilStopped(rt: Runtime, config: import('@kubernetes/client-node').KubeConfig, ctx: WatchContext, recorder: Recorder | undefined): Promise<CommandResult> {
-  const [{ ClusterView }, { Watcher }, { serveMetrics }] = await Promise.all([import('../../watch/view.js'), import('../../watch/watcher.js'), import('../../watch/metrics.js')]);
+async function watchUntilStopped(
+  rt: Runtime,
+  config: import('@kubernetes/client-node').KubeConfig,
+  ctx: WatchContext,
+  recorder: Recorder | undefined,
+): Promise<CommandResult> {
+  const [{ ClusterView }, { Watcher }, { serveMetrics }] = await Promise.all([
+    import('../../watch/view.js'),
+    import('../../watch/watcher.js'),
+    import('../../watch/metrics.js'),
+  ]);
   const metrics = await serveMetrics(rt.flags['metrics-address'] ?? '127.0.0.1:9464');
   const view = new ClusterView(config, {
     clock: rt.clock,
@@ -89,7 +115,14 @@ async function watchUntilStopped(rt: Runtime, config: import('@kubernetes/client
       watcher.changed();
     },
   });
-  const watcher = new Watcher(view, { fs: rt.fs, stateDir: rt.stateDir, banner: rt.banner, log: rt.log, clock: rt.clock, metrics });
+  const watcher = new Watcher(view, {
+    fs: rt.fs,
+    stateDir: rt.stateDir,
+    banner: rt.banner,
+    log: rt.log,
+    clock: rt.clock,
+    metrics,
+  });
   const stopped = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));

@@ -29,13 +29,20 @@ describe('parseSiteConfig', () => {
     doc.spec.baseDomain = 'BAD';
     const result = parseSiteConfig(doc);
     expect(result.value).toBeUndefined();
-    expect(result.findings.map((f) => `${f.severity} ${f.path}`)).toEqual(['warning $.spec.extra', 'error $.spec.baseDomain']);
+    expect(result.findings.map((f) => `${f.severity} ${f.path}`)).toEqual([
+      'warning $.spec.extra',
+      'error $.spec.baseDomain',
+    ]);
   });
 
   it('says a missing field is required', () => {
     const doc = baseDocument();
     delete doc.spec.baseDomain;
-    expect(parseSiteConfig(doc).findings).toContainEqual({ severity: 'error', path: '$.spec.baseDomain', message: 'required (string)' });
+    expect(parseSiteConfig(doc).findings).toContainEqual({
+      severity: 'error',
+      path: '$.spec.baseDomain',
+      message: 'required (string)',
+    });
   });
 
   it('quotes path segments that are not identifiers', () => {

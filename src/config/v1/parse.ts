@@ -22,14 +22,22 @@ export function parseLenient<T>(schema: z.ZodType<T>, input: unknown, prefix: Pr
     const errors = result.error.issues.filter((i) => i.code !== 'unrecognized_keys');
     for (const issue of unknownKeys) {
       for (const key of issue.keys) {
-        findings.push({ severity: 'warning', path: formatPath([...prefix, ...issue.path, key]), message: 'unknown key, ignored' });
+        findings.push({
+          severity: 'warning',
+          path: formatPath([...prefix, ...issue.path, key]),
+          message: 'unknown key, ignored',
+        });
         const parent = issue.path.reduce<unknown>((o, k) => (o as Record<PropertyKey, unknown>)[k as PropertyKey], doc);
         Reflect.deleteProperty(parent as object, key);
       }
     }
     if (unknownKeys.length === 0 || errors.length > 0) {
       for (const issue of errors) {
-        findings.push({ severity: 'error', path: formatPath([...prefix, ...issue.path]), message: describeIssue(issue) });
+        findings.push({
+          severity: 'error',
+          path: formatPath([...prefix, ...issue.path]),
+          message: describeIssue(issue),
+        });
       }
       return { findings };
     }

@@ -21,33 +21,104 @@ function check(rule: Rule, change: (d: Doc) => void) {
   const doc = baseDocument();
   change(doc);
   const config = doc as SiteConfigV1;
-  return rule.check({ config, nmstatePath: '$.spec.network.nmstate', ...(config.spec.network.nmstate && { nmstate: config.spec.network.nmstate }) });
+  return rule.check({
+    config,
+    nmstatePath: '$.spec.network.nmstate',
+    ...(config.spec.network.nmstate && { nmstate: config.spec.network.nmstate }),
+  });
 }
 
 const cases: [string, Rule, (d: Doc) => void, string[]][] = [
   ['network source: inline only is fine', networkSourceExactlyOne, () => undefined, []],
   ['network source: both', networkSourceExactlyOne, (d) => (d.spec.network.nmstateFile = 'n.yaml'), ['$.spec.network']],
   ['network source: neither', networkSourceExactlyOne, (d) => delete d.spec.network.nmstate, ['$.spec.network']],
-  ['pull secret: file only is fine', pullSecretSourceAtMostOne, (d) => { delete d.spec.pullSecret; d.spec.pullSecretFile = 'p.json'; }, []],
+  [
+    'pull secret: file only is fine',
+    pullSecretSourceAtMostOne,
+    (d) => {
+      delete d.spec.pullSecret;
+      d.spec.pullSecretFile = 'p.json';
+    },
+    [],
+  ],
   ['pull secret: both', pullSecretSourceAtMostOne, (d) => (d.spec.pullSecretFile = 'p.json'), ['$.spec']],
   ['files: plain name is fine', filesStayInFolder, (d) => (d.spec.pullSecretFile = 'sub/p.json'), []],
-  ['files: parent folder', filesStayInFolder, (d) => (d.spec.pullSecretFile = 'a/../../p.json'), ['$.spec.pullSecretFile']],
-  ['files: absolute cert', filesStayInFolder, (d) => (d.spec.certificates = { api: { certFile: '/etc/x.crt', keyFile: 'k' } }), ['$.spec.certificates.api.certFile']],
+  [
+    'files: parent folder',
+    filesStayInFolder,
+    (d) => (d.spec.pullSecretFile = 'a/../../p.json'),
+    ['$.spec.pullSecretFile'],
+  ],
+  [
+    'files: absolute cert',
+    filesStayInFolder,
+    (d) => (d.spec.certificates = { api: { certFile: '/etc/x.crt', keyFile: 'k' } }),
+    ['$.spec.certificates.api.certFile'],
+  ],
   ['dns: valid names', dnsNames, () => undefined, []],
   ['dns: single-label base domain', dnsNames, (d) => (d.spec.baseDomain = 'store'), ['$.spec.baseDomain']],
   ['dns: localhost hostname', dnsNames, (d) => (d.spec.hostname = 'localhost.localdomain'), ['$.spec.hostname']],
-  ['dns: resolve entry', dnsNames, (d) => (d.spec.network.verify.resolve = ['ok.example.com', 'bad name']), ['$.spec.network.verify.resolve[1]']],
+  [
+    'dns: resolve entry',
+    dnsNames,
+    (d) => (d.spec.network.verify.resolve = ['ok.example.com', 'bad name']),
+    ['$.spec.network.verify.resolve[1]'],
+  ],
   ['internal IP: outside site subnet', internalIpOutsideSiteSubnets, () => undefined, []],
-  ['internal IP: inside site subnet', internalIpOutsideSiteSubnets, (d) => (d.spec.network.internalIP = '10.42.0.5/24'), ['$.spec.network.nmstate.interfaces[0].ipv4.address[0]']],
-  ['internal IP: its subnet holds the site address', internalIpOutsideSiteSubnets, (d) => (d.spec.network.internalIP = '10.0.0.1/8'), ['$.spec.network.nmstate.interfaces[0].ipv4.address[0]']],
-  ['internal IP: IPv6 against IPv4 site', internalIpOutsideSiteSubnets, (d) => (d.spec.network.internalIP = 'fd69::2/125'), []],
-  ['mirrors: distinct sources', mirrorSourcesUnique, (d) => d.spec.imageDigestMirrors.push({ source: 'other', mirrors: ['m'] }), []],
-  ['mirrors: duplicate tag source', mirrorSourcesUnique, (d) => (d.spec.imageTagMirrors = [{ source: 'a', mirrors: ['m'] }, { source: 'a', mirrors: ['n'] }]), ['$.spec.imageTagMirrors[1].source']],
+  [
+    'internal IP: inside site subnet',
+    internalIpOutsideSiteSubnets,
+    (d) => (d.spec.network.internalIP = '10.42.0.5/24'),
+    ['$.spec.network.nmstate.interfaces[0].ipv4.address[0]'],
+  ],
+  [
+    'internal IP: its subnet holds the site address',
+    internalIpOutsideSiteSubnets,
+    (d) => (d.spec.network.internalIP = '10.0.0.1/8'),
+    ['$.spec.network.nmstate.interfaces[0].ipv4.address[0]'],
+  ],
+  [
+    'internal IP: IPv6 against IPv4 site',
+    internalIpOutsideSiteSubnets,
+    (d) => (d.spec.network.internalIP = 'fd69::2/125'),
+    [],
+  ],
+  [
+    'mirrors: distinct sources',
+    mirrorSourcesUnique,
+    (d) => d.spec.imageDigestMirrors.push({ source: 'other', mirrors: ['m'] }),
+    [],
+  ],
+  [
+    'mirrors: duplicate tag source',
+    mirrorSourcesUnique,
+    (d) =>
+      (d.spec.imageTagMirrors = [
+        { source: 'a', mirrors: ['m'] },
+        { source: 'a', mirrors: ['n'] },
+      ]),
+    ['$.spec.imageTagMirrors[1].source'],
+  ],
   ['ssh: valid key', sshKeysWellFormed, () => undefined, []],
-  ['ssh: private key pasted', sshKeysWellFormed, (d) => (d.spec.sshAuthorizedKeys = ['-----BEGIN OPENSSH PRIVATE KEY-----']), ['$.spec.sshAuthorizedKeys[0]']],
+  [
+    'ssh: private key pasted',
+    sshKeysWellFormed,
+    (d) => (d.spec.sshAuthorizedKeys = ['-----BEGIN OPENSSH PRIVATE KEY-----']),
+    ['$.spec.sshAuthorizedKeys[0]'],
+  ],
   ['references: next hop interface declared', interfaceReferencesKnown, () => undefined, []],
-  ['references: unknown vlan base', interfaceReferencesKnown, (d) => d.spec.network.nmstate.interfaces.push({ name: 'v10', vlan: { 'base-iface': 'eno9', id: 10 } }), ['$.spec.network.nmstate.interfaces[1].vlan.base-iface']],
-  ['pull secret: no registries', pullSecretHasRegistries, (d) => (d.spec.pullSecret = { auths: {} }), ['$.spec.pullSecret.auths']],
+  [
+    'references: unknown vlan base',
+    interfaceReferencesKnown,
+    (d) => d.spec.network.nmstate.interfaces.push({ name: 'v10', vlan: { 'base-iface': 'eno9', id: 10 } }),
+    ['$.spec.network.nmstate.interfaces[1].vlan.base-iface'],
+  ],
+  [
+    'pull secret: no registries',
+    pullSecretHasRegistries,
+    (d) => (d.spec.pullSecret = { auths: {} }),
+    ['$.spec.pullSecret.auths'],
+  ],
 ];
 
 describe('site-config rules', () => {
@@ -56,7 +127,10 @@ describe('site-config rules', () => {
   });
 
   it('reports a reference to an undeclared interface as a warning, not an error', () => {
-    const [finding] = check(interfaceReferencesKnown, (d) => (d.spec.network.nmstate.routes.config[0]['next-hop-interface'] = 'eno9'));
+    const [finding] = check(
+      interfaceReferencesKnown,
+      (d) => (d.spec.network.nmstate.routes.config[0]['next-hop-interface'] = 'eno9'),
+    );
     expect(finding?.severity).toBe('warning');
   });
 

@@ -54,7 +54,8 @@ export function fileNameProblem(name: string): string | undefined {
 export function namedFiles(config: SiteConfigV1): { path: string; name: string }[] {
   const { spec } = config;
   const out: { path: string; name: string }[] = [];
-  if (spec.network.nmstateFile !== undefined) out.push({ path: '$.spec.network.nmstateFile', name: spec.network.nmstateFile });
+  if (spec.network.nmstateFile !== undefined)
+    out.push({ path: '$.spec.network.nmstateFile', name: spec.network.nmstateFile });
   if (spec.pullSecretFile !== undefined) out.push({ path: '$.spec.pullSecretFile', name: spec.pullSecretFile });
   for (const which of ['ingress', 'api'] as const) {
     const pair = spec.certificates?.[which];
@@ -79,7 +80,8 @@ export const dnsNames: Rule = {
   check: ({ config }) => {
     const out: Finding[] = [];
     const { baseDomain, hostname, network } = config.spec;
-    if (!baseDomain.includes('.')) out.push(error('$.spec.baseDomain', 'needs at least two labels, e.g. store42.example.com'));
+    if (!baseDomain.includes('.'))
+      out.push(error('$.spec.baseDomain', 'needs at least two labels, e.g. store42.example.com'));
     if (hostname !== undefined && (hostname === 'localhost' || hostname.startsWith('localhost.')))
       out.push(error('$.spec.hostname', 'localhost is not a usable node name'));
     if (hostname !== undefined && hostname.split('.')[0]!.length > 63)
@@ -129,7 +131,9 @@ function duplicateSources(list: Mirror[] | undefined, path: string): Finding[] {
   return (list ?? []).flatMap((m, i) => {
     const first = seen.get(m.source);
     seen.set(m.source, first ?? i);
-    return first === undefined ? [] : [error(`${path}[${i}].source`, `duplicate of ${path}[${first}].source (${m.source})`)];
+    return first === undefined
+      ? []
+      : [error(`${path}[${i}].source`, `duplicate of ${path}[${first}].source (${m.source})`)];
   });
 }
 
@@ -141,7 +145,8 @@ export const mirrorSourcesUnique: Rule = {
   ],
 };
 
-const SSH_KEY = /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n\r]*)?$/;
+const SSH_KEY =
+  /^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)@openssh\.com) [A-Za-z0-9+/]+={0,3}( [^\n\r]*)?$/;
 
 export const sshKeysWellFormed: Rule = {
   name: 'ssh-keys-well-formed',
@@ -160,12 +165,22 @@ export const interfaceReferencesKnown: Rule = {
     (nmstate.interfaces ?? []).forEach((iface, i) => {
       const base = iface.vlan?.['base-iface'];
       if (base !== undefined && !names.has(base))
-        out.push(warning(`${nmstatePath}.interfaces[${i}].vlan.base-iface`, `${base} is not declared here; it must already exist on the node`));
+        out.push(
+          warning(
+            `${nmstatePath}.interfaces[${i}].vlan.base-iface`,
+            `${base} is not declared here; it must already exist on the node`,
+          ),
+        );
     });
     (nmstate.routes?.config ?? []).forEach((route, i) => {
       const dev = route['next-hop-interface'];
       if (dev !== undefined && !names.has(dev))
-        out.push(warning(`${nmstatePath}.routes.config[${i}].next-hop-interface`, `${dev} is not declared here; it must already exist on the node`));
+        out.push(
+          warning(
+            `${nmstatePath}.routes.config[${i}].next-hop-interface`,
+            `${dev} is not declared here; it must already exist on the node`,
+          ),
+        );
     });
     return out;
   },

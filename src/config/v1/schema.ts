@@ -86,9 +86,7 @@ export const nmstateSchema = z
       .optional(),
     'dns-resolver': z
       .looseObject({
-        config: z
-          .looseObject({ server: z.array(anyIp).optional(), search: z.array(z.string()).optional() })
-          .optional(),
+        config: z.looseObject({ server: z.array(anyIp).optional(), search: z.array(z.string()).optional() }).optional(),
       })
       .optional(),
   })
@@ -96,8 +94,14 @@ export const nmstateSchema = z
 
 const mirror = z.strictObject({
   source: z.string().min(1).describe('registry or repository the images are normally pulled from'),
-  mirrors: z.array(z.string().min(1)).min(1, 'at least one mirror is needed').describe('mirror repositories, tried in order'),
-  mirrorSourcePolicy: z.enum(['AllowContactingSource', 'NeverContactSource']).optional().describe('whether the source may still be contacted'),
+  mirrors: z
+    .array(z.string().min(1))
+    .min(1, 'at least one mirror is needed')
+    .describe('mirror repositories, tried in order'),
+  mirrorSourcePolicy: z
+    .enum(['AllowContactingSource', 'NeverContactSource'])
+    .optional()
+    .describe('whether the source may still be contacted'),
 });
 
 export const pullSecretSchema = z
@@ -124,7 +128,9 @@ export const siteConfigSchema = z.strictObject({
     })
     .describe('the site'),
   spec: z.strictObject({
-    baseDomain: dnsName('baseDomain').describe('new cluster domain: api.<cluster>.<baseDomain>, *.apps.<cluster>.<baseDomain>'),
+    baseDomain: dnsName('baseDomain').describe(
+      'new cluster domain: api.<cluster>.<baseDomain>, *.apps.<cluster>.<baseDomain>',
+    ),
     clusterName: z
       .string()
       .regex(DNS_LABEL, 'not a DNS label')
@@ -133,30 +139,39 @@ export const siteConfigSchema = z.strictObject({
     hostname: dnsName('hostname').optional().describe('static hostname of the node'),
     network: z
       .strictObject({
-      nmstate: nmstateSchema.optional(),
-      nmstateFile: fileName.optional().describe('nmstate YAML beside the site-config (instead of nmstate)'),
-      internalIP: z
-        .string()
-        .refine((v) => isCidr(v), { message: 'not an IP address with prefix length (CIDR)' })
-        .optional()
-        .describe('br-ex internal node IP, normally fixed at the factory'),
-      verify: z
-        .strictObject({
-          pingGateway: z.boolean().optional().describe('the default gateway must answer ping'),
-          resolve: z.array(z.string()).optional().describe('these names must resolve'),
-          timeoutSeconds: z.number().int().min(5).max(900).optional().describe('how long the checks may take before rollback (5-900, default 90)'),
-        })
-        .optional()
-        .describe('after apply, roll back unless these pass in time'),
-    })
-    .describe('the site network: nmstate state, internal IP, checks'),
+        nmstate: nmstateSchema.optional(),
+        nmstateFile: fileName.optional().describe('nmstate YAML beside the site-config (instead of nmstate)'),
+        internalIP: z
+          .string()
+          .refine((v) => isCidr(v), { message: 'not an IP address with prefix length (CIDR)' })
+          .optional()
+          .describe('br-ex internal node IP, normally fixed at the factory'),
+        verify: z
+          .strictObject({
+            pingGateway: z.boolean().optional().describe('the default gateway must answer ping'),
+            resolve: z.array(z.string()).optional().describe('these names must resolve'),
+            timeoutSeconds: z
+              .number()
+              .int()
+              .min(5)
+              .max(900)
+              .optional()
+              .describe('how long the checks may take before rollback (5-900, default 90)'),
+          })
+          .optional()
+          .describe('after apply, roll back unless these pass in time'),
+      })
+      .describe('the site network: nmstate state, internal IP, checks'),
     pullSecret: pullSecretSchema.optional(),
     pullSecretFile: fileName.optional().describe('pull secret JSON beside the site-config (instead of pullSecret)'),
     pullSecretPolicy: z
       .enum(['replace', 'merge'])
       .optional()
       .describe('replace the cluster pull secret (default) or merge the site registries into it'),
-    imageDigestMirrors: z.array(mirror).optional().describe('ImageDigestMirrorSet (ImageContentSourcePolicy on old clusters)'),
+    imageDigestMirrors: z
+      .array(mirror)
+      .optional()
+      .describe('ImageDigestMirrorSet (ImageContentSourcePolicy on old clusters)'),
     imageTagMirrors: z.array(mirror).optional().describe('ImageTagMirrorSet: images pulled by tag'),
     certificates: z
       .strictObject({

@@ -16,5 +16,11 @@ export function notInstalled(snapshot: Snapshot): RawFinding[] {
 }
 
 export function runChecks(snapshot: Snapshot, ctx: WatchContext): RawFinding[] {
-  return [...notInstalled(snapshot), ...checkOlm(snapshot, ctx), ...checkCapi(snapshot), ...checkLayering(snapshot, ctx), ...checkOperators(snapshot)];
+  return [
+    ...notInstalled(snapshot),
+    ...checkOlm(snapshot, ctx),
+    ...checkCapi(snapshot),
+    ...checkLayering(snapshot, ctx),
+    ...checkOperators(snapshot),
+  ];
 }
