@@ -1,7 +1,7 @@
 /**
  * nmstate's desired state as NetworkManager connection profiles (a{sa{sv}} settings with the
- * variant types NetworkManager's D-Bus API wants), and NetworkManager's devices back as nmstate's
- * current state. Pure functions: the D-Bus side is in networkmanager.ts.
+ * variant types NetworkManager's D-Bus API wants), in activation order; and how an existing profile
+ * is updated into a desired one. Pure functions.
  *
  * The subset is what site-configs use: ethernet, linux-bridge with ports, vlan, bond, IPv4/IPv6
  * static, DHCP/autoconf or disabled, routes, DNS. OVS interfaces need nmstatectl (OVS is
@@ -11,18 +11,12 @@
  */
 import { isIPv4 } from 'node:net';
 import dbus from 'dbus-next';
-import type { NmstateState } from '../config/v1/schema.js';
-import { canonicalIp, parseCidr } from '../node/addresses.js';
+import type { NmstateState } from '../../config/v1/schema.js';
+import { parseCidr } from '../../node/addresses.js';
+import { type Interface, ipv4ToNetworkOrder, ipv6Bytes, type Route, type Settings } from './encoding.js';
 
 const { Variant } = dbus;
 type Variant = dbus.Variant;
-
-export type Interface = NonNullable<NmstateState['interfaces']>[number];
-export type Route = NonNullable<NonNullable<NmstateState['routes']>['config']>[number];
-/** connection settings as NetworkManager takes them: section -> key -> variant */
-export type Settings = Record<string, Record<string, Variant>>;
-/** connection settings as NetworkManager hands them out, variants unwrapped */
-export type PlainSettings = Record<string, Record<string, unknown>>;
 
 const CONNECTION_TYPE: Record<string, string> = {
   ethernet: '802-3-ethernet',
@@ -31,21 +25,6 @@ const CONNECTION_TYPE: Record<string, string> = {
   bond: 'bond',
   dummy: 'dummy',
 };
-
-/** NetworkManager device types (NMDeviceType) to nmstate interface types */
-const DEVICE_TYPE: Record<number, string> = {
-  1: 'ethernet',
-  10: 'bond',
-  11: 'vlan',
-  13: 'linux-bridge',
-  22: 'dummy',
-  24: 'ovs-interface',
-  26: 'ovs-bridge',
-  32: 'loopback',
-};
-/** NM_DEVICE_STATE_ACTIVATED, and UNMANAGED which nmstate shows as ignore */
-const ACTIVATED = 100;
-const UNMANAGED = 10;
 
 export interface Profile {
   name: string;
@@ -66,30 +45,6 @@ export class UnsupportedStateError extends Error {}
 
 /** the switch that sets TranslationOptions.brExAsLinuxBridge on a node */
 export const BR_EX_AS_LINUX_BRIDGE_ENV = 'SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE';
-
-/** An IPv4 address as NetworkManager's `au` DNS entries hold it: the bytes in network order. */
-export function ipv4ToNetworkOrder(ip: string): number {
-  const [a, b, c, d] = ip.split('.').map(Number) as [number, number, number, number];
-  return (a | (b << 8) | (c << 16) | (d << 24)) >>> 0;
-}
-
-export function networkOrderToIpv4(value: number): string {
-  return [value & 0xff, (value >>> 8) & 0xff, (value >>> 16) & 0xff, (value >>> 24) & 0xff].join('.');
-}
-
-function ipv6Bytes(ip: string): number[] {
-  const [head = '', tail = ''] = canonicalIp(ip).split('::');
-  const groups = (s: string) => (s ? s.split(':') : []);
-  const h = groups(head);
-  const t = groups(tail);
-  const all = [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
-  return all.flatMap((g) => [parseInt(g, 16) >> 8, parseInt(g, 16) & 0xff]);
-}
-
-function bytesToIpv6(bytes: number[]): string {
-  const groups = Array.from({ length: 8 }, (_, i) => ((bytes[2 * i]! << 8) | bytes[2 * i + 1]!).toString(16));
-  return canonicalIp(groups.join(':'));
-}
 
 const isDefault = (destination: string) => parseCidr(destination).prefix === 0;
 const familyOf = (destination: string) => parseCidr(destination).family;
@@ -184,9 +139,8 @@ function dnsCarriers(state: NmstateState, ports: Map<string, unknown>): { 4?: st
   }
   return out;
 }
-
 /** NetworkManager's default DNS priority of a profile that is not a VPN (what 0 stands for) */
-const DEFAULT_DNS_PRIORITY = 100;
+export const DEFAULT_DNS_PRIORITY = 100;
 
 /**
  * DNS priorities that keep the site's server order: NetworkManager keeps IPv4 and IPv6 servers in
@@ -208,8 +162,7 @@ export interface TranslationOptions {
   /** make an OVS br-ex a Linux bridge, and show a Linux bridge br-ex also as OVS (nodes without Open vSwitch) */
   brExAsLinuxBridge?: boolean;
 }
-
-const BR_EX = 'br-ex';
+export const BR_EX = 'br-ex';
 type BridgePorts = { bridge?: { port?: { name: string }[] } };
 const isOvs = (iface: Interface) => iface.type?.startsWith('ovs-') === true;
 
@@ -352,17 +305,6 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
   plan.profiles.sort((a, b) => rank(a) - rank(b));
   return plan;
 }
-
-/** Unwraps dbus-next variants, recursively, into plain values. */
-export function plain(value: unknown): unknown {
-  if (value instanceof Variant) return plain(value.value);
-  if (Array.isArray(value)) return value.map(plain);
-  if (Buffer.isBuffer(value)) return [...value];
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, plain(v)]));
-  return value;
-}
-
 /** a saved profile that stays, but is no longer brought up by NetworkManager on its own */
 export function withoutAutoconnect(settings: Settings): Settings {
   return { ...settings, connection: { ...settings.connection, autoconnect: new Variant('b', false) } };
@@ -396,156 +338,4 @@ export function mergeSettings(existing: Settings, desired: Settings): Settings {
     delete merged.ipv6;
   }
   return merged;
-}
-
-export interface IpConfigData {
-  addresses: { address: string; prefix: number }[];
-  routes: { dest: string; prefix: number; nextHop?: string; metric?: number }[];
-  gateway?: string;
-}
-
-export interface DeviceData {
-  name: string;
-  deviceType: number;
-  state: number;
-  hwAddress?: string;
-  mtu?: number;
-  ip4?: IpConfigData;
-  ip6?: IpConfigData;
-  /** the settings of the profile active on the device */
-  applied?: PlainSettings;
-}
-
-type ShownIp = {
-  enabled: boolean;
-  dhcp?: boolean;
-  autoconf?: boolean;
-  address: { ip: string; 'prefix-length': number }[];
-};
-
-function shownIp(family: 4 | 6, data: IpConfigData | undefined, applied: PlainSettings | undefined): ShownIp {
-  const method = applied?.[family === 4 ? 'ipv4' : 'ipv6']?.method as string | undefined;
-  const address = (data?.addresses ?? []).map((a) => ({ ip: a.address, 'prefix-length': a.prefix }));
-  const enabled = method ? !['disabled', 'ignore'].includes(method) : address.length > 0;
-  return {
-    enabled,
-    ...(family === 4
-      ? { dhcp: method === 'auto' }
-      : { autoconf: method === 'auto', dhcp: method === 'auto' || method === 'dhcp' }),
-    address,
-  };
-}
-
-function configuredRoutes(name: string, applied: PlainSettings | undefined): Route[] {
-  const out: Route[] = [];
-  for (const [key, zero] of [
-    ['ipv4', '0.0.0.0/0'],
-    ['ipv6', '::/0'],
-  ] as const) {
-    const section = applied?.[key];
-    const gateway = section?.gateway as string | undefined;
-    if (gateway) out.push({ destination: zero, 'next-hop-address': gateway, 'next-hop-interface': name });
-    for (const r of (section?.['route-data'] as
-      { dest: string; prefix: number; 'next-hop'?: string; metric?: number }[] | undefined) ?? []) {
-      out.push({
-        destination: `${r.dest}/${r.prefix}`,
-        ...(r['next-hop'] ? { 'next-hop-address': r['next-hop'] } : {}),
-        'next-hop-interface': name,
-        ...(r.metric !== undefined ? { metric: r.metric } : {}),
-      });
-    }
-  }
-  return out;
-}
-
-/** the DNS servers a profile configures, with the priority that orders them among all profiles' */
-function configuredDns(applied: PlainSettings | undefined): {
-  servers: { server: string; priority: number }[];
-  search: string[];
-} {
-  const priority = (section: Record<string, unknown> | undefined) =>
-    (section?.['dns-priority'] as number | undefined) || DEFAULT_DNS_PRIORITY;
-  const v4 = ((applied?.ipv4?.dns as number[] | undefined) ?? []).map((n) => ({
-    server: networkOrderToIpv4(n),
-    priority: priority(applied?.ipv4),
-  }));
-  const v6 = ((applied?.ipv6?.dns as number[][] | undefined) ?? []).map((b) => ({
-    server: bytesToIpv6(b),
-    priority: priority(applied?.ipv6),
-  }));
-  return {
-    servers: [...v4, ...v6],
-    search: [
-      ...((applied?.ipv4?.['dns-search'] as string[] | undefined) ?? []),
-      ...((applied?.ipv6?.['dns-search'] as string[] | undefined) ?? []),
-    ],
-  };
-}
-
-/** NetworkManager's devices as nmstate's current state (interfaces, routes, dns-resolver). */
-export function stateFromDevices(
-  devices: readonly DeviceData[],
-  runningDns: { server: string[]; search: string[] },
-  options: TranslationOptions = {},
-): NmstateState {
-  const interfaces = devices.flatMap((d): Interface[] => {
-    const type = DEVICE_TYPE[d.deviceType] ?? 'unknown';
-    const state = d.state === ACTIVATED ? 'up' : d.state === UNMANAGED ? 'ignore' : 'down';
-    const connection = d.applied?.connection;
-    const iface: Interface & Record<string, unknown> = {
-      name: d.name,
-      type,
-      state,
-      ...(d.hwAddress ? { 'mac-address': d.hwAddress.toUpperCase() } : {}),
-      ...(d.mtu ? { mtu: d.mtu } : {}),
-      ipv4: shownIp(4, d.ip4, d.applied),
-      ipv6: shownIp(6, d.ip6, d.applied),
-    };
-    if (connection?.master) iface.controller = connection.master as string;
-    if (type === 'vlan' && d.applied?.vlan)
-      iface.vlan = { 'base-iface': d.applied.vlan.parent as string, id: d.applied.vlan.id as number };
-    const portsOf = (kind: string) =>
-      devices
-        .filter((p) => p.applied?.connection?.master === d.name && p.applied.connection['slave-type'] === kind)
-        .map((p) => p.name);
-    if (type === 'bond')
-      iface['link-aggregation'] = {
-        mode: (d.applied?.bond?.options as Record<string, string> | undefined)?.mode ?? 'balance-rr',
-        port: portsOf('bond'),
-      };
-    if (type === 'linux-bridge') iface.bridge = { port: portsOf('bridge').map((name) => ({ name })) };
-    if (type !== 'linux-bridge' || d.name !== BR_EX || !options.brExAsLinuxBridge) return [iface];
-    // the bridge as a site-config for an OVS node names it: OVS shows br-ex as a bridge and as its internal interface
-    const { bridge: _ports, ...ip } = iface;
-    return [
-      iface,
-      { ...ip, type: 'ovs-interface' },
-      {
-        name: d.name,
-        type: 'ovs-bridge',
-        state,
-        bridge: { port: [...portsOf('bridge'), BR_EX].map((name) => ({ name })) },
-      } as Interface,
-    ];
-  });
-  const running = devices.flatMap((d) =>
-    [d.ip4, d.ip6].flatMap((ip) =>
-      (ip?.routes ?? []).map((r) => ({
-        destination: `${r.dest}/${r.prefix}`,
-        ...(r.nextHop && !['0.0.0.0', '::'].includes(r.nextHop) ? { 'next-hop-address': r.nextHop } : {}),
-        'next-hop-interface': d.name,
-        ...(r.metric !== undefined ? { metric: r.metric } : {}),
-      })),
-    ),
-  );
-  const config = devices.flatMap((d) => configuredRoutes(d.name, d.applied));
-  const dns = devices.map((d) => configuredDns(d.applied));
-  // the order NetworkManager writes them in: by priority, then as the profiles list them
-  const servers = dns.flatMap((d) => d.servers).sort((a, b) => a.priority - b.priority);
-  const dnsConfig = { server: servers.map((s) => s.server), search: dns.flatMap((d) => d.search) };
-  return {
-    interfaces,
-    routes: { config, running },
-    'dns-resolver': { config: dnsConfig, running: runningDns },
-  };
 }

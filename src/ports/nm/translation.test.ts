@@ -1,22 +1,14 @@
+/** The translation both ways: desired state to profiles (profiles.ts), devices back to nmstate (current-state.ts). */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import dbus from 'dbus-next';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
-import type { NmstateState } from '../config/v1/schema.js';
-import { compareNetworkState } from '../node/network-state.js';
-import {
-  brExAsLinuxBridge,
-  type DeviceData,
-  ipv4ToNetworkOrder,
-  mergeSettings,
-  networkOrderToIpv4,
-  plain,
-  profilesFor,
-  type Settings,
-  stateFromDevices,
-  UnsupportedStateError,
-} from './nm-settings.js';
+import type { NmstateState } from '../../config/v1/schema.js';
+import { compareNetworkState } from '../../node/network-state.js';
+import { type DeviceData, stateFromDevices } from './current-state.js';
+import { ipv4ToNetworkOrder, networkOrderToIpv4, plain, type Settings } from './encoding.js';
+import { brExAsLinuxBridge, mergeSettings, profilesFor, UnsupportedStateError } from './profiles.js';
 
 const { Variant } = dbus;
 
@@ -276,7 +268,7 @@ describe('profilesFor', () => {
   it.each(examples)(
     '%s: refused as OVS by default; with br-ex as a Linux bridge, made as these profiles',
     (folder, profiles) => {
-      const dir = path.join(__dirname, '../..', folder);
+      const dir = path.join(__dirname, '../../..', folder);
       const site = yaml.load(readFileSync(path.join(dir, 'site-config.yaml'), 'utf8')) as {
         spec: { network: { nmstateFile?: string; nmstate?: NmstateState } };
       };
