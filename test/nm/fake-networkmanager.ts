@@ -216,6 +216,8 @@ interface Profile {
 
 interface DeviceRecord {
   path: string;
+  /** its IP4Config and IP6Config objects */
+  ipPaths: [string, string];
   spec: FakeDevice;
   state: number;
   applied?: Settings;
@@ -292,46 +294,325 @@ ActiveInterface.configureMembers({
   signals: { StateChanged: { signature: 'uu' } },
 });
 
-export interface FakeNetworkManager {
-  /** method calls received, in order */
-  calls: Recorded[];
-  behave(behaviour: Behaviour): void;
-  /** the saved profiles as the settings plugin holds them */
-  profiles(): { path: string; settings: Settings }[];
-  /** the open checkpoints */
-  checkpoints(): string[];
-  stop(): Promise<void>;
+/** the IP configuration of a device as IP4Config/IP6Config show it */
+class IpConfigInterface extends Interface {
+  constructor(
+    private readonly nm: FakeNetworkManager,
+    private readonly device: DeviceRecord,
+    private readonly family: 4 | 6,
+  ) {
+    super(`org.freedesktop.NetworkManager.IP${family}Config`);
+  }
+  get AddressData() {
+    return this.nm.ipData(this.device, this.family).addresses.map((a) => ({
+      address: new Variant('s', a.address),
+      prefix: new Variant('u', a.prefix),
+    }));
+  }
+  get RouteData() {
+    return this.nm.ipData(this.device, this.family).routes.map((r) => ({
+      dest: new Variant('s', r.dest),
+      prefix: new Variant('u', r.prefix),
+      ...(r['next-hop'] ? { 'next-hop': new Variant('s', r['next-hop']) } : {}),
+      metric: new Variant('u', r.metric),
+    }));
+  }
+  get Gateway() {
+    return this.nm.ipData(this.device, this.family).gateway;
+  }
 }
+IpConfigInterface.configureMembers({
+  properties: {
+    AddressData: { signature: 'aa{sv}', access: 'read' },
+    RouteData: { signature: 'aa{sv}', access: 'read' },
+    Gateway: { signature: 's', access: 'read' },
+  },
+});
 
-export async function startFakeNetworkManager(address: string, world: World): Promise<FakeNetworkManager> {
-  const bus = dbus.sessionBus({ busAddress: address });
-  bus.on('error', () => undefined);
-  const calls: Recorded[] = [];
-  let behaviour: Behaviour = {};
-  let profiles: Profile[] = [];
-  const devices: DeviceRecord[] = [];
-  const checkpoints = new Map<string, Snapshot>();
-  const serial = { profile: 0, device: 0, active: 0, ip: 0, checkpoint: 0 };
-  const record = (path: string, member: string, ...args: unknown[]) => calls.push({ member, path, args });
-  const exported = new Map<string, dbus.interface.Interface[]>();
-  const put = (path: string, iface: dbus.interface.Interface) => {
-    bus.export(path, iface);
-    exported.set(path, [...(exported.get(path) ?? []), iface]);
-  };
-  const drop = (path: string) => {
-    for (const iface of exported.get(path) ?? []) bus.unexport(path, iface);
-    exported.delete(path);
-  };
+class DeviceInterface extends Interface {
+  constructor(
+    private readonly nm: FakeNetworkManager,
+    private readonly device: DeviceRecord,
+  ) {
+    super('org.freedesktop.NetworkManager.Device');
+  }
+  get Interface() {
+    return this.device.spec.name;
+  }
+  get DeviceType() {
+    return this.device.spec.type;
+  }
+  get State() {
+    return this.device.state;
+  }
+  get HwAddress() {
+    return this.device.spec.hwAddress ?? '';
+  }
+  get Mtu() {
+    return (this.device.applied?.['802-3-ethernet']?.mtu?.value as number | undefined) ?? 1500;
+  }
+  get Ip4Config() {
+    return this.device.state === DEVICE.activated ? this.device.ipPaths[0] : '/';
+  }
+  get Ip6Config() {
+    return this.device.state === DEVICE.activated ? this.device.ipPaths[1] : '/';
+  }
+  get ActiveConnection() {
+    return this.device.active?.path ?? '/';
+  }
+  get StateReason() {
+    return [this.device.state, this.device.reason ?? 0];
+  }
+  GetAppliedConnection(flags: number) {
+    this.nm.record(this.device.path, 'GetAppliedConnection', flags);
+    if (!this.device.applied)
+      throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
+    return [this.device.applied, 1n];
+  }
+  Disconnect() {
+    this.nm.record(this.device.path, 'Disconnect');
+    if (this.device.state !== DEVICE.activated)
+      throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'This device is not active');
+    this.nm.deactivate(this.device);
+  }
+}
+DeviceInterface.configureMembers({
+  properties: {
+    Interface: { signature: 's', access: 'read' },
+    DeviceType: { signature: 'u', access: 'read' },
+    State: { signature: 'u', access: 'read' },
+    HwAddress: { signature: 's', access: 'read' },
+    Mtu: { signature: 'u', access: 'read' },
+    Ip4Config: { signature: 'o', access: 'read' },
+    Ip6Config: { signature: 'o', access: 'read' },
+    ActiveConnection: { signature: 'o', access: 'read' },
+    StateReason: { signature: '(uu)', access: 'read' },
+  },
+  methods: { GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' }, Disconnect: {} },
+});
 
-  const profileAt = (path: string) => {
-    const p = profiles.find((x) => x.path === path);
+class SettingsConnection extends Interface {
+  constructor(
+    private readonly nm: FakeNetworkManager,
+    private readonly profile: Profile,
+  ) {
+    super('org.freedesktop.NetworkManager.Settings.Connection');
+  }
+  GetSettings() {
+    this.nm.record(this.profile.path, 'GetSettings');
+    return this.profile.settings;
+  }
+  Update2(settings: Settings, flags: number, args: Record<string, Variant>) {
+    this.nm.record(this.profile.path, 'Update2', signedSettings(settings), flags, args);
+    checkSettings(settings);
+    checkSaveFlags(flags, args);
+    if (!settings.connection!.uuid) throw invalid('connection.uuid: an update must keep the uuid');
+    this.profile.settings = settings;
+    // a modified profile that may autoconnect is eligible at once, unless blocked
+    if (!(flags & BLOCK_AUTOCONNECT)) this.nm.autoconnect(this.profile);
+    return {};
+  }
+  Delete() {
+    this.nm.record(this.profile.path, 'Delete');
+    this.nm.deleteProfile(this.profile);
+  }
+}
+SettingsConnection.configureMembers({
+  methods: {
+    GetSettings: { outSignature: 'a{sa{sv}}' },
+    Update2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'a{sv}' },
+    Delete: {},
+  },
+});
+
+class SettingsInterface extends Interface {
+  constructor(private readonly nm: FakeNetworkManager) {
+    super('org.freedesktop.NetworkManager.Settings');
+  }
+  ListConnections() {
+    this.nm.record(SETTINGS_PATH, 'ListConnections');
+    return this.nm.profiles().map((p) => p.path);
+  }
+  AddConnection2(settings: Settings, flags: number, args: Record<string, Variant>) {
+    this.nm.record(SETTINGS_PATH, 'AddConnection2', signedSettings(settings), flags, args);
+    checkSaveFlags(flags, args);
+    const profile = this.nm.addProfile(settings);
+    if (!(flags & BLOCK_AUTOCONNECT)) this.nm.autoconnect(profile);
+    return [profile.path, {}];
+  }
+}
+SettingsInterface.configureMembers({
+  methods: {
+    ListConnections: { outSignature: 'ao' },
+    AddConnection2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'oa{sv}' },
+  },
+});
+
+class Manager extends Interface {
+  constructor(private readonly nm: FakeNetworkManager) {
+    super(NM);
+  }
+  get Version() {
+    return '1.42.4';
+  }
+  GetDevices() {
+    this.nm.record(NM_PATH, 'GetDevices');
+    return this.nm.devices.map((d) => d.path);
+  }
+  ActivateConnection(connection: string, device: string, specific: string) {
+    this.nm.record(NM_PATH, 'ActivateConnection', connection, device, specific);
+    if (device !== '/' || specific !== '/')
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.UnknownDevice',
+        'this test NetworkManager picks the device itself',
+      );
+    return this.nm.activateByClient(connection);
+  }
+  CheckpointCreate(paths: string[], timeout: number, flags: number) {
+    this.nm.record(NM_PATH, 'CheckpointCreate', paths, timeout, flags);
+    return this.nm.createCheckpoint(paths, flags);
+  }
+  CheckpointDestroy(path: string) {
+    this.nm.record(NM_PATH, 'CheckpointDestroy', path);
+    this.nm.takeCheckpoint(path);
+  }
+  CheckpointRollback(path: string) {
+    this.nm.record(NM_PATH, 'CheckpointRollback', path);
+    return this.nm.rollback(this.nm.takeCheckpoint(path));
+  }
+}
+Manager.configureMembers({
+  properties: { Version: { signature: 's', access: 'read' } },
+  methods: {
+    GetDevices: { outSignature: 'ao' },
+    ActivateConnection: { inSignature: 'ooo', outSignature: 'o' },
+    CheckpointCreate: { inSignature: 'aouu', outSignature: 'o' },
+    CheckpointDestroy: { inSignature: 'o' },
+    CheckpointRollback: { inSignature: 'o', outSignature: 'a{su}' },
+  },
+});
+
+class DnsManager extends Interface {
+  constructor(private readonly nm: FakeNetworkManager) {
+    super('org.freedesktop.NetworkManager.DnsManager');
+  }
+  /** one entry per profile and family, strongest priority first, as NetworkManager writes resolv.conf */
+  get Configuration() {
+    const priority = (section: Record<string, Variant> | undefined) =>
+      (section?.['dns-priority']?.value as number | undefined) || 100;
+    return this.nm.devices
+      .filter((d) => d.state === DEVICE.activated)
+      .flatMap((d) => {
+        const ipv4 = d.applied?.ipv4;
+        const leased =
+          ipv4?.method?.value === 'auto' && !ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
+        const v4 = [...((ipv4?.dns?.value ?? []) as number[]).map(fromNetworkOrder), ...leased];
+        const v6 = ((d.applied?.ipv6?.dns?.value ?? []) as Buffer[]).map(fromBytes);
+        const domains = [
+          ...((ipv4?.['dns-search']?.value ?? []) as string[]),
+          ...((d.applied?.ipv6?.['dns-search']?.value ?? []) as string[]),
+        ];
+        return [
+          { servers: v4, priority: priority(ipv4) },
+          { servers: v6, priority: priority(d.applied?.ipv6) },
+        ]
+          .filter((e) => e.servers.length > 0)
+          .map((e) => ({ ...e, domains, name: d.spec.name }));
+      })
+      .sort((a, b) => a.priority - b.priority)
+      .map((e) => ({
+        nameservers: new Variant('as', e.servers),
+        domains: new Variant('as', e.domains),
+        interface: new Variant('s', e.name),
+        priority: new Variant('i', e.priority),
+      }));
+  }
+}
+DnsManager.configureMembers({ properties: { Configuration: { signature: 'aa{sv}', access: 'read' } } });
+
+/**
+ * The NetworkManager daemon: its devices, saved profiles, activations and checkpoints, served on a
+ * bus under NetworkManager's name by the interface classes above.
+ */
+export class FakeNetworkManager {
+  /** method calls received, in order */
+  readonly calls: Recorded[] = [];
+  readonly devices: DeviceRecord[] = [];
+  private behaviour: Behaviour = {};
+  private saved: Profile[] = [];
+  private readonly snapshots = new Map<string, Snapshot>();
+  private readonly serial = { profile: 0, device: 0, active: 0, ip: 0, checkpoint: 0 };
+  private readonly exported = new Map<string, dbus.interface.Interface[]>();
+  /** ports whose activation waits for their controller's, by the controller's device */
+  private readonly waiting = new Map<DeviceRecord, ActiveRecord[]>();
+
+  private constructor(private readonly bus: dbus.MessageBus) {}
+
+  /** NetworkManager on the bus at `address`, with the world's devices and profiles (autoconnected) */
+  static async start(address: string, world: World): Promise<FakeNetworkManager> {
+    const bus = dbus.sessionBus({ busAddress: address });
+    bus.on('error', () => undefined);
+    const nm = new FakeNetworkManager(bus);
+    nm.put(NM_PATH, new Manager(nm));
+    nm.put(SETTINGS_PATH, new SettingsInterface(nm));
+    nm.put(`${NM_PATH}/DnsManager`, new DnsManager(nm));
+    for (const spec of world.devices) nm.addDevice(spec);
+    for (const settings of world.profiles) {
+      const profile = nm.addProfile(settings);
+      const device = nm.devices.find((d) => d.spec.name === str(settings.connection!['interface-name']));
+      if (
+        device &&
+        device.state !== DEVICE.unmanaged &&
+        settings.connection!.autoconnect?.value !== false &&
+        !device.active
+      )
+        nm.settle(nm.activate(profile));
+    }
+    await bus.requestName(NM, dbus.NameFlag.DO_NOT_QUEUE);
+    return nm;
+  }
+
+  behave(behaviour: Behaviour): void {
+    this.behaviour = behaviour;
+  }
+
+  /** the saved profiles as the settings plugin holds them */
+  profiles(): Profile[] {
+    return this.saved.map((p) => ({ path: p.path, settings: p.settings }));
+  }
+
+  /** the open checkpoints */
+  checkpoints(): string[] {
+    return [...this.snapshots.keys()];
+  }
+
+  async stop(): Promise<void> {
+    this.bus.disconnect();
+  }
+
+  record(path: string, member: string, ...args: unknown[]): void {
+    this.calls.push({ member, path, args });
+  }
+
+  private put(path: string, iface: dbus.interface.Interface): void {
+    this.bus.export(path, iface);
+    this.exported.set(path, [...(this.exported.get(path) ?? []), iface]);
+  }
+
+  private drop(path: string): void {
+    for (const iface of this.exported.get(path) ?? []) this.bus.unexport(path, iface);
+    this.exported.delete(path);
+  }
+
+  private profileAt(path: string): Profile {
+    const p = this.saved.find((x) => x.path === path);
     if (!p)
       throw new DBusError('org.freedesktop.NetworkManager.Settings.InvalidConnection', `no connection at ${path}`);
     return p;
-  };
+  }
 
   /** the IP configuration a device runs with: its applied profile, its DHCP lease */
-  const ipData = (device: DeviceRecord, family: 4 | 6) => {
+  ipData(device: DeviceRecord, family: 4 | 6) {
     const section = device.applied?.[family === 4 ? 'ipv4' : 'ipv6'];
     const method = str(section?.method);
     const addresses: { address: string; prefix: number }[] = [];
@@ -357,168 +638,75 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       });
     }
     return { addresses, routes, gateway };
-  };
-
-  class IpConfigInterface extends Interface {
-    constructor(
-      private readonly device: DeviceRecord,
-      private readonly family: 4 | 6,
-    ) {
-      super(`org.freedesktop.NetworkManager.IP${family}Config`);
-    }
-    get AddressData() {
-      return ipData(this.device, this.family).addresses.map((a) => ({
-        address: new Variant('s', a.address),
-        prefix: new Variant('u', a.prefix),
-      }));
-    }
-    get RouteData() {
-      return ipData(this.device, this.family).routes.map((r) => ({
-        dest: new Variant('s', r.dest),
-        prefix: new Variant('u', r.prefix),
-        ...(r['next-hop'] ? { 'next-hop': new Variant('s', r['next-hop']) } : {}),
-        metric: new Variant('u', r.metric),
-      }));
-    }
-    get Gateway() {
-      return ipData(this.device, this.family).gateway;
-    }
   }
-  const ipProperties = {
-    AddressData: { signature: 'aa{sv}', access: 'read' },
-    RouteData: { signature: 'aa{sv}', access: 'read' },
-    Gateway: { signature: 's', access: 'read' },
-  } as const;
-  IpConfigInterface.configureMembers({ properties: ipProperties });
 
-  const ipPaths = new Map<DeviceRecord, [string, string]>();
-  class DeviceInterface extends Interface {
-    constructor(private readonly device: DeviceRecord) {
-      super('org.freedesktop.NetworkManager.Device');
-    }
-    get Interface() {
-      return this.device.spec.name;
-    }
-    get DeviceType() {
-      return this.device.spec.type;
-    }
-    get State() {
-      return this.device.state;
-    }
-    get HwAddress() {
-      return this.device.spec.hwAddress ?? '';
-    }
-    get Mtu() {
-      return (this.device.applied?.['802-3-ethernet']?.mtu?.value as number | undefined) ?? 1500;
-    }
-    get Ip4Config() {
-      return this.device.state === DEVICE.activated ? ipPaths.get(this.device)![0] : '/';
-    }
-    get Ip6Config() {
-      return this.device.state === DEVICE.activated ? ipPaths.get(this.device)![1] : '/';
-    }
-    get ActiveConnection() {
-      return this.device.active?.path ?? '/';
-    }
-    get StateReason() {
-      return [this.device.state, this.device.reason ?? 0];
-    }
-    GetAppliedConnection(flags: number) {
-      record(this.device.path, 'GetAppliedConnection', flags);
-      if (!this.device.applied)
-        throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
-      return [this.device.applied, 1n];
-    }
-    Disconnect() {
-      record(this.device.path, 'Disconnect');
-      if (this.device.state !== DEVICE.activated)
-        throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'This device is not active');
-      deactivate(this.device);
-    }
-  }
-  DeviceInterface.configureMembers({
-    properties: {
-      Interface: { signature: 's', access: 'read' },
-      DeviceType: { signature: 'u', access: 'read' },
-      State: { signature: 'u', access: 'read' },
-      HwAddress: { signature: 's', access: 'read' },
-      Mtu: { signature: 'u', access: 'read' },
-      Ip4Config: { signature: 'o', access: 'read' },
-      Ip6Config: { signature: 'o', access: 'read' },
-      ActiveConnection: { signature: 'o', access: 'read' },
-      StateReason: { signature: '(uu)', access: 'read' },
-    },
-    methods: { GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' }, Disconnect: {} },
-  });
-
-  const addDevice = (spec: FakeDevice): DeviceRecord => {
+  private addDevice(spec: FakeDevice): DeviceRecord {
     const device: DeviceRecord = {
-      path: `${NM_PATH}/Devices/${++serial.device}`,
+      path: `${NM_PATH}/Devices/${++this.serial.device}`,
       spec,
       state: spec.managed === false ? DEVICE.unmanaged : DEVICE.disconnected,
+      ipPaths: [`${NM_PATH}/IP4Config/${++this.serial.ip}`, `${NM_PATH}/IP6Config/${++this.serial.ip}`],
     };
-    devices.push(device);
-    const ip4 = `${NM_PATH}/IP4Config/${++serial.ip}`;
-    const ip6 = `${NM_PATH}/IP6Config/${++serial.ip}`;
-    ipPaths.set(device, [ip4, ip6]);
-    put(device.path, new DeviceInterface(device));
-    put(ip4, new IpConfigInterface(device, 4));
-    put(ip6, new IpConfigInterface(device, 6));
+    this.devices.push(device);
+    this.put(device.path, new DeviceInterface(this, device));
+    this.put(device.ipPaths[0], new IpConfigInterface(this, device, 4));
+    this.put(device.ipPaths[1], new IpConfigInterface(this, device, 6));
     return device;
-  };
-  const removeDevice = (device: DeviceRecord) => {
-    devices.splice(devices.indexOf(device), 1);
-    drop(device.path);
-    for (const p of ipPaths.get(device)!) drop(p);
-  };
+  }
 
-  const deactivate = (device: DeviceRecord) => {
-    if (device.active) drop(device.active.path);
+  private removeDevice(device: DeviceRecord): void {
+    this.devices.splice(this.devices.indexOf(device), 1);
+    this.drop(device.path);
+    for (const p of device.ipPaths) this.drop(p);
+  }
+
+  deactivate(device: DeviceRecord): void {
+    if (device.active) this.drop(device.active.path);
     device.active = undefined;
     device.applied = undefined;
     device.state = DEVICE.disconnected;
-  };
+  }
 
-  /** ports whose activation waits for their controller's, by the controller's device */
-  const waiting = new Map<DeviceRecord, ActiveRecord[]>();
-  const releasePorts = (controller: DeviceRecord, outcome: (port: ActiveRecord) => void) => {
-    const ports = waiting.get(controller) ?? [];
-    waiting.delete(controller);
+  private releasePorts(controller: DeviceRecord, outcome: (port: ActiveRecord) => void): void {
+    const ports = this.waiting.get(controller) ?? [];
+    this.waiting.delete(controller);
     ports.forEach(outcome);
-  };
-  const fail = (active: ActiveRecord, reason: number) => {
+  }
+
+  private fail(active: ActiveRecord, reason: number): void {
     active.settle = undefined;
     active.state = ACTIVE.deactivated;
     active.iface.StateChanged(ACTIVE.deactivated, reason);
-    deactivate(active.device);
-    releasePorts(active.device, (port) => fail(port, DEPENDENCY_FAILED));
-  };
-  const settle = (active: ActiveRecord) => {
+    this.deactivate(active.device);
+    this.releasePorts(active.device, (port) => this.fail(port, DEPENDENCY_FAILED));
+  }
+
+  private settle(active: ActiveRecord): void {
     active.settle = undefined;
     const controllerName = str(active.profile.settings.connection!.master);
     if (controllerName !== undefined) {
-      const controller = devices.find((d) => d.spec.name === controllerName);
+      const controller = this.devices.find((d) => d.spec.name === controllerName);
       if (controller?.active?.state === ACTIVE.activating) {
-        waiting.set(controller, [...(waiting.get(controller) ?? []), active]);
+        this.waiting.set(controller, [...(this.waiting.get(controller) ?? []), active]);
         return;
       }
       // NetworkManager would bring the controller up itself; the adapter must not rely on that
-      if (controller?.state !== DEVICE.activated) return fail(active, DEPENDENCY_FAILED);
+      if (controller?.state !== DEVICE.activated) return this.fail(active, DEPENDENCY_FAILED);
     }
-    const reason = behaviour.failActivation?.[active.device.spec.name];
-    if (reason !== undefined) return fail(active, reason);
+    const reason = this.behaviour.failActivation?.[active.device.spec.name];
+    if (reason !== undefined) return this.fail(active, reason);
     active.state = ACTIVE.activated;
     active.device.state = DEVICE.activated;
     active.device.applied = clone(active.profile.settings);
     active.iface.StateChanged(ACTIVE.activated, 1);
-    releasePorts(active.device, settle);
-  };
+    this.releasePorts(active.device, (port) => this.settle(port));
+  }
 
-  const activate = (profile: Profile): ActiveRecord => {
+  private activate(profile: Profile): ActiveRecord {
     const name = str(profile.settings.connection!['interface-name']);
     const type = str(profile.settings.connection!.type)!;
-    let device = devices.find((d) => d.spec.name === name);
-    if (!device && name && VIRTUAL[type] !== undefined) device = addDevice({ name, type: VIRTUAL[type] });
+    let device = this.devices.find((d) => d.spec.name === name);
+    if (!device && name && VIRTUAL[type] !== undefined) device = this.addDevice({ name, type: VIRTUAL[type] });
     if (!device)
       throw new DBusError(
         'org.freedesktop.NetworkManager.UnknownDevice',
@@ -529,8 +717,8 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
         'org.freedesktop.NetworkManager.UnknownDevice',
         `Device '${device.spec.name}' is not managed by NetworkManager`,
       );
-    deactivate(device);
-    const path = `${NM_PATH}/ActiveConnection/${++serial.active}`;
+    this.deactivate(device);
+    const path = `${NM_PATH}/ActiveConnection/${++this.serial.active}`;
     const active: ActiveRecord = {
       path,
       state: ACTIVE.activating,
@@ -538,259 +726,115 @@ export async function startFakeNetworkManager(address: string, world: World): Pr
       device,
       iface: new ActiveInterface(() => active),
     };
-    active.settle = () => settle(active);
+    active.settle = () => this.settle(active);
     device.active = active;
-    put(path, active.iface);
+    this.put(path, active.iface);
     return active;
-  };
-
-  class SettingsConnection extends Interface {
-    constructor(private readonly profile: Profile) {
-      super('org.freedesktop.NetworkManager.Settings.Connection');
-    }
-    GetSettings() {
-      record(this.profile.path, 'GetSettings');
-      return this.profile.settings;
-    }
-    Update2(settings: Settings, flags: number, args: Record<string, Variant>) {
-      record(this.profile.path, 'Update2', signedSettings(settings), flags, args);
-      checkSettings(settings);
-      checkSaveFlags(flags, args);
-      if (!settings.connection!.uuid) throw invalid('connection.uuid: an update must keep the uuid');
-      this.profile.settings = settings;
-      // a modified profile that may autoconnect is eligible at once, unless blocked
-      if (!(flags & BLOCK_AUTOCONNECT)) autoconnect(this.profile);
-      return {};
-    }
-    Delete() {
-      record(this.profile.path, 'Delete');
-      const device = devices.find((d) => d.active?.profile === this.profile);
-      if (device) deactivate(device);
-      profiles = profiles.filter((p) => p !== this.profile);
-      drop(this.profile.path);
-    }
   }
-  SettingsConnection.configureMembers({
-    methods: {
-      GetSettings: { outSignature: 'a{sa{sv}}' },
-      Update2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'a{sv}' },
-      Delete: {},
-    },
-  });
+
+  /** ActivateConnection: the activation's path; its outcome comes once the client has looked */
+  activateByClient(connection: string): string {
+    const active = this.activate(this.profileAt(connection));
+    const vanish = this.behaviour.vanishActivation?.[active.device.spec.name];
+    if (vanish !== undefined) {
+      this.deactivate(active.device);
+      active.device.reason = vanish;
+    }
+    return active.path;
+  }
 
   /** NetworkManager's policy: a profile that may autoconnect comes up on its idle device by itself */
-  const autoconnect = (profile: Profile) => {
+  autoconnect(profile: Profile): void {
     if (profile.settings.connection!.autoconnect?.value === false) return;
     const name = str(profile.settings.connection!['interface-name']);
-    const device = devices.find((d) => d.spec.name === name);
+    const device = this.devices.find((d) => d.spec.name === name);
     const virtual = VIRTUAL[str(profile.settings.connection!.type)!] !== undefined;
     if ((device && device.state === DEVICE.disconnected) || (!device && virtual)) {
-      record(NM_PATH, 'AutoActivate', profile.path);
-      settle(activate(profile));
+      this.record(NM_PATH, 'AutoActivate', profile.path);
+      this.settle(this.activate(profile));
     }
-  };
+  }
 
-  const exportProfile = (profile: Profile) => put(profile.path, new SettingsConnection(profile));
-  const addProfile = (settings: Settings): Profile => {
+  private exportProfile(profile: Profile): void {
+    this.put(profile.path, new SettingsConnection(this, profile));
+  }
+
+  addProfile(settings: Settings): Profile {
     checkSettings(settings);
     const withUuid = clone(settings);
     withUuid.connection!.uuid ??= new Variant(
       's',
-      `00000000-0000-4000-8000-${String(serial.profile + 1).padStart(12, '0')}`,
+      `00000000-0000-4000-8000-${String(this.serial.profile + 1).padStart(12, '0')}`,
     );
-    const profile = { path: `${SETTINGS_PATH}/${++serial.profile}`, settings: withUuid };
-    profiles.push(profile);
-    exportProfile(profile);
+    const profile = { path: `${SETTINGS_PATH}/${++this.serial.profile}`, settings: withUuid };
+    this.saved.push(profile);
+    this.exportProfile(profile);
     return profile;
-  };
-
-  class SettingsInterface extends Interface {
-    constructor() {
-      super('org.freedesktop.NetworkManager.Settings');
-    }
-    ListConnections() {
-      record(SETTINGS_PATH, 'ListConnections');
-      return profiles.map((p) => p.path);
-    }
-    AddConnection2(settings: Settings, flags: number, args: Record<string, Variant>) {
-      record(SETTINGS_PATH, 'AddConnection2', signedSettings(settings), flags, args);
-      checkSaveFlags(flags, args);
-      const profile = addProfile(settings);
-      if (!(flags & BLOCK_AUTOCONNECT)) autoconnect(profile);
-      return [profile.path, {}];
-    }
   }
-  SettingsInterface.configureMembers({
-    methods: {
-      ListConnections: { outSignature: 'ao' },
-      AddConnection2: { inSignature: 'a{sa{sv}}ua{sv}', outSignature: 'oa{sv}' },
-    },
-  });
 
-  const snapshot = (): Snapshot => ({
-    profiles: profiles.map((p) => ({ path: p.path, settings: clone(p.settings) })),
-    devices: devices.map((d) => ({ device: d, state: d.state, ...(d.active ? { profile: d.active.profile } : {}) })),
-  });
+  deleteProfile(profile: Profile): void {
+    const device = this.devices.find((d) => d.active?.profile === profile);
+    if (device) this.deactivate(device);
+    this.saved = this.saved.filter((p) => p !== profile);
+    this.drop(profile.path);
+  }
 
-  const rollback = (snap: Snapshot): Record<string, number> => {
-    for (const p of profiles) if (!snap.profiles.some((s) => s.path === p.path)) drop(p.path);
-    profiles = snap.profiles.map((s) => profiles.find((p) => p.path === s.path) ?? s);
+  createCheckpoint(paths: string[], flags: number): string {
+    if ((flags & ~CHECKPOINT_FLAGS_KNOWN) !== 0)
+      throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `unknown checkpoint flags ${flags}`);
+    if (this.snapshots.size > 0 && !(flags & CHECKPOINT_DESTROY_ALL))
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.InvalidArguments',
+        'a checkpoint for the devices already exists',
+      );
+    if (paths.length > 0)
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.InvalidArguments',
+        'this test NetworkManager checkpoints all devices only',
+      );
+    this.snapshots.clear();
+    const path = `${NM_PATH}/Checkpoint/${++this.serial.checkpoint}`;
+    this.snapshots.set(path, {
+      profiles: this.saved.map((p) => ({ path: p.path, settings: clone(p.settings) })),
+      devices: this.devices.map((d) => ({
+        device: d,
+        state: d.state,
+        ...(d.active ? { profile: d.active.profile } : {}),
+      })),
+    });
+    return path;
+  }
+
+  /** a checkpoint, which is then gone (destroyed or rolled back) */
+  takeCheckpoint(path: string): Snapshot {
+    const snap = this.snapshots.get(path);
+    if (!snap)
+      throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
+    this.snapshots.delete(path);
+    return snap;
+  }
+
+  rollback(snap: Snapshot): Record<string, number> {
+    for (const p of this.saved) if (!snap.profiles.some((s) => s.path === p.path)) this.drop(p.path);
+    this.saved = snap.profiles.map((s) => this.saved.find((p) => p.path === s.path) ?? s);
     for (const s of snap.profiles) {
-      const live = profiles.find((p) => p.path === s.path)!;
+      const live = this.saved.find((p) => p.path === s.path)!;
       live.settings = s.settings;
       // a profile deleted since the checkpoint comes back
-      if (!exported.has(live.path)) exportProfile(live);
+      if (!this.exported.has(live.path)) this.exportProfile(live);
     }
     // devices the change created are disconnected, and software devices go with that
-    for (const d of [...devices]) if (!snap.devices.some((s) => s.device === d)) removeDevice(d);
+    for (const d of [...this.devices]) if (!snap.devices.some((s) => s.device === d)) this.removeDevice(d);
     const results: Record<string, number> = {};
     for (const s of snap.devices) {
-      deactivate(s.device);
+      this.deactivate(s.device);
       if (s.state === DEVICE.activated && s.profile) {
-        const active = activate(profiles.find((p) => p.path === s.profile!.path)!);
-        settle(active);
+        this.settle(this.activate(this.saved.find((p) => p.path === s.profile!.path)!));
       } else {
         s.device.state = s.state;
       }
-      results[s.device.path] = behaviour.rollbackResults?.[s.device.spec.name] ?? 0;
+      results[s.device.path] = this.behaviour.rollbackResults?.[s.device.spec.name] ?? 0;
     }
     return results;
-  };
-
-  class Manager extends Interface {
-    constructor() {
-      super(NM);
-    }
-    get Version() {
-      return '1.42.4';
-    }
-    GetDevices() {
-      record(NM_PATH, 'GetDevices');
-      return devices.map((d) => d.path);
-    }
-    ActivateConnection(connection: string, device: string, specific: string) {
-      record(NM_PATH, 'ActivateConnection', connection, device, specific);
-      if (device !== '/' || specific !== '/')
-        throw new DBusError(
-          'org.freedesktop.NetworkManager.UnknownDevice',
-          'this test NetworkManager picks the device itself',
-        );
-      const active = activate(profileAt(connection));
-      const vanish = behaviour.vanishActivation?.[active.device.spec.name];
-      if (vanish !== undefined) {
-        deactivate(active.device);
-        active.device.reason = vanish;
-      }
-      return active.path;
-    }
-    CheckpointCreate(paths: string[], timeout: number, flags: number) {
-      record(NM_PATH, 'CheckpointCreate', paths, timeout, flags);
-      if ((flags & ~CHECKPOINT_FLAGS_KNOWN) !== 0)
-        throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `unknown checkpoint flags ${flags}`);
-      if (checkpoints.size > 0 && !(flags & CHECKPOINT_DESTROY_ALL))
-        throw new DBusError(
-          'org.freedesktop.NetworkManager.InvalidArguments',
-          'a checkpoint for the devices already exists',
-        );
-      if (paths.length > 0)
-        throw new DBusError(
-          'org.freedesktop.NetworkManager.InvalidArguments',
-          'this test NetworkManager checkpoints all devices only',
-        );
-      checkpoints.clear();
-      const path = `${NM_PATH}/Checkpoint/${++serial.checkpoint}`;
-      checkpoints.set(path, snapshot());
-      return path;
-    }
-    CheckpointDestroy(path: string) {
-      record(NM_PATH, 'CheckpointDestroy', path);
-      if (!checkpoints.delete(path))
-        throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
-    }
-    CheckpointRollback(path: string) {
-      record(NM_PATH, 'CheckpointRollback', path);
-      const snap = checkpoints.get(path);
-      if (!snap)
-        throw new DBusError('org.freedesktop.NetworkManager.InvalidArguments', `checkpoint ${path} does not exist`);
-      checkpoints.delete(path);
-      return rollback(snap);
-    }
   }
-  Manager.configureMembers({
-    properties: { Version: { signature: 's', access: 'read' } },
-    methods: {
-      GetDevices: { outSignature: 'ao' },
-      ActivateConnection: { inSignature: 'ooo', outSignature: 'o' },
-      CheckpointCreate: { inSignature: 'aouu', outSignature: 'o' },
-      CheckpointDestroy: { inSignature: 'o' },
-      CheckpointRollback: { inSignature: 'o', outSignature: 'a{su}' },
-    },
-  });
-
-  class DnsManager extends Interface {
-    constructor() {
-      super('org.freedesktop.NetworkManager.DnsManager');
-    }
-    /** one entry per profile and family, strongest priority first, as NetworkManager writes resolv.conf */
-    get Configuration() {
-      const priority = (section: Record<string, Variant> | undefined) =>
-        (section?.['dns-priority']?.value as number | undefined) || 100;
-      return devices
-        .filter((d) => d.state === DEVICE.activated)
-        .flatMap((d) => {
-          const ipv4 = d.applied?.ipv4;
-          const leased =
-            ipv4?.method?.value === 'auto' && !ipv4['ignore-auto-dns']?.value ? (d.spec.lease?.dns ?? []) : [];
-          const v4 = [...((ipv4?.dns?.value ?? []) as number[]).map(fromNetworkOrder), ...leased];
-          const v6 = ((d.applied?.ipv6?.dns?.value ?? []) as Buffer[]).map(fromBytes);
-          const domains = [
-            ...((ipv4?.['dns-search']?.value ?? []) as string[]),
-            ...((d.applied?.ipv6?.['dns-search']?.value ?? []) as string[]),
-          ];
-          return [
-            { servers: v4, priority: priority(ipv4) },
-            { servers: v6, priority: priority(d.applied?.ipv6) },
-          ]
-            .filter((e) => e.servers.length > 0)
-            .map((e) => ({ ...e, domains, name: d.spec.name }));
-        })
-        .sort((a, b) => a.priority - b.priority)
-        .map((e) => ({
-          nameservers: new Variant('as', e.servers),
-          domains: new Variant('as', e.domains),
-          interface: new Variant('s', e.name),
-          priority: new Variant('i', e.priority),
-        }));
-    }
-  }
-  DnsManager.configureMembers({ properties: { Configuration: { signature: 'aa{sv}', access: 'read' } } });
-
-  put(NM_PATH, new Manager());
-  put(SETTINGS_PATH, new SettingsInterface());
-  put(`${NM_PATH}/DnsManager`, new DnsManager());
-  for (const spec of world.devices) addDevice(spec);
-  for (const settings of world.profiles) {
-    const profile = addProfile(settings);
-    const device = devices.find((d) => d.spec.name === str(settings.connection!['interface-name']));
-    if (
-      device &&
-      device.state !== DEVICE.unmanaged &&
-      settings.connection!.autoconnect?.value !== false &&
-      !device.active
-    )
-      settle(activate(profile));
-  }
-  await bus.requestName(NM, dbus.NameFlag.DO_NOT_QUEUE);
-
-  return {
-    calls,
-    behave: (b) => {
-      behaviour = b;
-    },
-    profiles: () => profiles.map((p) => ({ path: p.path, settings: p.settings })),
-    checkpoints: () => [...checkpoints.keys()],
-    async stop() {
-      bus.disconnect();
-    },
-  };
 }

@@ -21,14 +21,7 @@ import {
   SAVE_WITHOUT_AUTOCONNECT,
 } from '../../src/ports/networkmanager.js';
 import { missingDbusDaemon, type PrivateBus, startPrivateBus } from '../dbus/bus.js';
-import {
-  DeviceType,
-  type FakeNetworkManager,
-  type Recorded,
-  signedSettings,
-  startFakeNetworkManager,
-  type World,
-} from './fake-networkmanager.js';
+import { DeviceType, FakeNetworkManager, type Recorded, signedSettings, type World } from './fake-networkmanager.js';
 
 const { Variant } = dbus;
 const INTERNAL_IP = '192.168.127.10/24';
@@ -129,7 +122,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   lines.length = 0;
-  nm = await startFakeNetworkManager(bus.address, factory());
+  nm = await FakeNetworkManager.start(bus.address, factory());
   adapter = createNetworkManager(log, { activationTimeoutMs: 10_000 });
 });
 afterEach(async () => {
@@ -289,7 +282,7 @@ describe('apply, commit', () => {
         autoconnect: new Variant('b', false),
       },
     };
-    nm = await startFakeNetworkManager(bus.address, { ...factory(), profiles: [uplink(), stale] });
+    nm = await FakeNetworkManager.start(bus.address, { ...factory(), profiles: [uplink(), stale] });
     connect();
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
     expect(profileIds()).toEqual(['br-ex', 'uplink']);
@@ -305,7 +298,7 @@ describe('apply, commit', () => {
         autoconnect: new Variant('b', false),
       },
     };
-    nm = await startFakeNetworkManager(bus.address, { ...factory(), profiles: [uplink(), dummy] });
+    nm = await FakeNetworkManager.start(bus.address, { ...factory(), profiles: [uplink(), dummy] });
     connect();
     await adapter.commit((await adapter.apply(DESIRED, { timeoutSeconds: 75 })).checkpoint);
     expect(members(nm.calls, 'Delete').map((c) => c.path)).toEqual(['/org/freedesktop/NetworkManager/Settings/2']);
@@ -325,7 +318,7 @@ describe('apply, commit', () => {
       },
       ipv4: { method: new Variant('s', 'auto') },
     });
-    nm = await startFakeNetworkManager(bus.address, {
+    nm = await FakeNetworkManager.start(bus.address, {
       devices: [
         ...factory().devices,
         { name: 'eth8', type: DeviceType.ethernet },
@@ -499,6 +492,6 @@ describe('failures and rollback', () => {
   it('without NetworkManager on the bus, fails naming the service', async () => {
     await nm.stop();
     await expect(adapter.show()).rejects.toThrow(/org.freedesktop.DBus.Error.ServiceUnknown/);
-    nm = await startFakeNetworkManager(bus.address, factory());
+    nm = await FakeNetworkManager.start(bus.address, factory());
   });
 });
