@@ -41,6 +41,16 @@ describe('parseYamlDocument', () => {
     expect(() => parse(text)).toThrow(message);
   });
 
+  it('refuses aliases of one long string that expand far beyond the file, and keeps modest reuse', () => {
+    const long = 'x'.repeat(20_000);
+    const bomb = `a: &s ${long}\nb: [${Array.from({ length: 200 }, () => '*s').join(', ')}]\n`;
+    expect(() => parse(bomb)).toThrow(/expands to more than 4 times its \d+ bytes \(aliases of long values\)/);
+    const keys = `a: &s ${long}\nb:\n${Array.from({ length: 200 }, () => '  - {*s : 1}').join('\n')}\n`;
+    expect(() => parse(keys)).toThrow('expands to more than 4 times');
+    const reuse = `a: &s ${long}\nb: *s\nc: *s\n`;
+    expect(parse(reuse)).toEqual({ a: long, b: long, c: long });
+  });
+
   it.each([
     ['a NUL byte', Buffer.from('a: 1\n\0'), 'not a text file (NUL byte)'],
     ['invalid UTF-8', Buffer.from([0x61, 0x3a, 0x20, 0xff, 0xfe, 0x0a]), 'not valid UTF-8 text'],

@@ -1,12 +1,21 @@
 /**
  * Safe YAML for files that come off a USB stick: core schema only (no custom
- * or binary tags), no collection aliases (alias bombs), bounded depth and size.
+ * or binary tags), no collection aliases (alias bombs), bounded depth and size,
+ * and a parsed value no bigger than a small multiple of the file that held it
+ * (aliases of one long string would otherwise grow the first copy of it by
+ * orders of magnitude).
  */
 import yaml from 'js-yaml';
 
 export const MAX_DOCUMENT_BYTES = 1024 * 1024;
 const MAX_DEPTH = 64;
 const MAX_NODES = 100_000;
+/**
+ * How much bigger the expanded value may be than its file: each value counts one, each string
+ * (keys included) its length. Without aliases a document expands to at most about twice its bytes.
+ */
+export const EXPANSION_FACTOR = 4;
+const EXPANSION_ALLOWANCE = 4096;
 
 export class DocumentError extends Error {}
 
@@ -21,17 +30,32 @@ export function decodeText(bytes: Buffer, what: string): string {
   }
 }
 
-/** Walks the loaded value once; a collection reached twice can only come from a YAML alias. */
-function checkShape(value: unknown, what: string): void {
+/**
+ * Walks the loaded value once, before anything copies or validates it: a collection reached twice can
+ * only come from a YAML alias, and the size it would take written out (strings included, as an alias
+ * of a scalar repeats it) is bounded by the file's own size.
+ */
+function checkShape(value: unknown, what: string, fileBytes: number): void {
   const seen = new Set<object>();
+  const budget = EXPANSION_FACTOR * fileBytes + EXPANSION_ALLOWANCE;
   let nodes = 0;
+  let expanded = 0;
+  const count = (size: number): void => {
+    expanded += size;
+    if (expanded > budget)
+      throw new DocumentError(
+        `${what}: expands to more than ${EXPANSION_FACTOR} times its ${fileBytes} bytes (aliases of long values)`,
+      );
+  };
   const visit = (v: unknown, depth: number): void => {
+    count(typeof v === 'string' ? v.length + 1 : 1);
     if (v === null || typeof v !== 'object') return;
     if (seen.has(v)) throw new DocumentError(`${what}: YAML aliases of maps or lists are not allowed`);
     seen.add(v);
     if (depth > MAX_DEPTH) throw new DocumentError(`${what}: nested deeper than ${MAX_DEPTH} levels`);
-    for (const child of Object.values(v)) {
+    for (const [key, child] of Object.entries(v)) {
       if (++nodes > MAX_NODES) throw new DocumentError(`${what}: more than ${MAX_NODES} values`);
+      count(key.length);
       visit(child, depth + 1);
     }
   };
@@ -51,7 +75,7 @@ export function parseYamlDocument(bytes: Buffer, what: string): unknown {
         : '';
     throw new DocumentError(`${what}: not valid YAML: ${reason}${mark}`);
   }
-  checkShape(value, what);
+  checkShape(value, what, bytes.length);
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     throw new DocumentError(`${what}: expected a mapping at the top level`);
   return value;

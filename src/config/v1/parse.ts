@@ -11,10 +11,13 @@ export interface ParseResult<T> {
 /**
  * Runs a strict schema; keys it does not know are reported as warnings and
  * dropped, and the document is parsed again, so only real errors fail it.
+ * The unknown keys are removed from `input` itself: it is a freshly parsed
+ * document, a tree (the YAML reader refuses shared collections) that nothing
+ * else holds, and copying it first would expand every alias it has.
  */
 export function parseLenient<T>(schema: z.ZodType<T>, input: unknown, prefix: PropertyKey[] = []): ParseResult<T> {
   const findings: Finding[] = [];
-  let doc: unknown = structuredClone(input);
+  const doc = input;
   for (;;) {
     const result = schema.safeParse(doc);
     if (result.success) return { value: result.data, findings };
@@ -41,7 +44,6 @@ export function parseLenient<T>(schema: z.ZodType<T>, input: unknown, prefix: Pr
       }
       return { findings };
     }
-    doc = structuredClone(doc);
   }
 }
 
