@@ -34,13 +34,14 @@ export interface TrustContext {
   banner: Banner;
 }
 
-/** The anchor folder's entries: none when it is missing, a refusal when it cannot be read. */
-async function listTrustDir(fs: RootFs): Promise<string[]> {
+/** The anchor folder's entries: undefined when it is missing, a refusal when it cannot be read. */
+async function listTrustDir(fs: RootFs): Promise<string[] | undefined> {
   try {
-    return await fs.list(TRUST_DIR);
+    const entries = await fs.list(TRUST_DIR);
+    return entries.length > 0 || (await fs.exists(TRUST_DIR)) ? entries : undefined;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return [];
+    if (code === 'ENOENT') return undefined;
     // an unreadable folder might hold anchors: going on unauthenticated would defeat them
     throw new RefusedError(
       `site-config refused: the trust anchors under ${TRUST_DIR} cannot be read (${code ?? (err as Error).message}), and a node that has anchors must not go on unauthenticated; nothing on the host was changed`,
@@ -51,10 +52,20 @@ async function listTrustDir(fs: RootFs): Promise<string[]> {
 
 /**
  * The installed trust anchors; a key file that cannot be read is an error, never silently skipped,
- * and so is a trust folder that cannot be listed (only a missing one means "no anchors").
+ * and so is a trust folder that cannot be listed. Only a missing folder means "no anchors": one that
+ * exists but holds no `*.pub` (empty, or a key saved under another name) refuses, naming what it
+ * ignored, since someone meant this node to check signatures.
  */
 export async function trustAnchors(fs: RootFs): Promise<TrustAnchor[]> {
-  const names = (await listTrustDir(fs)).filter((n) => n.endsWith('.pub')).sort();
+  const entries = await listTrustDir(fs);
+  if (entries === undefined) return [];
+  const names = entries.filter((n) => n.endsWith('.pub')).sort();
+  if (names.length === 0) {
+    const ignored = entries.length > 0 ? `it holds only ${entries.sort().join(', ')}, ignored` : 'it is empty';
+    throw new RefusedError(
+      `site-config refused: ${TRUST_DIR} exists but holds no trust anchor (*.pub): ${ignored}; install a key or remove the folder; nothing on the host was changed`,
+    );
+  }
   const anchors: TrustAnchor[] = [];
   for (const name of names) {
     const where = path.posix.join(TRUST_DIR, name);

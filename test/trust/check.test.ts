@@ -87,6 +87,21 @@ describe('the trust folder', () => {
     expect(lines.join('')).not.toContain('not authenticated');
   });
 
+  it.each([
+    ['empty', [], 'it is empty'],
+    ['holding a key saved as .pem and a note', ['factory.pem', 'README'], 'it holds only README, factory.pem, ignored'],
+  ])('refuses with exit 3 when it exists %s, saying what it ignored', async (_what, files, said) => {
+    const trust = path.join(root, 'etc/sno-relocate/trust');
+    mkdirSync(trust, { recursive: true });
+    for (const name of files) writeFileSync(path.join(trust, name), factory.publicPem);
+    const loaded = await signedSite();
+    const err = await refusal(checkTrust(context(), loaded));
+    expect(err).toBeInstanceOf(RefusedError);
+    expect(err).toMatchObject({ exitCode: 3 });
+    expect((err as Error).message).toContain(`${TRUST_DIR} exists but holds no trust anchor (*.pub): ${said}`);
+    expect(lines.join('')).not.toContain('not authenticated');
+  });
+
   it.each(['EACCES', 'EIO', 'ELOOP'])('refuses with exit 3 when listing it fails with %s', async (code) => {
     const real = createRootFs(root);
     const failing: RootFs = {
