@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WatchContext, WatchedObject } from '../model.js';
-import { checkMachineOSConfig, checkPool, CURRENT_BUILD_ANNOTATION } from './layering.js';
+import { checkMachineOSConfig, checkPool, CURRENT_BUILD_ANNOTATION, MACHINE_OS_CONFIG_LABEL } from './layering.js';
 
 const CTX: WatchContext = {
   siteRegistries: ['registry.store42.example.com:5000'],
@@ -109,6 +109,43 @@ describe('MachineOSConfig', () => {
     ],
   ])('%s', (_name, m, builds, expected) => {
     expect(brief(checkMachineOSConfig(CTX, m, builds))).toEqual(expected);
+  });
+});
+
+describe('MachineOSConfig that names no current build yet', () => {
+  const unnamed: WatchedObject = {
+    metadata: { name: 'worker' },
+    spec: { machineConfigPool: { name: 'worker' }, renderedImagePushSpec: `${SITE_IMAGE}:latest` },
+  };
+  const labelled = (name: string, created: string, conditions: Record<string, string>[], moscName = 'worker') => ({
+    metadata: { name, creationTimestamp: created, labels: { [MACHINE_OS_CONFIG_LABEL]: moscName } },
+    status: { conditions },
+  });
+  const FAILED = [{ type: 'Failed', status: 'True', reason: 'BuildFailed', message: 'push denied' }];
+
+  it('reports its newest labelled build when that build failed', () => {
+    const builds = [
+      labelled('worker-old', '2026-01-01T00:00:00Z', OK),
+      labelled('worker-new', '2026-01-02T00:00:00Z', FAILED),
+    ];
+    expect(brief(checkMachineOSConfig(CTX, unnamed, builds))).toEqual([
+      ['MachineOSBuild worker-new', 'error', 'Failed: BuildFailed: push denied', ''],
+    ]);
+  });
+
+  it('follows the newest build only: an older failure a newer build replaced is not reported', () => {
+    const builds = [
+      labelled('worker-old', '2026-01-01T00:00:00Z', FAILED),
+      labelled('worker-new', '2026-01-02T00:00:00Z', [{ type: 'Building', status: 'True' }]),
+    ];
+    expect(brief(checkMachineOSConfig(CTX, unnamed, builds))).toEqual([
+      ['MachineOSBuild worker-new', 'info', 'Building', 'escalates'],
+    ]);
+  });
+
+  it("ignores another MachineOSConfig's builds", () => {
+    const builds = [labelled('infra-1', '2026-01-02T00:00:00Z', FAILED, 'infra')];
+    expect(brief(checkMachineOSConfig(CTX, unnamed, builds))).toEqual([]);
   });
 });
 

@@ -19,6 +19,8 @@ const MINUTES = 60_000;
 export const BUILD_GRACE_MS = 60 * MINUTES;
 export const POOL_UPDATE_GRACE_MS = 30 * MINUTES;
 export const CURRENT_BUILD_ANNOTATION = 'machineconfiguration.openshift.io/current-machine-os-build';
+/** the label the build controller puts on every MachineOSBuild it makes for a MachineOSConfig (MCO constants) */
+export const MACHINE_OS_CONFIG_LABEL = 'machineconfiguration.openshift.io/machine-os-config';
 
 const finding = (object: string, rest: Omit<RawFinding, 'component' | 'object'>): RawFinding => ({
   component: 'layering',
@@ -52,6 +54,14 @@ function imageFinding(
   return [];
 }
 
+/** The newest MachineOSBuild labelled for the named MachineOSConfig (by creation, then name). */
+function newestBuildFor(mosc: string, builds: readonly WatchedObject[]): WatchedObject | undefined {
+  const key = (b: WatchedObject) => `${b.metadata.creationTimestamp ?? ''}\u0000${b.metadata.name}`;
+  return builds
+    .filter((b) => b.metadata.labels?.[MACHINE_OS_CONFIG_LABEL] === mosc)
+    .reduce<WatchedObject | undefined>((newest, b) => (!newest || key(b) > key(newest) ? b : newest), undefined);
+}
+
 export function checkMachineOSConfig(
   ctx: WatchContext,
   mosc: WatchedObject,
@@ -67,9 +77,11 @@ export function checkMachineOSConfig(
   if (pushSpec) out.push(...imageFinding(ctx, object, 'renderedImagePushSpec', pushSpec, 'warning'));
   if (pullSpec) out.push(...imageFinding(ctx, object, 'currentImagePullSpec', pullSpec, undefined));
 
-  const current =
+  const named =
     mosc.metadata.annotations?.[CURRENT_BUILD_ANNOTATION] ??
     str((mosc.status?.machineOSBuild as { name?: string } | undefined)?.name);
+  // only the build the config names is its current one; before it names any, its newest build is
+  const current = named ?? newestBuildFor(mosc.metadata.name, builds)?.metadata.name;
   if (!current) return out;
   const build = builds.find((b) => b.metadata.name === current);
   if (!build)
