@@ -15,6 +15,7 @@ export const OPTIONS = {
   console: { type: 'string' },
   'health-timeout': { type: 'string', default: '600' },
   once: { type: 'boolean', default: false },
+  translate: { type: 'boolean', default: false },
   key: { type: 'string' },
   out: { type: 'string' },
   'not-after': { type: 'string' },

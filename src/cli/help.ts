@@ -5,7 +5,10 @@ import { STEPS } from '../steps/index.js';
 export const HELP = `sno-relocate: makes a single-node OpenShift cluster become the cluster of the site it is plugged into
 
 Usage:
-  sno-relocate validate [PATH]        check a site-config (file, or a folder holding site-config.yaml)
+  sno-relocate validate [PATH]        check a site-config (file, or a folder holding site-config.yaml, or
+                                      config media holding cluster-configuration/manifest.json)
+  sno-relocate validate --translate [PATH]
+                                      print the native site-config it becomes (-o yaml|json)
   sno-relocate plan     [PATH]        print what run would change, changing nothing (-o json|yaml|text)
   sno-relocate run      [PATH]        apply it: node steps, kubelet, cluster steps, health
   sno-relocate status                 progress and result of the last run, and watcher findings (-o json|text)
@@ -33,12 +36,13 @@ Options:
   --wait SECONDS        with no PATH, wait this long for a site-config to appear (default 0)
   --health-timeout SEC  how long the health step waits for a healthy cluster (default 600)
   --console DEVICE      where the one-line progress banner goes (default /dev/console under systemd)
-  -o, --output FORMAT   text, json or yaml (plan); text or json (status, watch --once)
+  -o, --output FORMAT   text, json or yaml (plan, validate); text or json (status, watch --once)
   --log-level LEVEL     trace, debug, info, warn, error (default info)
   --log-format FORMAT   text or json (default text)
 
 With no PATH, run looks for /etc/sno-relocate/site-config.yaml, then a filesystem labelled
-cluster-config or relocation-config.
+cluster-config or relocation-config holding a site-config.yaml or an image-based install's
+cluster-configuration/manifest.json.
 
 Exit codes: 0 done or nothing to do; 1 a step failed (the next run resumes); 2 usage error or invalid
 site-config (nothing changed); 3 refused: untrusted site-config or conflicting host state.

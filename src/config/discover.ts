@@ -9,6 +9,7 @@ import { logEvent, type Logger } from '../log/logger.js';
 import { type Clock, pollUntil } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
 import type { RootFs } from '../ports/fs.js';
+import { MANIFEST_FILE } from './ibi/seed-reconfiguration.js';
 import { SITE_CONFIG_NAMES } from './load.js';
 
 export const ETC_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
@@ -33,7 +34,9 @@ export interface DiscoverOptions {
 }
 
 async function findIn(fs: RootFs, dir: string): Promise<string | undefined> {
-  for (const name of SITE_CONFIG_NAMES) if (await fs.exists(path.posix.join(dir, name))) return fs.resolve(dir);
+  // a native site-config, or an image-based install's config media (cluster-configuration/manifest.json)
+  for (const name of [...SITE_CONFIG_NAMES, MANIFEST_FILE])
+    if (await fs.exists(path.posix.join(dir, name))) return fs.resolve(dir);
   return undefined;
 }
 
@@ -60,7 +63,8 @@ async function tryLabel(options: DiscoverOptions, label: string, quiet: Set<stri
   const found = await findIn(fs, mountPoint);
   if (found) return { path: found, release };
   await release();
-  if (!quiet.has(label)) log.warn({ device }, `${device} holds no ${SITE_CONFIG_NAMES[0]}; still waiting for one`);
+  if (!quiet.has(label))
+    log.warn({ device }, `${device} holds no ${SITE_CONFIG_NAMES[0]} and no ${MANIFEST_FILE}; still waiting for one`);
   quiet.add(label);
   return undefined;
 }

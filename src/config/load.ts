@@ -18,7 +18,15 @@ import {
   type SiteConfigV1,
 } from './v1/schema.js';
 import { readBounded } from './read-bounded.js';
-import { DocumentError, parseYamlDocument } from './yaml.js';
+import { DocumentError, decodeText, parseYamlDocument } from './yaml.js';
+import {
+  MANIFEST_FILE,
+  MIRROR_FILES,
+  mirrorsFromFile,
+  seedReconfigurationSchema,
+  sourceOf,
+  translateSeedReconfiguration,
+} from './ibi/seed-reconfiguration.js';
 
 export const SITE_CONFIG_NAMES = ['site-config.yaml', 'site-config.yml', 'site-config.json'];
 
@@ -29,25 +37,49 @@ function fail(findings: Finding[], summary?: string): never {
   throw new ConfigError(summary ?? `invalid site-config:\n  ${errors.map(formatFinding).join('\n  ')}`, findings);
 }
 
-async function locate(target: string): Promise<string> {
+/** What a path names: a native site-config file, or the root of an image-based install's config media. */
+interface Located {
+  file: string;
+  /** the folder every other file is read from (and what a signature covers) */
+  dir: string;
+  media: 'native' | 'ibi';
+}
+
+const isFile = (candidate: string): Promise<boolean> =>
+  stat(candidate).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+
+/** The file a folder holds, native site-config first; undefined when it holds neither kind. */
+export async function configFileIn(dir: string): Promise<Omit<Located, 'dir'> | undefined> {
+  for (const name of SITE_CONFIG_NAMES) {
+    const candidate = path.join(dir, name);
+    if (await isFile(candidate)) return { file: candidate, media: 'native' };
+  }
+  const manifest = path.join(dir, MANIFEST_FILE);
+  if (await isFile(manifest)) return { file: manifest, media: 'ibi' };
+  return undefined;
+}
+
+async function locate(target: string): Promise<Located> {
   let info;
   try {
     info = await stat(target);
   } catch {
     fail([{ severity: 'error', path: target, message: 'no such file or folder' }]);
   }
-  if (!info.isDirectory()) return target;
-  for (const name of SITE_CONFIG_NAMES) {
-    const candidate = path.join(target, name);
-    if (
-      await stat(candidate).then(
-        (s) => s.isFile(),
-        () => false,
-      )
-    )
-      return candidate;
+  if (!info.isDirectory()) {
+    // manifest.json named directly: the media root is two levels up
+    if (target.endsWith(path.join(...MANIFEST_FILE.split('/'))))
+      return { file: target, dir: path.dirname(path.dirname(target)), media: 'ibi' };
+    return { file: target, dir: path.dirname(target), media: 'native' };
   }
-  return fail([{ severity: 'error', path: target, message: `folder holds no ${SITE_CONFIG_NAMES[0]}` }]);
+  const found = await configFileIn(target);
+  if (found) return { ...found, dir: target };
+  return fail([
+    { severity: 'error', path: target, message: `folder holds no ${SITE_CONFIG_NAMES[0]} and no ${MANIFEST_FILE}` },
+  ]);
 }
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
@@ -55,13 +87,17 @@ const sha256 = (data: Buffer): string => createHash('sha256').update(data).diges
 interface FileReader {
   read(fieldPath: string, name: string): Promise<Buffer>;
   digests: SiteFile[];
+  dir: string;
+  realDir: string;
 }
 
 async function fileReader(dir: string, findings: Finding[]): Promise<FileReader> {
-  const realDir = await realpath(dir);
+  const realDir = await realpath(dir).catch(() => dir);
   const digests: SiteFile[] = [];
   return {
     digests,
+    dir,
+    realDir,
     async read(fieldPath, name) {
       try {
         const data = await readBounded(path.join(realDir, name), name, { inside: realDir });
@@ -193,42 +229,81 @@ function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: Pick<Site, 'p
   };
 }
 
-/** Loads and fully validates a site-config; throws ConfigError naming every problem. */
+/** manifest.json and the mirror sets beside it -> the native site-config document it becomes. */
+async function translateMedia(bytes: Buffer, files: FileReader, findings: Finding[]): Promise<unknown> {
+  let json: unknown;
+  try {
+    json = JSON.parse(decodeText(bytes, MANIFEST_FILE));
+  } catch (err) {
+    // never echo the parser's message: it quotes the text, pull secret included
+    const message = err instanceof DocumentError ? err.message.replace(`${MANIFEST_FILE} `, '') : 'not valid JSON';
+    fail([{ severity: 'error', path: MANIFEST_FILE, message }]);
+  }
+  const parsed = parseLenient(seedReconfigurationSchema, json);
+  findings.push(...parsed.findings.map((f) => ({ ...f, path: `${MANIFEST_FILE}: ${f.path}` })));
+  if (!parsed.value) fail(findings);
+  const translated = translateSeedReconfiguration(parsed.value);
+  findings.push(...translated.findings);
+  const spec = (translated.document as { spec: Record<string, unknown> }).spec;
+  for (const name of MIRROR_FILES) {
+    if (!(await isFile(path.join(files.dir, name)))) continue;
+    const data = await files.read(name, name);
+    let doc: unknown;
+    try {
+      doc = JSON.parse(decodeText(data, name));
+    } catch {
+      findings.push({ severity: 'error', path: name, message: 'not valid JSON' });
+      continue;
+    }
+    const { mirrors, finding } = mirrorsFromFile(name, doc);
+    if (finding) findings.push(finding);
+    if (mirrors) spec.imageDigestMirrors = [...((spec.imageDigestMirrors as unknown[] | undefined) ?? []), ...mirrors];
+  }
+  if (hasErrors(findings)) fail(findings);
+  return translated.document;
+}
+
+/**
+ * Loads and fully validates a site-config (native, or an image-based install's config media);
+ * throws ConfigError naming every problem.
+ */
 export async function loadSiteConfig(target: string): Promise<LoadedSite> {
-  const file = await locate(path.resolve(target));
-  const dir = path.dirname(file);
-  const shown = path.basename(file);
+  const { file, dir, media } = await locate(path.resolve(target));
+  const shown = path.relative(dir, file).split(path.sep).join('/');
+  const findings: Finding[] = [];
+  const files = await fileReader(dir, findings);
   let document: unknown;
   let bytes: Buffer;
   try {
     // the site-config itself is confined to its folder like every file it names
-    const realDir = await realpath(dir).catch(() => dir);
-    bytes = await readBounded(file, shown, { inside: realDir });
-    document = parseYamlDocument(bytes, shown);
+    bytes = await readBounded(file, shown, { inside: files.realDir });
+    document = media === 'ibi' ? await translateMedia(bytes, files, findings) : parseYamlDocument(bytes, shown);
   } catch (err) {
     if (err instanceof DocumentError)
       fail([{ severity: 'error', path: shown, message: err.message.replace(`${shown}: `, '') }], err.message);
     throw err;
   }
+  // a translated document's findings name the manifest.json field they came from
+  const relabel = media === 'ibi' ? (f: Finding): Finding => ({ ...f, path: sourceOf(f.path) }) : (f: Finding) => f;
   const parsed = parseSiteConfig(document);
-  const findings = [...parsed.findings];
+  findings.push(...parsed.findings.map(relabel));
   const config = parsed.value;
   if (!config) fail(findings);
-  findings.push(...runRules(documentRules, { config, nmstatePath: '$.spec.network.nmstate' }));
+  findings.push(...runRules(documentRules, { config, nmstatePath: '$.spec.network.nmstate' }).map(relabel));
   if (hasErrors(findings)) fail(findings);
 
-  const files = await fileReader(dir, findings);
   const nmstate = await readNmstate(config, files, findings);
   const pullSecret = await readPullSecret(config, files, findings);
   const certificates = await readCertificates(config, files, findings);
   const nmstatePath =
     config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
-  findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }));
+  findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }).map(relabel));
   if (hasErrors(findings) || !nmstate) fail(findings);
 
   return {
     file,
     dir,
+    media,
     document: config,
     site: toSite(config, nmstate, { ...(pullSecret && { pullSecret }), certificates }),
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],

@@ -35,6 +35,9 @@ export interface LoadedSite {
   /** path of the site-config file that was read */
   file: string;
   dir: string;
+  /** a native site-config, or an image-based install's config media (manifest.json) translated into one */
+  media: 'native' | 'ibi';
+  /** the native site-config (for media, the one it was translated into) */
   document: SiteConfigV1;
   site: Site;
   /** the site-config and every file it names, with their digests (what a signature covers) */

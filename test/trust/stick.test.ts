@@ -12,7 +12,7 @@ import { createRuntime, loadSite } from '../../src/cli/runtime.js';
 import { parseCommandLine } from '../../src/cli/args.js';
 import type { Exec } from '../../src/ports/exec.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
-import { EXAMPLE } from '../helpers/cli.js';
+import { EXAMPLE, REPO } from '../helpers/cli.js';
 
 let root: string;
 afterEach(() => rmSync(root, { recursive: true, force: true }));
@@ -46,6 +46,16 @@ describe('the stick', () => {
       ['mount', '-o', 'ro,nosuid,nodev,noexec', path.join(root, 'dev/disk/by-label/relocation-config'), mountPoint],
       ['umount', mountPoint],
     ]);
+  });
+
+  it('may hold an image-based install config image instead: manifest.json is found and translated', async () => {
+    const { rt, calls } = stickNode((dir) =>
+      cpSync(path.join(REPO, 'examples/ibi-config-media'), dir, { recursive: true }),
+    );
+    const loaded = await loadSite(rt, undefined);
+    expect(loaded?.media).toBe('ibi');
+    expect(loaded?.site.baseDomain).toBe('store43.example.com');
+    expect(calls.map((c) => c[0])).toEqual(['mount', 'umount']);
   });
 
   it('is unmounted also when its site-config is refused', async () => {
