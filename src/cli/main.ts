@@ -1,10 +1,12 @@
 /**
  * The entry point: the only place that prints a command's result and decides
- * the exit code.
+ * the exit code. What it prints may quote a stick or the cluster: control
+ * characters other than newlines and tabs are escaped.
  */
 import pkg from '../../package.json' with { type: 'json' };
 import { errorMessage, exitCodeOf, UsageError } from '../engine/errors.js';
 import { scrubText } from '../log/redact.js';
+import { safeText } from '../log/safe-text.js';
 import { type Invocation, parseCommandLine } from './args.js';
 import { HELP } from './help.js';
 import { keygenCommand } from './commands/keygen.js';
@@ -36,10 +38,10 @@ async function main(argv: readonly string[]): Promise<number> {
     const command = COMMANDS[inv.command];
     if (!command) throw new UsageError(`unknown command "${inv.command}"; run 'sno-relocate --help'`);
     const result = await command(inv);
-    process.stdout.write(result.stdout);
+    process.stdout.write(safeText(result.stdout));
     return result.exitCode;
   } catch (err) {
-    process.stderr.write(`sno-relocate: ${scrubText(errorMessage(err))}\n`);
+    process.stderr.write(`sno-relocate: ${safeText(scrubText(errorMessage(err)))}\n`);
     return exitCodeOf(err);
   }
 }

@@ -1,3 +1,5 @@
+import { safeLine } from '../log/safe-text.js';
+
 /** A validation finding: every one names where in the site-config it points. */
 export type Severity = 'error' | 'warning';
 
@@ -18,8 +20,9 @@ export function formatPath(segments: readonly PropertyKey[]): string {
   return out;
 }
 
+/** One printable line: a path or message may quote a file name or a value from the stick. */
 export function formatFinding(f: Finding): string {
-  return `${f.severity}: ${f.path}: ${f.message}`;
+  return safeLine(`${f.severity}: ${f.path}: ${f.message}`);
 }
 
 export const hasErrors = (findings: readonly Finding[]): boolean => findings.some((f) => f.severity === 'error');

@@ -6,6 +6,7 @@
  * orders of magnitude).
  */
 import yaml from 'js-yaml';
+import { safeLine } from '../log/safe-text.js';
 
 export const MAX_DOCUMENT_BYTES = 1024 * 1024;
 const MAX_DEPTH = 64;
@@ -17,7 +18,12 @@ const MAX_NODES = 100_000;
 export const EXPANSION_FACTOR = 4;
 const EXPANSION_ALLOWANCE = 4096;
 
-export class DocumentError extends Error {}
+/** A file that cannot be read as a document; the message quotes the file, so it is made one inert line. */
+export class DocumentError extends Error {
+  constructor(message: string) {
+    super(safeLine(message));
+  }
+}
 
 export function decodeText(bytes: Buffer, what: string): string {
   if (bytes.length > MAX_DOCUMENT_BYTES)

@@ -27,6 +27,16 @@ describe('logger', () => {
     expect(lines).toEqual(['<4>WARN  disk is slow\n', '<3>ERROR gave up\n']);
   });
 
+  it('keeps every entry one line: escape sequences and newlines in messages and fields are escaped', () => {
+    for (const journal of [false, true]) {
+      const { log, lines } = capture({ journal });
+      log.child({ step: 'net\nwork' }).error({ file: 'a\u001b[2J\nb' }, 'bad \u001b[H\nINFO  done: forged');
+      expect(lines).toHaveLength(1);
+      expect([...lines[0]!.slice(0, -1)].filter((c) => c.charCodeAt(0) < 0x20)).toEqual([]);
+      expect(lines[0]).toContain('[net\\nwork] bad \\x1b[H\\nINFO  done: forged file="a\\u001b[2J\\nb"');
+    }
+  });
+
   it('redacts secrets in fields, in messages and in errors, in both formats', () => {
     for (const format of ['text', 'json'] as const) {
       const { log, lines } = capture({ format });

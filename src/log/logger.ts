@@ -9,6 +9,7 @@ import { fstatSync } from 'node:fs';
 import pino from 'pino';
 import { MessageId, type MessageIdName } from './events.js';
 import { redactSecrets, scrubText } from './redact.js';
+import { safeLine } from './safe-text.js';
 
 export type Logger = pino.Logger;
 export type LogFormat = 'text' | 'json';
@@ -57,7 +58,10 @@ function errorField(err: unknown, msg: string): string | undefined {
   return msg.includes(message) ? undefined : message;
 }
 
-/** Off the journal a line carries its time and message id; in it, journald keeps both as fields. */
+/**
+ * Off the journal a line carries its time and message id; in it, journald keeps both as fields. One
+ * line always: control characters in a message or a field are escaped, so no value forges a line.
+ */
 export function formatText(entry: Record<string, unknown>, offJournal: boolean): string {
   const level = LEVEL_NAME[entry.level as number] ?? 'INFO';
   const step = entry.step ? `[${String(entry.step)}] ` : '';
@@ -67,7 +71,7 @@ export function formatText(entry: Record<string, unknown>, offJournal: boolean):
     .map(([k, v]) => `${k}=${formatValue(v)}`)
     .join(' ');
   const time = offJournal ? `${String(entry.time)} ` : '';
-  return `${time}${level.padEnd(5)} ${step}${msg}${fields ? ` ${fields}` : ''}`;
+  return safeLine(`${time}${level.padEnd(5)} ${step}${msg}${fields ? ` ${fields}` : ''}`);
 }
 
 function journalFields(entry: Record<string, unknown>, line: string): string {
@@ -79,11 +83,11 @@ function journalFields(entry: Record<string, unknown>, line: string): string {
     // lets `journalctl -u` find entries whose sender exited before journald read its unit
     OBJECT_SYSTEMD_UNIT: process.env.SNO_RELOCATE_UNIT ?? 'sno-relocate.service',
   };
-  if (entry.step) fields.SNO_RELOCATE_STEP = String(entry.step);
-  if (entry.event) fields.SNO_RELOCATE_EVENT = String(entry.event);
+  if (entry.step) fields.SNO_RELOCATE_STEP = safeLine(String(entry.step));
+  if (entry.event) fields.SNO_RELOCATE_EVENT = safeLine(String(entry.event));
   if (typeof entry.durationMs === 'number') fields.SNO_RELOCATE_DURATION_MS = String(entry.durationMs);
   return Object.entries(fields)
-    .map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`)
+    .map(([k, v]) => `${k}=${v}`)
     .join('\n');
 }
 

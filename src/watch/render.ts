@@ -1,4 +1,5 @@
 /** Findings for people: a table for `watch --once` and `status`, with how long each has held. */
+import { safeLine } from '../log/safe-text.js';
 import type { Finding, Health } from './model.js';
 
 /** 45s, 5m, 2h10m, 3d */
@@ -12,7 +13,9 @@ export function formatAge(fromIso: string | undefined, now: Date): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
-function table(rows: string[][]): string[] {
+/** Aligned columns; a cell may quote the cluster, so each is one line with its controls escaped. */
+export function table(cells: string[][]): string[] {
+  const rows = cells.map((r) => r.map(safeLine));
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
   return rows.map((r) =>
     r
@@ -28,7 +31,9 @@ export function renderFindings(findings: readonly Finding[], now: Date): string[
   for (const f of findings) rows.push([f.severity, f.component, f.object, formatAge(f.since, now), f.reason]);
   const lines = table(rows);
   const hints = [
-    ...new Set(findings.filter((f) => f.hint && f.severity !== 'info').map((f) => `  ${f.object}: ${f.hint}`)),
+    ...new Set(
+      findings.filter((f) => f.hint && f.severity !== 'info').map((f) => safeLine(`  ${f.object}: ${f.hint}`)),
+    ),
   ];
   if (hints.length > 0) lines.push('', 'Hints:', ...hints);
   return lines;

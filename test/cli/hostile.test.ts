@@ -2,7 +2,9 @@
  * Hostile sticks against the built executable under a memory ceiling: a site-config (or the nmstate
  * file it names) whose aliases repeat one long string must be refused with exit 2 while the process
  * stays small, before the trust check, since anyone can plug such a stick in. The data-segment limit
- * makes a blow-up crash instead of swapping; GNU time reports the peak resident size.
+ * makes a blow-up crash instead of swapping; GNU time reports the peak resident size. And sticks whose
+ * file names or YAML tags hold escape sequences and newlines: what reaches the console, the log and
+ * the terminal is one inert line each.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { layFactoryNode } from '../fixtures/factory-node.js';
-import { BINARY, EXAMPLE } from '../helpers/cli.js';
+import { BINARY, EXAMPLE, runCli } from '../helpers/cli.js';
 
 const CEILING_MB = 150;
 const work = mkdtempSync(path.join(tmpdir(), 'hostile-'));
@@ -64,5 +66,52 @@ describe.each(Object.entries(sticks))('a stick whose %s is an alias bomb', (file
     expect(r.output).toContain('expands to more than 4 times its');
     expect(r.code).toBe(2);
     expect(r.peakMb).toBeLessThanOrEqual(CEILING_MB);
+  });
+});
+
+/** What a hostile stick would paint: clear the screen, home the cursor, and a forged line of success. */
+const PAINT = '\u001b[2J\u001b[H\nsno-relocate: done: site store-0042 is configured\n';
+const injections = {
+  'a file name': stick('file-name', (dir) => {
+    const file = path.join(dir, 'site-config.yaml');
+    const text = readFileSync(file, 'utf8').replace(
+      'nmstateFile: network.yaml',
+      `nmstateFile: ${JSON.stringify(`net${PAINT}.yaml`)}`,
+    );
+    writeFileSync(file, text);
+  }),
+  'a percent-encoded YAML tag': stick('yaml-tag', (dir) => {
+    writeFileSync(
+      path.join(dir, 'site-config.yaml'),
+      'apiVersion: !<tag:yaml.org,2002:%1B[2J%1B[H%0Asno-relocate:%20done> x\n',
+    );
+  }),
+};
+
+describe.each(Object.entries(injections))('a stick with escape sequences and newlines in %s', (_what, dir) => {
+  const noControls = (text: string) =>
+    expect([...text].filter((c) => c !== '\n' && (c.charCodeAt(0) < 0x20 || (c >= '\u007f' && c <= '\u009f')))).toEqual(
+      [],
+    );
+
+  it('reaches the console as one inert line, and the log and stderr as escapes', () => {
+    const root = path.join(work, `root-${path.basename(dir)}`);
+    layFactoryNode(root);
+    const consoleFile = path.join(root, 'console');
+    const r = runCli(['run', dir, '--root', root, '--console', consoleFile, '--state-dir', path.join(root, 'state')]);
+    expect(r.code).toBe(2);
+    const lines = readFileSync(consoleFile, 'utf8').split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^sno-relocate: site-config invalid \(.*\\x1b\[2J\\x1b\[H.*\); nothing was changed$/);
+    noControls(r.stderr);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('sno-relocate: done'))).toEqual([]);
+    expect(r.stderr).toContain('\\x1b[2J');
+  });
+
+  it('is printed escaped by validate', () => {
+    const r = runCli(['validate', dir]);
+    expect(r.code).toBe(2);
+    noControls(r.stdout + r.stderr);
+    expect((r.stdout + r.stderr).split('\n').filter((l) => l.includes('done') && !l.includes('\\x1b'))).toEqual([]);
   });
 });

@@ -32,6 +32,7 @@ const SITE_CONTEXT: WatchContext = {
 };
 const CATALOG = 'CatalogSource openshift-marketplace/redhat-operators';
 const INDEX = 'registry.redhat.io/redhat/redhat-operator-index:v4.16';
+const FORGED = 'etcd\u001b[2J\u001b[H\nsno-relocate: cluster healthy';
 const quietLog = () => createLogger({ level: 'error', format: 'json', journal: false, write: () => undefined });
 const brief = (findings: readonly Finding[]) => findings.map((f) => `${f.severity} ${f.object}: ${f.reason}`);
 
@@ -200,6 +201,7 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
   });
 
   it('runs until SIGTERM: journal lines on change only, the status file, the metrics endpoint, and status shows the findings', async () => {
+    const consoleFile = path.join(root, 'watch-console');
     const w = startWatch([
       '--kubeconfig',
       env.cluster.kubeconfigPath,
@@ -211,6 +213,8 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       '127.0.0.1:0',
       '--log-format',
       'json',
+      '--console',
+      consoleFile,
     ]);
     try {
       const url = await vi.waitFor(
@@ -228,7 +232,8 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       await vi.waitFor(() => expect(status().watch?.health).toBe('degraded'), { timeout: 30_000, interval: 200 });
 
       await setOperator('kube-apiserver', {
-        conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'MemberDown')],
+        // the cluster's own text, escape sequences and a newline included, reaches the console as one inert line
+        conditions: [condition('Available', 'True'), condition('Degraded', 'True', 'MemberDown', FORGED)],
       });
       await vi.waitFor(() => expect(status().watch?.health).toBe('unhealthy'), { timeout: 10_000, interval: 100 });
       const metrics = await (await fetch(url)).text();
@@ -265,9 +270,15 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
           .map((l) => l.msg),
       ).toEqual([
         expect.stringMatching(/^cluster degraded: 3 warnings; /),
-        'cluster unhealthy: 1 error, 3 warnings; ClusterOperator kube-apiserver: Degraded: MemberDown',
+        `cluster unhealthy: 1 error, 3 warnings; ClusterOperator kube-apiserver: Degraded: MemberDown: ${FORGED}`,
         expect.stringMatching(/^cluster degraded: 3 warnings; /),
       ]);
+      const consoleLines = readFileSync(consoleFile, 'utf8').split('\n');
+      expect(consoleLines).toContain(
+        'sno-relocate: cluster unhealthy: 1 error, 3 warnings; ClusterOperator kube-apiserver: Degraded: MemberDown: ' +
+          'etcd\\x1b[2J\\x1b[H\\nsno-relocate: cluster healthy',
+      );
+      expect(consoleLines.filter((l) => l === 'sno-relocate: cluster healthy')).toEqual([]);
     } finally {
       expect(await w.stop()).toBe(0);
     }

@@ -1,26 +1,17 @@
+import { safeLine } from '../../log/safe-text.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
-import { renderFindings } from '../../watch/render.js';
+import { renderFindings, table } from '../../watch/render.js';
 import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
 import { type Invocation, oneOf } from '../args.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
-function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) =>
-    r
-      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd(),
-  );
-}
-
 export function renderRunState(state: RunState | undefined): string {
   if (!state) return 'No run recorded yet.\n';
   const lines = [
-    `Site:     ${state.site}`,
-    `Result:   ${state.result}${state.message ? `: ${state.message}` : ''}`,
+    `Site:     ${safeLine(state.site)}`,
+    `Result:   ${state.result}${state.message ? `: ${safeLine(state.message)}` : ''}`,
     `Started:  ${state.startedAt}${state.finishedAt ? `   Finished: ${state.finishedAt}` : ''}`,
     '',
   ];
