@@ -5,7 +5,8 @@
  */
 import { CertificatesV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FACTORY_NODE_IP, createCsr, kubeletCsrSpecs } from '../kube/factory-cluster.js';
+import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
+import { FACTORY_NODE_IP } from '../kube/factory-cluster.js';
 import { instantClock } from '../node/context.js';
 import { agent, startFactory, storeSite, type ClusterEnv } from './env.js';
 

@@ -20,6 +20,13 @@ import {
 } from '@kubernetes/client-node';
 import forge from 'node-forge';
 import { missingBinaries, startCluster, type TestCluster } from './cluster.js';
+import {
+  KUBELET_CLIENT_SIGNER,
+  KUBELET_CLIENT_USAGES,
+  KUBELET_SERVING_SIGNER,
+  KUBELET_SERVING_USAGES,
+  NODE_BOOTSTRAPPER,
+} from './csr-requests.js';
 import { applyCrds, listCrds, selectCrds } from './install.js';
 import {
   CUSTOM_HOSTS,
@@ -29,11 +36,6 @@ import {
   FACTORY_OCP_VERSION,
   FOREIGN_CERT_NAMES,
   FOREIGN_CERT_SECRET,
-  KUBELET_CLIENT_SIGNER,
-  KUBELET_CLIENT_USAGES,
-  KUBELET_SERVING_SIGNER,
-  KUBELET_SERVING_USAGES,
-  NODE_BOOTSTRAPPER,
   OTHER_NODE_NAME,
   seedFactoryCluster,
   type FactoryCluster,
@@ -311,7 +313,7 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     expect(serving.spec.signerName).toBe(KUBELET_SERVING_SIGNER);
     expect(serving.spec.usages).toEqual(KUBELET_SERVING_USAGES);
     expect(serving.spec.username).toBe(`system:node:${FACTORY_NODE_NAME}`);
-    expect(serving.spec.groups).toContain('system:nodes');
+    expect(serving.spec.groups).toEqual(['system:nodes', 'system:authenticated']);
     const servingReq = parse(serving);
     const ext = servingReq.getAttribute({ name: 'extensionRequest' }) as unknown as {
       extensions: { name: string; altNames: { type: number; value?: string; ip?: string }[] }[];

@@ -4,17 +4,10 @@
  * (applyCrds); objects whose CRD is not served are left out and listed in `skipped`, so the same
  * seed models an old cluster without IDMS or a cluster without OLM.
  */
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import https from 'node:https';
-import {
-  ApiException,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  RbacAuthorizationV1Api,
-  type V1CertificateSigningRequest,
-} from '@kubernetes/client-node';
+import { randomUUID } from 'node:crypto';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import forge from 'node-forge';
+import { createCsr, kubeletCsrSpecs, MACHINE_CONFIG_OPERATOR_NS, testKey } from './csr-requests.js';
 
 export const FACTORY_CLUSTER_NAME = 'sno';
 export const FACTORY_BASE_DOMAIN = 'factory.example.com';
@@ -35,13 +28,6 @@ export const FOREIGN_CERT_SECRET = 'foreign-cert';
 export const FACTORY_ICSP_NAME = 'factory-mirrors';
 /** User routes with hosts outside the apps domain: the agent must leave them alone. */
 export const CUSTOM_HOSTS = ['shop.example.net', 'www.shop.example.net'];
-export const MACHINE_CONFIG_OPERATOR_NS = 'openshift-machine-config-operator';
-export const NODE_BOOTSTRAPPER = `system:serviceaccount:${MACHINE_CONFIG_OPERATOR_NS}:node-bootstrapper`;
-
-export const KUBELET_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
-export const KUBELET_SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
-export const KUBELET_CLIENT_USAGES = ['digital signature', 'key encipherment', 'client auth'];
-export const KUBELET_SERVING_USAGES = ['digital signature', 'key encipherment', 'server auth'];
 
 export const FACTORY_NAMESPACES = [
   'openshift-config',
@@ -112,53 +98,7 @@ const ICSP: Gvr = { group: 'operator.openshift.io', version: 'v1alpha1', plural:
 const MCP: Gvr = { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools' };
 
 // ---------------------------------------------------------------------------------------------
-// Certificates and requests (node-forge; one RSA key per process, made by node's native crypto)
-
-let cachedKey: { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } | undefined;
-function testKey(): { privateKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey } {
-  if (!cachedKey) {
-    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const priv = forge.pki.privateKeyFromPem(
-      privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
-    ) as forge.pki.rsa.PrivateKey;
-    cachedKey = { privateKey: priv, publicKey: forge.pki.setRsaPublicKey(priv.n, priv.e) };
-  }
-  return cachedKey;
-}
-
-export interface CsrRequest {
-  commonName: string;
-  organization?: string[];
-  dnsNames?: string[];
-  ipAddresses?: string[];
-}
-
-const csrCache = new Map<string, string>();
-
-/** A real PKCS#10 request (PEM), as the kubelet sends one: subject, and SANs for serving requests. */
-export function makeCsrPem(req: CsrRequest): string {
-  const key = JSON.stringify(req);
-  const hit = csrCache.get(key);
-  if (hit) return hit;
-  const { privateKey, publicKey } = testKey();
-  const csr = forge.pki.createCertificationRequest();
-  csr.publicKey = publicKey;
-  csr.setSubject([
-    ...(req.organization ?? []).map((value) => ({ name: 'organizationName', value })),
-    { name: 'commonName', value: req.commonName },
-  ]);
-  const altNames = [
-    ...(req.dnsNames ?? []).map((value) => ({ type: 2, value })),
-    ...(req.ipAddresses ?? []).map((ip) => ({ type: 7, ip })),
-  ];
-  if (altNames.length > 0) {
-    csr.setAttributes([{ name: 'extensionRequest', extensions: [{ name: 'subjectAltName', altNames }] }]);
-  }
-  csr.sign(privateKey, forge.md.sha256.create());
-  const pem = forge.pki.certificationRequestToPem(csr);
-  csrCache.set(key, pem);
-  return pem;
-}
+// Certificates
 
 let foreignCert: { cert: string; key: string } | undefined;
 /** A self-signed serving certificate for FOREIGN_CERT_NAMES (someone else's certificate). */
@@ -201,105 +141,6 @@ export async function inPool<T>(
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-}
-
-/**
- * A request as another identity (Impersonate-User / Impersonate-Group), e.g. to create a CSR as the
- * kubelet would, so the API server records that requester in spec.username and spec.groups.
- */
-export async function requestAs<T>(
-  kc: KubeConfig,
-  as: { user: string; groups?: string[] },
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<T> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const url = new URL(path, cluster.server);
-  const opts: https.RequestOptions = { method, headers: {} };
-  await kc.applyToHTTPSOptions(opts);
-  const headers: Record<string, string | string[]> = {
-    ...(opts.headers as Record<string, string>),
-    'Content-Type': 'application/json',
-    Accept: 'application/json',
-    'Impersonate-User': as.user,
-  };
-  if (as.groups && as.groups.length > 0) headers['Impersonate-Group'] = as.groups;
-  return new Promise<T>((resolve, reject) => {
-    const req = https.request(url, { ...opts, method, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) resolve(JSON.parse(text) as T);
-        else reject(new Error(`${method} ${path} as ${as.user}: HTTP ${status}: ${text.slice(0, 500)}`));
-      });
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
-}
-
-export interface CsrSpec {
-  name: string;
-  signerName: string;
-  usages: string[];
-  request: CsrRequest;
-  /** Who sends it: the node-bootstrapper service account (client) or the node itself (serving). */
-  as: { user: string; groups?: string[] };
-}
-
-/** Creates one pending CSR as `spec.as`. Returns its name. */
-export async function createCsr(kc: KubeConfig, spec: CsrSpec): Promise<string> {
-  const body: V1CertificateSigningRequest = {
-    apiVersion: 'certificates.k8s.io/v1',
-    kind: 'CertificateSigningRequest',
-    metadata: { name: spec.name },
-    spec: {
-      request: Buffer.from(makeCsrPem(spec.request)).toString('base64'),
-      signerName: spec.signerName,
-      usages: spec.usages,
-    },
-  };
-  const made = await requestAs<V1CertificateSigningRequest>(
-    kc,
-    spec.as,
-    'POST',
-    '/apis/certificates.k8s.io/v1/certificatesigningrequests',
-    body,
-  );
-  return made.metadata!.name!;
-}
-
-/** The CSRs a kubelet sends for `nodeName`: a client one (via the bootstrapper) and a serving one (as the node). */
-export function kubeletCsrSpecs(
-  nodeName: string,
-  nodeIP: string,
-  suffix: string,
-): { client: CsrSpec; serving: CsrSpec } {
-  return {
-    client: {
-      name: `csr-client-${nodeName}-${suffix}`,
-      signerName: KUBELET_CLIENT_SIGNER,
-      usages: KUBELET_CLIENT_USAGES,
-      request: { commonName: `system:node:${nodeName}`, organization: ['system:nodes'] },
-      as: { user: NODE_BOOTSTRAPPER },
-    },
-    serving: {
-      name: `csr-serving-${nodeName}-${suffix}`,
-      signerName: KUBELET_SERVING_SIGNER,
-      usages: KUBELET_SERVING_USAGES,
-      request: {
-        commonName: `system:node:${nodeName}`,
-        organization: ['system:nodes'],
-        dnsNames: [nodeName],
-        ipAddresses: [nodeIP],
-      },
-      as: { user: `system:node:${nodeName}`, groups: ['system:nodes', 'system:authenticated'] },
-    },
-  };
 }
 
 function route(
