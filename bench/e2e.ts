@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import { events, unitProps } from '../test/e2e/node-checks.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from '../test/e2e/node-image.js';
 import { newSecret, siteSpec, siteStick } from '../test/e2e/sites.js';
-import { bootVm, ensureBaseImage, REPO_ROOT, type Vm } from '../test/e2e/vm.js';
+import { ensureBaseImage } from '../test/e2e/base-image.js';
+import { bootVm, REPO_ROOT, type Vm } from '../test/e2e/vm.js';
 import { median, printTable } from './lib.js';
 
 const RUNS = Number(process.env.E2E_BENCH_RUNS ?? 3);

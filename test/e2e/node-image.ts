@@ -19,7 +19,8 @@ import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import yaml from 'js-yaml';
 import { type DiskEntry, enableUnit, installFiles, removeFiles, statPaths } from './disk.js';
-import { copyBaseDisk, REPO_ROOT } from './vm.js';
+import { copyBaseDisk } from './base-image.js';
+import { REPO_ROOT } from './vm.js';
 
 export const AGENT_BINARY = '/usr/local/bin/sno-relocate';
 export const AGENT_UNIT = 'sno-relocate.service';
