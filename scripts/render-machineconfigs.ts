@@ -11,7 +11,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseCidr } from '../src/node/addresses.js';
+import { parseCidr } from '../src/base/addresses.js';
 import {
   type AgentSources,
   machineConfigPayloads,

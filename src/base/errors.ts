@@ -2,7 +2,7 @@
  * The handful of error classes the agent raises. Each knows the exit code it
  * maps to, so only the CLI entry point turns them into a process exit.
  */
-import type { Finding } from '../config/findings.js';
+import type { Finding } from './findings.js';
 
 export const ExitCode = {
   ok: 0,

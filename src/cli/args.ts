@@ -1,6 +1,6 @@
 /** Command-line parsing: one table of options, shared by every command. */
 import { parseArgs } from 'node:util';
-import { UsageError } from '../engine/errors.js';
+import { UsageError } from '../base/errors.js';
 
 export const OPTIONS = {
   root: { type: 'string', default: '/' },

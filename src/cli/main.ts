@@ -4,7 +4,7 @@
  * characters other than newlines and tabs are escaped.
  */
 import pkg from '../../package.json' with { type: 'json' };
-import { errorMessage, exitCodeOf, UsageError } from '../engine/errors.js';
+import { errorMessage, exitCodeOf, UsageError } from '../base/errors.js';
 import { scrubText } from '../log/redact.js';
 import { safeText } from '../log/safe-text.js';
 import { type Invocation, parseCommandLine } from './args.js';

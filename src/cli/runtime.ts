@@ -1,19 +1,21 @@
-/** Wires the real ports together for one command, from its flags. */
+/** Wires the real adapters behind the ports together for one command, from its flags. */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { discoverSiteConfig } from '../config/discover.js';
 import { loadSiteConfig } from '../config/load.js';
 import type { LoadedSite } from '../config/site.js';
 import { type Banner, createBanner } from '../engine/banner.js';
-import { ConfigError } from '../engine/errors.js';
+import { ConfigError, StepError } from '../base/errors.js';
 import type { RunOptions, StepContext } from '../engine/step.js';
 import { createLogger, logEvent, type Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
-import { connectKube, connectSystemd, createNmstate } from '../ports/adapters.js';
 import { type Clock, systemClock } from '../ports/clock.js';
 import { createExec, type Exec } from '../ports/exec.js';
 import { createRootFs, type RootFs } from '../ports/fs.js';
 import type { Kube } from '../ports/kube.js';
+import { selectNmstate } from '../ports/select-nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
+import { connectSystemdBus } from '../ports/systemd-dbus.js';
 import { checkTrust } from '../trust/check.js';
 import { type Flags, oneOf, seconds } from './args.js';
 
@@ -90,6 +92,14 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
   }
 }
 
+/** The client library is loaded on first use: `--version` and the node-only commands never pay for it. */
+async function connectKube(kubeconfigPath: string, log: Logger, options: { readyTimeoutMs?: number }): Promise<Kube> {
+  // checked before the import: with no kubeconfig there is no cluster to reach, so fail at once
+  if (!existsSync(kubeconfigPath)) throw new StepError(`kubeconfig ${kubeconfigPath} does not exist`);
+  const client = await import('../kube/client.js');
+  return client.connectKube(kubeconfigPath, log, options);
+}
+
 function lazy<T>(make: () => Promise<T>): () => Promise<T> {
   let value: Promise<T> | undefined;
   return () => (value ??= make());
@@ -115,7 +125,7 @@ export function createStepContext(
       `no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`,
     );
   };
-  const systemd = lazy<Systemd>(() => connectSystemd(rt.log));
+  const systemd = lazy<Systemd>(() => connectSystemdBus(rt.log));
   const kube = lazy<Kube>(async () =>
     connectKube(await kubeconfig(), rt.log, { readyTimeoutMs: connect.kubeReadyTimeoutMs }),
   );
@@ -129,7 +139,7 @@ export function createStepContext(
         systemdUsed = true;
         return systemd();
       },
-      nmstate: createNmstate(rt.exec, rt.log),
+      nmstate: selectNmstate(rt.exec, rt.log),
       kube,
       clock: rt.clock,
       log: rt.log,

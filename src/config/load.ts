@@ -5,18 +5,13 @@
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError } from '../engine/errors.js';
-import { type Finding, formatFinding, hasErrors } from './findings.js';
+import { ConfigError } from '../base/errors.js';
+import { type Finding, formatFinding, hasErrors } from '../base/findings.js';
 import type { CertificatePair, LoadedSite, Site, SiteFile } from './site.js';
 import { parseLenient, parseSiteConfig } from './v1/parse.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
-import {
-  type DockerConfig,
-  type NmstateState,
-  nmstateSchema,
-  pullSecretSchema,
-  type SiteConfigV1,
-} from './v1/schema.js';
+import { type DockerConfig, pullSecretSchema, type SiteConfigV1 } from './v1/schema.js';
+import { type NmstateState, nmstateSchema } from '../base/nmstate.js';
 import { readBounded } from './read-bounded.js';
 import { DocumentError, decodeText, parseYamlDocument } from './yaml.js';
 import {

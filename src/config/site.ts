@@ -1,6 +1,7 @@
 /** The site-config as the steps see it: validated, with every named file read in. */
-import type { DockerConfig, Mirror, NmstateState, SiteConfigV1 } from './v1/schema.js';
-import type { Finding } from './findings.js';
+import type { DockerConfig, Mirror, SiteConfigV1 } from './v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
+import type { Finding } from '../base/findings.js';
 
 export interface CertificatePair {
   certPem: string;

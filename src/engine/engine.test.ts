@@ -8,7 +8,7 @@ import { systemClock } from '../ports/clock.js';
 import { createRootFs } from '../ports/fs.js';
 import { createBanner } from './banner.js';
 import { runSteps } from './engine.js';
-import { RefusedError, StepError } from './errors.js';
+import { RefusedError, StepError } from '../base/errors.js';
 import { selectSteps } from './select.js';
 import { StateStore } from './state.js';
 import type { PlanResult, Step, StepContext, StepName } from './step.js';

@@ -5,7 +5,7 @@
 import { logEvent } from '../log/logger.js';
 import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
-import { errorMessage, RefusedError, SnoRelocateError, StepError } from './errors.js';
+import { errorMessage, RefusedError, SnoRelocateError, StepError } from '../base/errors.js';
 import { hashOf, type RunState, type StateStore } from './state.js';
 import type { PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
 

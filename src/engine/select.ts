@@ -1,5 +1,5 @@
 /** --only and --skip: step names and the node / cluster groups, from the list of steps given. */
-import { UsageError } from './errors.js';
+import { UsageError } from '../base/errors.js';
 import { STEP_GROUPS, type Step, type StepName } from './step.js';
 
 function expand(steps: readonly Step[], list: string, flag: string): Set<StepName> {

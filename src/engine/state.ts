@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import type { RootFs } from '../ports/fs.js';
-import { RefusedError } from './errors.js';
+import { RefusedError } from '../base/errors.js';
 
 export const STATE_FILE = 'state.json';
 

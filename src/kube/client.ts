@@ -25,7 +25,7 @@ import {
   type ResponseContext,
   type SecurityAuthentication,
 } from '@kubernetes/client-node';
-import { errorMessage, StepError } from '../engine/errors.js';
+import { errorMessage, StepError } from '../base/errors.js';
 import { timed, type Logger } from '../log/logger.js';
 import { pollUntil, systemClock, type Clock } from '../ports/clock.js';
 import { describeRef, type Kube, type KubeObject, type ListOptions, type ObjectRef } from '../ports/kube.js';

@@ -14,7 +14,7 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { isIP } from 'node:net';
 import forge from 'node-forge';
-import { canonicalIp } from '../node/addresses.js';
+import { canonicalIp } from '../base/addresses.js';
 
 const { asn1 } = forge;
 type Asn1 = forge.asn1.Asn1;

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { RefusedError, StepError } from '../engine/errors.js';
+import { RefusedError, StepError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
 

@@ -4,7 +4,7 @@
  * refused connection or a 503 is expected and passes; a 4xx other than 429 is an answer, not weather.
  */
 import { ApiException } from '@kubernetes/client-node';
-import { errorMessage } from '../engine/errors.js';
+import { errorMessage } from '../base/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 

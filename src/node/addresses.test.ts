@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log/logger.js';
 import { createExec } from '../ports/exec.js';
-import { canonicalIp, interfaceAddresses, isLinkLocal, parseCidr } from './addresses.js';
+import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
+import { interfaceAddresses } from './addresses.js';
 
 describe('addresses', () => {
   it('writes IPv6 in canonical form and keeps IPv4 as it is', () => {

@@ -4,7 +4,7 @@
  * site gives it. Pure renderers of the three files that hold it in place, shared by the
  * internal-ip step and the factory MachineConfig renderer.
  */
-import { formatCidr, parseCidr } from './addresses.js';
+import { formatCidr, parseCidr } from '../base/addresses.js';
 
 export const BR_EX = 'br-ex';
 /** NetworkManager runs every executable here on device events, with the interface and the action */

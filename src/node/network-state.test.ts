@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NmstateState } from '../config/v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { compareNetworkState, defaultGateways, desiredNetworkState, differenceLines } from './network-state.js';
 

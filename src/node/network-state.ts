@@ -4,8 +4,8 @@
  * site-config sets (interface state, MTU, MAC, IP settings, VLAN, bond, routes, DNS) in nmstate's
  * partial-state sense: keys the site-config leaves out are not compared.
  */
-import type { NmstateState } from '../config/v1/schema.js';
-import { canonicalIp, formatCidr, isLinkLocal, parseCidr } from './addresses.js';
+import type { NmstateState } from '../base/nmstate.js';
+import { canonicalIp, formatCidr, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { BR_EX } from './internal-ip.js';
 
 type Interface = NonNullable<NmstateState['interfaces']>[number];

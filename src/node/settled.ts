@@ -1,5 +1,5 @@
 /** Verification shared by the node steps whose plan reads the whole truth from the host. */
-import { VerificationError } from '../engine/errors.js';
+import { VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../engine/step.js';
 
 /** Plans again: after apply there must be nothing left to do. */

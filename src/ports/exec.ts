@@ -1,6 +1,6 @@
 /** Subprocesses: argv logged at debug, output logged on failure, never through a shell. */
 import { spawn } from 'node:child_process';
-import { CommandError } from '../engine/errors.js';
+import { CommandError } from '../base/errors.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 

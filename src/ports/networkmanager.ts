@@ -10,7 +10,7 @@
  * on its device, else the one bound to its name; further profiles bound to its name are deleted so
  * that the next boot cannot pick a stale one.
  */
-import type { NmstateState } from '../config/v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
 import type { Logger } from '../log/logger.js';
 import {
   CONNECTION,

@@ -1,5 +1,5 @@
 /** NetworkManager through nmstate's desired-state model (the adapter runs nmstatectl). */
-import type { NmstateState } from '../config/v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
 
 export interface Nmstate {
   /** the current network state */

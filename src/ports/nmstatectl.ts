@@ -13,7 +13,7 @@
  * between, is answered from it; a check that retries waits longer than that between reads.
  */
 import yaml from 'js-yaml';
-import type { NmstateState } from '../config/v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
 import type { Logger } from '../log/logger.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Exec } from './exec.js';

@@ -6,7 +6,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { DockerConfig } from '../config/v1/schema.js';
-import { StepError, VerificationError } from '../engine/errors.js';
+import { StepError, VerificationError } from '../base/errors.js';
 import type { PlanResult, Step, StepContext } from '../engine/step.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';

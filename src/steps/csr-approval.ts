@@ -8,10 +8,11 @@
  * kubelet already holds valid certificates for its name.
  */
 import { X509Certificate } from 'node:crypto';
-import { StepError, VerificationError } from '../engine/errors.js';
+import { StepError, VerificationError } from '../base/errors.js';
 import type { Change, Step, StepContext } from '../engine/step.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
-import { canonicalIp, interfaceAddresses, isLinkLocal, parseCidr } from '../node/addresses.js';
+import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
+import { interfaceAddresses } from '../node/addresses.js';
 import { readStaticHostname } from '../node/hostname.js';
 import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { pollUntil } from '../ports/clock.js';

@@ -12,7 +12,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { CertificatePair } from '../config/site.js';
 import { ensureSiteCa, loadSiteCa, issueServing, servingProblem, type SiteCa } from '../certs/site-certs.js';
 import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
-import { VerificationError } from '../engine/errors.js';
+import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
 import {
   APISERVER_CONFIG,

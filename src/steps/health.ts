@@ -4,7 +4,7 @@
  * bounded by --health-timeout. Leaves the site's context in the state folder for the companion
  * watcher that keeps watching after the run.
  */
-import { VerificationError } from '../engine/errors.js';
+import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
 import { pollUntil } from '../ports/clock.js';
 import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';

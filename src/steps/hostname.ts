@@ -3,7 +3,7 @@
  * kernel's hostname follows at once (kubelet registers the node under it) and /etc/hostname keeps
  * it across reboots. Planned from /etc/hostname under the root, which is what hostnamed reads.
  */
-import { ConfigError, VerificationError } from '../engine/errors.js';
+import { ConfigError, VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../engine/step.js';
 import { HOSTNAME_FILE, hostnameProblem, readStaticHostname } from '../node/hostname.js';
 

@@ -5,7 +5,8 @@
  * step, which may have re-created br-ex. Any drift in these files is planned and repaired.
  */
 import type { Change, Step, StepContext } from '../engine/step.js';
-import { ensureAddress, formatCidr, interfaceAddresses, parseCidr } from '../node/addresses.js';
+import { ensureAddress, interfaceAddresses } from '../node/addresses.js';
+import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, nodeIpFiles } from '../node/internal-ip.js';
 import { fileDrift, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
 import { expectSettled } from '../node/settled.js';

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestBus } from '../../test/dbus/bus.js';
 import { testNode } from '../../test/node/context.js';
-import { StepError } from '../engine/errors.js';
+import { StepError } from '../base/errors.js';
 import { MessageId } from '../log/events.js';
 import { kubeletStep } from './kubelet.js';
 

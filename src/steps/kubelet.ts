@@ -4,7 +4,7 @@
  * enabled and started over systemd's D-Bus API, and the start job's result decides: a job that does
  * not end in "done" fails the step with the unit's state and the last lines of its journal.
  */
-import { errorMessage, StepError, VerificationError } from '../engine/errors.js';
+import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../engine/step.js';
 import { logEvent } from '../log/logger.js';
 import type { UnitStatus } from '../ports/systemd.js';

@@ -9,7 +9,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
-import { VerificationError } from '../engine/errors.js';
+import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
 import { describeRef, refOf, type Kube, type KubeObject } from '../ports/kube.js';

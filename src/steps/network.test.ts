@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { NmstateState } from '../config/v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
 import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';

@@ -15,13 +15,14 @@
  * that did not.
  */
 import path from 'node:path';
-import { errorMessage, StepError, VerificationError } from '../engine/errors.js';
+import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import { hashOf } from '../engine/state.js';
 import type { Change, Step, StepContext } from '../engine/step.js';
-import type { NmstateState } from '../config/v1/schema.js';
+import type { NmstateState } from '../base/nmstate.js';
 import { logEvent } from '../log/logger.js';
 import { pollUntil } from '../ports/clock.js';
-import { formatCidr, interfaceAddresses, isLinkLocal, parseCidr } from '../node/addresses.js';
+import { formatCidr, isLinkLocal, parseCidr } from '../base/addresses.js';
+import { interfaceAddresses } from '../node/addresses.js';
 import { BR_EX } from '../node/internal-ip.js';
 import { compareNetworkState, defaultGateways, desiredNetworkState, differenceLines } from '../node/network-state.js';
 

@@ -6,7 +6,7 @@
  * nor floods an API server that has just restarted.
  */
 import pLimit from 'p-limit';
-import { VerificationError } from '../engine/errors.js';
+import { VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../engine/step.js';
 import { oldAppsDomains, readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';

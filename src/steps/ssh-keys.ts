@@ -5,7 +5,7 @@
  */
 import { chown } from 'node:fs/promises';
 import path from 'node:path';
-import { ConfigError } from '../engine/errors.js';
+import { ConfigError } from '../base/errors.js';
 import type { Change, Step, StepContext } from '../engine/step.js';
 import {
   describeKey,

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { readBounded } from '../config/read-bounded.js';
 import type { LoadedSite } from '../config/site.js';
 import type { Banner } from '../engine/banner.js';
-import { RefusedError } from '../engine/errors.js';
+import { RefusedError } from '../base/errors.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { Site } from '../config/site.js';
-import { RefusedError } from '../engine/errors.js';
+import { RefusedError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import { parseImage } from './images.js';
 import { EMPTY_CONTEXT, type WatchContext } from './model.js';

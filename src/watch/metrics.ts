@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { UsageError } from '../engine/errors.js';
+import { UsageError } from '../base/errors.js';
 import { COMPONENTS, SEVERITIES, type Finding, type Health } from './model.js';
 
 const HEALTH_VALUE: Record<Health, number> = { unknown: -1, healthy: 0, degraded: 1, unhealthy: 2 };

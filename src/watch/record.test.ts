@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../engine/errors.js';
+import { UsageError } from '../base/errors.js';
 import { EMPTY_CONTEXT } from './model.js';
 import { parseRecording, replay } from './record.js';
 

@@ -6,7 +6,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { UsageError } from '../engine/errors.js';
+import { UsageError } from '../base/errors.js';
 import { runChecks } from './checks/index.js';
 import type { WatchContext } from './model.js';
 import { RESOURCE_BY_KEY } from './resources.js';

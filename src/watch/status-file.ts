@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { RefusedError } from '../engine/errors.js';
+import { RefusedError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import { COMPONENTS, SEVERITIES, type Finding, type Health } from './model.js';
 

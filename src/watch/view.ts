@@ -3,7 +3,7 @@
  * asked), evaluated on demand. Shared by `watch`, `watch --once` and the health step.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import { errorMessage, StepError } from '../engine/errors.js';
+import { errorMessage, StepError } from '../base/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import { runChecks } from './checks/index.js';

@@ -5,7 +5,7 @@
  */
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StepError } from '../../src/engine/errors.js';
+import { StepError } from '../../src/base/errors.js';
 import { connectKube, createKube } from '../../src/kube/client.js';
 import { FACTORY_APPS_DOMAIN, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
 import { agent, memoryLogger, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSiteConfig } from '../../src/config/load.js';
-import { ConfigError, exitCodeOf } from '../../src/engine/errors.js';
+import { ConfigError, exitCodeOf } from '../../src/base/errors.js';
 import { generateSigningKey, readPublicKey, verifySiteConfig } from '../../src/trust/signature.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { runCli } from '../helpers/cli.js';

@@ -18,7 +18,7 @@
  * DHCP from a lease the test sets per interface. IPv4 DNS servers are read back from `au` in
  * network byte order, so a wrong byte order shows as a wrong server.
  */
-import { canonicalIp } from '../../src/node/addresses.js';
+import { canonicalIp } from '../../src/base/addresses.js';
 import dbus from 'dbus-next';
 
 const { Interface } = dbus.interface;

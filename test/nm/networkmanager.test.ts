@@ -10,7 +10,7 @@ import path from 'node:path';
 import dbus from 'dbus-next';
 import yaml from 'js-yaml';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { NmstateState } from '../../src/config/v1/schema.js';
+import type { NmstateState } from '../../src/base/nmstate.js';
 import { createLogger } from '../../src/log/logger.js';
 import { compareNetworkState, desiredNetworkState } from '../../src/node/network-state.js';
 import {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Site } from '../../src/config/site.js';
-import type { NmstateState } from '../../src/config/v1/schema.js';
+import type { NmstateState } from '../../src/base/nmstate.js';
 import { runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';

@@ -2,7 +2,7 @@
  * The network of a factory-fresh node as `nmstatectl show` reports it: OVN's br-ex over the first
  * NIC with a factory DHCP lease, plus the internal IP the factory MachineConfig keeps on br-ex.
  */
-import type { NmstateState } from '../../src/config/v1/schema.js';
+import type { NmstateState } from '../../src/base/nmstate.js';
 
 export const FACTORY_INTERNAL_IP = '192.168.127.10/24';
 

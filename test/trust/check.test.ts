@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadSiteConfig } from '../../src/config/load.js';
 import type { LoadedSite } from '../../src/config/site.js';
-import { RefusedError } from '../../src/engine/errors.js';
+import { RefusedError } from '../../src/base/errors.js';
 import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createRootFs, type RootFs } from '../../src/ports/fs.js';

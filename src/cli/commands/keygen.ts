@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { UsageError } from '../../engine/errors.js';
+import { UsageError } from '../../base/errors.js';
 import { generateSigningKey } from '../../trust/signature.js';
 import type { Invocation } from '../args.js';
 import type { CommandResult } from './result.js';

@@ -1,6 +1,6 @@
 import { planSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
-import { errorMessage, ExitCode, SnoRelocateError } from '../../engine/errors.js';
+import { errorMessage, ExitCode, SnoRelocateError } from '../../base/errors.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
 import { renderPlan, type ShownPlan } from '../render-plan.js';

@@ -1,4 +1,4 @@
-import type { ExitCode } from '../../engine/errors.js';
+import type { ExitCode } from '../../base/errors.js';
 
 /** What a command hands back to the entry point, which alone prints it and exits. */
 export interface CommandResult {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadSiteConfig } from '../../config/load.js';
-import { UsageError } from '../../engine/errors.js';
+import { UsageError } from '../../base/errors.js';
 import { createRootFs } from '../../ports/fs.js';
 import { KeyError, readPrivateKey, SIGNATURE_FILE, signSiteConfig } from '../../trust/signature.js';
 import type { Invocation } from '../args.js';

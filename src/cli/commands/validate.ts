@@ -1,5 +1,5 @@
 import yaml from 'js-yaml';
-import { formatFinding } from '../../config/findings.js';
+import { formatFinding } from '../../base/findings.js';
 import type { LoadedSite } from '../../config/site.js';
 import { redactSecrets } from '../../log/redact.js';
 import { atMostOnePath, type Invocation, oneOf } from '../args.js';

@@ -4,7 +4,7 @@
  * SIGTERM, reporting changes to the journal, the status file, the console banner and the metrics.
  */
 import path from 'node:path';
-import { ExitCode, UsageError } from '../../engine/errors.js';
+import { ExitCode, UsageError } from '../../base/errors.js';
 import { EMPTY_CONTEXT, type Finding, type Health, type WatchContext } from '../../watch/model.js';
 import { readContextFile, siteContext } from '../../watch/context.js';
 import { createRecorder, readRecording, replay, type Recorder } from '../../watch/record.js';

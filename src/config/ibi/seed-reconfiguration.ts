@@ -10,7 +10,7 @@
  * every consumer, so empty values count as absent; anything else is either mapped or refused by name.
  */
 import { z } from 'zod';
-import type { Finding } from '../findings.js';
+import type { Finding } from '../../base/findings.js';
 import { API_VERSION, KIND } from '../v1/schema.js';
 import { DocumentError, parseYamlDocument } from '../yaml.js';
 

@@ -3,8 +3,9 @@
  * before anything on the host changes.
  */
 import { BlockList, isIPv4 } from 'node:net';
-import type { Finding } from '../findings.js';
-import { isDnsName, type Mirror, type NmstateState, type SiteConfigV1 } from './schema.js';
+import type { Finding } from '../../base/findings.js';
+import { isDnsName, type Mirror, type SiteConfigV1 } from './schema.js';
+import { type NmstateState } from '../../base/nmstate.js';
 
 export interface RuleInput {
   config: SiteConfigV1;

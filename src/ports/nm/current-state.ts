@@ -2,7 +2,7 @@
  * NetworkManager's devices, with their IP configuration and applied profiles, as nmstate's current
  * state (interfaces, routes, dns-resolver). Pure functions: the devices are read in dbus.ts.
  */
-import type { NmstateState } from '../../config/v1/schema.js';
+import type { NmstateState } from '../../base/nmstate.js';
 import { bytesToIpv6, type Interface, networkOrderToIpv4, type PlainSettings, type Route } from './encoding.js';
 import { BR_EX, DEFAULT_DNS_PRIORITY, type TranslationOptions } from './profiles.js';
 

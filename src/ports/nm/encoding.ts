@@ -4,8 +4,8 @@
  * translation works on.
  */
 import dbus from 'dbus-next';
-import type { NmstateState } from '../../config/v1/schema.js';
-import { canonicalIp } from '../../node/addresses.js';
+import type { NmstateState } from '../../base/nmstate.js';
+import { canonicalIp } from '../../base/addresses.js';
 
 const { Variant } = dbus;
 type Variant = dbus.Variant;

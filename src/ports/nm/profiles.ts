@@ -11,8 +11,8 @@
  */
 import { isIPv4 } from 'node:net';
 import dbus from 'dbus-next';
-import type { NmstateState } from '../../config/v1/schema.js';
-import { parseCidr } from '../../node/addresses.js';
+import type { NmstateState } from '../../base/nmstate.js';
+import { parseCidr } from '../../base/addresses.js';
 import { type Interface, ipv4ToNetworkOrder, ipv6Bytes, type Route, type Settings } from './encoding.js';
 
 const { Variant } = dbus;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import dbus from 'dbus-next';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
-import type { NmstateState } from '../../config/v1/schema.js';
+import type { NmstateState } from '../../base/nmstate.js';
 import { compareNetworkState } from '../../node/network-state.js';
 import { type DeviceData, stateFromDevices } from './current-state.js';
 import { ipv4ToNetworkOrder, networkOrderToIpv4, plain, type Settings } from './encoding.js';

@@ -1,0 +1,41 @@
+/**
+ * IP addresses and CIDRs as text: canonical forms for comparing what nmstate or `ip` report with
+ * what a site-config says.
+ */
+import { isIPv4, isIPv6 } from 'node:net';
+
+export interface Cidr {
+  ip: string;
+  prefix: number;
+  family: 4 | 6;
+}
+
+/** Canonical text of an IP address (IPv6 compressed and lower-case), as the WHATWG URL parser writes it. */
+export function canonicalIp(ip: string): string {
+  if (isIPv6(ip)) return new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  return ip;
+}
+
+export function parseCidr(text: string): Cidr {
+  const slash = text.lastIndexOf('/');
+  const ip = slash < 0 ? text : text.slice(0, slash);
+  const family = isIPv4(ip) ? 4 : isIPv6(ip) ? 6 : undefined;
+  const prefix = slash < 0 ? (family === 6 ? 128 : 32) : Number(text.slice(slash + 1));
+  if (family === undefined || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 4 ? 32 : 128))
+    throw new Error(`not an IP address with prefix length: ${text}`);
+  return { ip: canonicalIp(ip), prefix, family };
+}
+
+export const formatCidr = (c: Cidr): string => `${c.ip}/${c.prefix}`;
+
+/** fe80::/10: the kernel adds these by itself, so they never count as configuration */
+export const isLinkLocal = (ip: string): boolean => isIPv6(ip) && /^fe[89ab]/i.test(canonicalIp(ip));
+
+export function isCidr(value: string, family: 4 | 6 | 'any' = 'any'): boolean {
+  const m = /^([^/]+)\/(\d{1,3})$/.exec(value);
+  if (!m?.[1] || !m[2]) return false;
+  const bits = Number(m[2]);
+  if (isIPv4(m[1])) return family !== 6 && bits <= 32;
+  if (isIPv6(m[1])) return family !== 4 && bits <= 128;
+  return false;
+}
