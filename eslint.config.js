@@ -1,6 +1,33 @@
+import { readdirSync } from 'node:fs';
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
+
+/**
+ * The layers of src/, lowest first: a folder's code imports only from its own layer and the ones
+ * before it, never from one after it (tests may reach up to check a layer against its users).
+ */
+const LAYERS = ['log', 'base', 'ports', 'kube', 'engine', 'config', 'trust', 'certs', 'node', 'watch', 'steps', 'cli'];
+// a new folder takes its place in the list before it can be linted
+const unplaced = readdirSync(new URL('./src/', import.meta.url), { withFileTypes: true })
+  .filter((e) => e.isDirectory() && e.name !== 'bundle' && !LAYERS.includes(e.name))
+  .map((e) => `src/${e.name}`);
+if (unplaced.length) throw new Error(`${unplaced.join(', ')}: not in LAYERS in eslint.config.js`);
+const layering = LAYERS.slice(0, -1).map((layer, i) => ({
+  files: [`src/${layer}/**/*.ts`],
+  ignores: ['**/*.test.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: LAYERS.slice(i + 1).map((above) => ({
+          group: [`**/${above}/**`],
+          message: `src/${layer} is below src/${above} (LAYERS in eslint.config.js): move what is shared down, or the caller up`,
+        })),
+      },
+    ],
+  },
+}));
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', '.artifacts/'] },
@@ -35,6 +62,7 @@ export default tseslint.config(
       ],
     },
   },
+  ...layering,
   // CommonJS stand-ins the bundler puts in place of optional native modules
   {
     files: ['**/*.cjs'],

@@ -2,6 +2,7 @@
 import type { DockerConfig, Mirror, SiteConfigV1 } from './v1/schema.js';
 import type { NmstateState } from '../base/nmstate.js';
 import type { Finding } from '../base/findings.js';
+import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
 
 export interface CertificatePair {
   certPem: string;
@@ -46,3 +47,7 @@ export interface LoadedSite {
   /** warnings (errors are thrown) */
   findings: Finding[];
 }
+
+/** A step of this agent: the engine's step contract over this site-config. */
+export type Step = EngineStep<Site>;
+export type StepContext = EngineStepContext<Site>;

@@ -2,7 +2,6 @@
  * The contract every step follows: plan (no side effects, plain data),
  * apply, verify. The order lives in src/steps/index.ts.
  */
-import type { Site } from '../config/site.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
@@ -40,9 +39,17 @@ export interface RunOptions {
   healthTimeoutSeconds: number;
 }
 
+/**
+ * What the engine itself reads of a site-config: its name. The steps read the rest, through the
+ * site-config's own type (config/site.ts binds it), so the engine does not depend on its shape.
+ */
+export interface SiteBase {
+  name: string;
+}
+
 /** The ports a step may use; each has one real adapter and is replaceable in tests. */
-export interface StepContext {
-  site: Site;
+export interface StepContext<S extends SiteBase = SiteBase> {
+  site: S;
   fs: RootFs;
   exec: Exec;
   systemd(): Promise<Systemd>;
@@ -55,15 +62,15 @@ export interface StepContext {
   options: RunOptions;
 }
 
-export interface Step {
+export interface Step<S extends SiteBase = SiteBase> {
   name: StepName;
   group: StepGroup;
   /** one line for the README's step table: what the step does */
   description: string;
   /** the slice of the site-config the step reads: its hash tells a rerun whether a done step is still done */
-  inputs(site: Site): unknown;
-  plan(ctx: StepContext): Promise<PlanResult>;
-  apply(ctx: StepContext, plan: Extract<PlanResult, { action: 'change' }>): Promise<void>;
+  inputs(site: S): unknown;
+  plan(ctx: StepContext<S>): Promise<PlanResult>;
+  apply(ctx: StepContext<S>, plan: Extract<PlanResult, { action: 'change' }>): Promise<void>;
   /** throws VerificationError when the result does not hold */
-  verify(ctx: StepContext): Promise<void>;
+  verify(ctx: StepContext<S>): Promise<void>;
 }

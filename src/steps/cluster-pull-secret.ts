@@ -7,7 +7,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { DockerConfig } from '../config/v1/schema.js';
 import { StepError, VerificationError } from '../base/errors.js';
-import type { PlanResult, Step, StepContext } from '../engine/step.js';
+import type { PlanResult } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';
 import { recordFactoryRegistries } from '../watch/context.js';

@@ -9,7 +9,8 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { StepError, VerificationError } from '../base/errors.js';
-import type { Change, Step, StepContext } from '../engine/step.js';
+import type { Change } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';

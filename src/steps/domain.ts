@@ -13,7 +13,8 @@ import type { CertificatePair } from '../config/site.js';
 import { ensureSiteCa, loadSiteCa, issueServing, servingProblem, type SiteCa } from '../certs/site-certs.js';
 import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
 import { VerificationError } from '../base/errors.js';
-import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
+import type { Change, PlanResult } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import {
   APISERVER_CONFIG,
   CONFIG_NAMESPACE,

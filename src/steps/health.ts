@@ -5,7 +5,8 @@
  * watcher that keeps watching after the run.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
+import type { Change, PlanResult } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
 import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
 import type { Finding } from '../watch/model.js';

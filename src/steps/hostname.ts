@@ -4,7 +4,7 @@
  * it across reboots. Planned from /etc/hostname under the root, which is what hostnamed reads.
  */
 import { ConfigError, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { HOSTNAME_FILE, hostnameProblem, readStaticHostname } from '../node/hostname.js';
 
 function wanted(ctx: StepContext): string | undefined {

@@ -1,7 +1,7 @@
 /**
  * The order of the steps, in one place. Each line says why it stands where it does.
  */
-import type { Step } from '../engine/step.js';
+import type { Step } from '../config/site.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
 import { domainStep } from './domain.js';

@@ -4,7 +4,8 @@
  * and CRI-O drop-ins, and the address itself at once when br-ex exists. Runs after the network
  * step, which may have re-created br-ex. Any drift in these files is planned and repaired.
  */
-import type { Change, Step, StepContext } from '../engine/step.js';
+import type { Change } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { ensureAddress, interfaceAddresses } from '../node/addresses.js';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, nodeIpFiles } from '../node/internal-ip.js';

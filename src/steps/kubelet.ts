@@ -5,7 +5,7 @@
  * not end in "done" fails the step with the unit's state and the last lines of its journal.
  */
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { logEvent } from '../log/logger.js';
 import type { UnitStatus } from '../ports/systemd.js';
 

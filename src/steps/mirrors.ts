@@ -10,7 +10,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
 import { VerificationError } from '../base/errors.js';
-import type { Change, PlanResult, Step, StepContext } from '../engine/step.js';
+import type { Change, PlanResult } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
 import { describeRef, refOf, type Kube, type KubeObject } from '../ports/kube.js';
 

@@ -17,7 +17,8 @@
 import path from 'node:path';
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import { hashOf } from '../engine/state.js';
-import type { Change, Step, StepContext } from '../engine/step.js';
+import type { Change } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import type { NmstateState } from '../base/nmstate.js';
 import { logEvent } from '../log/logger.js';
 import { pollUntil } from '../ports/clock.js';

@@ -7,7 +7,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { DockerConfig } from '../config/v1/schema.js';
-import type { Step, StepContext } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { describeAuths } from '../log/redact.js';
 import { fileDrift, type ManagedFile, writeManagedFile } from '../node/managed-file.js';
 import { expectSettled } from '../node/settled.js';

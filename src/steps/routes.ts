@@ -7,7 +7,7 @@
  */
 import pLimit from 'p-limit';
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import { oldAppsDomains, readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 

@@ -6,7 +6,8 @@
 import { chown } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
-import type { Change, Step, StepContext } from '../engine/step.js';
+import type { Change } from '../engine/step.js';
+import type { Step, StepContext } from '../config/site.js';
 import {
   describeKey,
   parseKeyLine,
