@@ -1,5 +1,4 @@
 /** Wires the real adapters behind the ports together for one command, from its flags. */
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { discoverSiteConfig } from '../config/discover.js';
 import { loadSiteConfig } from '../config/load.js';
@@ -93,12 +92,24 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
   }
 }
 
+/**
+ * The cluster's kubeconfig, one rule for every command: --kubeconfig, else the node's own, else
+ * $KUBECONFIG. None at all is a failed step (exit 1), as a missing or unreadable file is.
+ */
+export async function kubeconfigPath(rt: Runtime): Promise<string> {
+  if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
+  if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
+  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
+  throw new StepError(
+    `no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`,
+  );
+}
+
 /** The client library is loaded on first use: `--version` and the node-only commands never pay for it. */
-async function connectKube(kubeconfigPath: string, log: Logger, options: { readyTimeoutMs?: number }): Promise<Kube> {
-  // checked before the import: with no kubeconfig there is no cluster to reach, so fail at once
-  if (!existsSync(kubeconfigPath)) throw new StepError(`kubeconfig ${kubeconfigPath} does not exist`);
+async function connectKube(rt: Runtime, options: { readyTimeoutMs?: number }): Promise<Kube> {
+  const file = await kubeconfigPath(rt);
   const client = await import('../kube/client.js');
-  return client.connectKube(kubeconfigPath, log, options);
+  return client.connectKube(file, rt.log, options);
 }
 
 function lazy<T>(make: () => Promise<T>): () => Promise<T> {
@@ -118,18 +129,8 @@ export function createStepContext(
   options: RunOptions,
   connect: { kubeReadyTimeoutMs?: number } = {},
 ): StepContextHandle {
-  const kubeconfig = async (): Promise<string> => {
-    if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
-    if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
-    if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-    throw new Error(
-      `no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`,
-    );
-  };
   const systemd = lazy<Systemd>(() => connectSystemdBus(rt.log));
-  const kube = lazy<Kube>(async () =>
-    connectKube(await kubeconfig(), rt.log, { readyTimeoutMs: connect.kubeReadyTimeoutMs }),
-  );
+  const kube = lazy<Kube>(() => connectKube(rt, { readyTimeoutMs: connect.kubeReadyTimeoutMs }));
   let systemdUsed = false;
   return {
     ctx: {

@@ -4,6 +4,7 @@
  * discovery through the group-version resource lists, CSR approval through CertificatesV1Api.
  * Every call retries transient failures (withRetry); updates re-read and re-apply on 409.
  */
+import { existsSync } from 'node:fs';
 import https from 'node:https';
 import {
   ApiException,
@@ -428,13 +429,23 @@ export interface ConnectOptions extends KubeClientOptions {
 /**
  * Loads the kubeconfig and waits (bounded, logged) until the API answers a cheap list.
  */
-export async function connectKube(kubeconfigPath: string, log: Logger, options: ConnectOptions = {}): Promise<Kube> {
+/**
+ * A kubeconfig file read with the client library. One that is missing or cannot be read is a failed
+ * step (exit 1), the same for run, plan and watch: the node's own appears with its cluster.
+ */
+export function loadKubeConfig(kubeconfigPath: string): KubeConfig {
+  if (!existsSync(kubeconfigPath)) throw new StepError(`kubeconfig ${kubeconfigPath} does not exist`);
   const config = new KubeConfig();
   try {
     config.loadFromFile(kubeconfigPath);
   } catch (err) {
     throw new StepError(`kubeconfig ${kubeconfigPath} cannot be read: ${errorMessage(err)}`, { cause: err });
   }
+  return config;
+}
+
+export async function connectKube(kubeconfigPath: string, log: Logger, options: ConnectOptions = {}): Promise<Kube> {
+  const config = loadKubeConfig(kubeconfigPath);
   const clock = options.clock ?? systemClock;
   const core = new CoreV1Api(timeoutConfiguration(config, options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS));
   const server = config.getCurrentCluster()?.server ?? '(no server)';

@@ -106,6 +106,32 @@ describe('sno-relocate (single executable)', () => {
     expect(r.stderr).toContain('Move it aside');
   });
 
+  it.each([
+    [
+      'missing',
+      (root: string) => ['--kubeconfig', path.join(root, 'nope.kubeconfig')],
+      'nope.kubeconfig does not exist',
+    ],
+    [
+      'unreadable',
+      (root: string) => {
+        writeFileSync(path.join(root, 'bad.kubeconfig'), 'clusters: [');
+        return ['--kubeconfig', path.join(root, 'bad.kubeconfig')];
+      },
+      'bad.kubeconfig cannot be read',
+    ],
+    ['not found anywhere', () => [], 'no kubeconfig: '],
+  ])('kubeconfig %s: run and watch fail alike with exit 1, plan defers the cluster steps', (_, flags, why) => {
+    const root = factoryRoot();
+    const common = ['--root', root, '--state-dir', path.join(root, 'state'), ...flags(root)];
+    const env = { KUBECONFIG: '' };
+    const run = runCli(['run', EXAMPLE, '--only', 'routes', ...common], { env });
+    const watch = runCli(['watch', '--once', ...common], { env });
+    const plan = runCli(['plan', EXAMPLE, '--only', 'routes', ...common], { env });
+    expect([run.code, watch.code, plan.code]).toEqual([1, 1, 0]);
+    for (const r of [run, watch, plan]) expect(r.stderr + r.stdout).toContain(why);
+  });
+
   it('with no PATH and nothing to find, waits no longer than asked and exits 0', () => {
     const root = factoryRoot();
     const r = runCli(['run', '--root', root, '--wait', '0']);

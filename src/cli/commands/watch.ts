@@ -3,7 +3,6 @@
  * error; `--replay FILE` does the same from a recording, without a cluster; otherwise it runs until
  * SIGTERM, reporting changes to the journal, the status file, the console banner and the metrics.
  */
-import path from 'node:path';
 import { ExitCode, UsageError } from '../../base/errors.js';
 import { EMPTY_CONTEXT, type Finding, type Health, type WatchContext } from '../../watch/model.js';
 import { readContextFile, siteContext } from '../../watch/context.js';
@@ -11,7 +10,7 @@ import { createRecorder, readRecording, replay, type Recorder } from '../../watc
 import { renderHealth } from '../../watch/render.js';
 import { healthOf } from '../../watch/track.js';
 import { atMostOnePath, type Invocation, oneOf } from '../args.js';
-import { createRuntime, loadSite, NODE_KUBECONFIG, type Runtime } from '../runtime.js';
+import { createRuntime, kubeconfigPath, loadSite, type Runtime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
 /** how long `--once` waits for the first full list of everything watched */
@@ -23,15 +22,6 @@ async function contextFor(rt: Runtime, sitePath: string | undefined): Promise<Wa
     if (loaded) return siteContext(rt.fs, rt.stateDir, loaded.site);
   }
   return (await readContextFile(rt.fs, rt.stateDir)) ?? EMPTY_CONTEXT;
-}
-
-async function kubeconfigPath(rt: Runtime): Promise<string> {
-  if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
-  if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
-  if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
-  throw new UsageError(
-    `no kubeconfig: ${rt.fs.resolve(NODE_KUBECONFIG)} is missing, and neither --kubeconfig nor $KUBECONFIG is set`,
-  );
 }
 
 function result(
@@ -65,16 +55,11 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
 
   const file = await kubeconfigPath(rt);
   // the client library and the watcher load only here: the other commands never pay for them
-  const [{ KubeConfig }, { ClusterView }] = await Promise.all([
-    import('@kubernetes/client-node'),
+  const [{ loadKubeConfig }, { ClusterView }] = await Promise.all([
+    import('../../kube/client.js'),
     import('../../watch/view.js'),
   ]);
-  const config = new KubeConfig();
-  try {
-    config.loadFromFile(file);
-  } catch (err) {
-    throw new UsageError(`kubeconfig ${file} cannot be read: ${(err as Error).message}`);
-  }
+  const config = loadKubeConfig(file);
   const recorder = inv.flags['record-events'] !== undefined ? createRecorder(inv.flags['record-events']) : undefined;
 
   if (inv.flags.once) {
