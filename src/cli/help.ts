@@ -17,6 +17,8 @@ Usage:
   sno-relocate keygen --out NAME      a signing key pair: NAME.key (private, 0600) and NAME.pub
   sno-relocate sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER
                                       write FOLDER/site-config.sig over the site-config and every file it names
+  sno-relocate render --inventory FILE --template DIR --out DIR [--key NAME.key [--not-after DATE]] [--iso]
+                                      one signed site folder (and ISO image) per inventory row, each validated
   sno-relocate --version | --help
 
 Steps, in order (for --only and --skip; groups: ${STEP_GROUPS.join(', ')}):

@@ -12,6 +12,7 @@ import { HELP } from './help.js';
 import { keygenCommand } from './commands/keygen.js';
 import { planCommand } from './commands/plan.js';
 import type { CommandResult } from './commands/result.js';
+import { renderCommand } from './commands/render.js';
 import { runCommand } from './commands/run.js';
 import { signCommand } from './commands/sign.js';
 import { statusCommand } from './commands/status.js';
@@ -26,6 +27,7 @@ const COMMANDS: Record<string, (inv: Invocation) => Promise<CommandResult>> = {
   keygen: keygenCommand,
   sign: signCommand,
   watch: watchCommand,
+  render: renderCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadSiteConfig } from '../../config/load.js';
@@ -14,6 +15,23 @@ function date(flag: string, value: string): Date {
   return at;
 }
 
+/** --not-after: a date still ahead. */
+export function expiryFlag(notAfter: string | undefined): Date | undefined {
+  const expiry = notAfter ? date('--not-after', notAfter) : undefined;
+  if (expiry && expiry.getTime() <= Date.now()) throw new UsageError(`--not-after: ${notAfter} is already past`);
+  return expiry;
+}
+
+/** --key: a private signing key made by keygen. */
+export async function signingKeyFlag(key: string): Promise<KeyObject> {
+  try {
+    return readPrivateKey(await readFile(key, 'utf8'), key);
+  } catch (err) {
+    if (err instanceof KeyError) throw new UsageError(err.message);
+    throw new UsageError(`--key: cannot read ${key}: ${(err as Error).message}`);
+  }
+}
+
 /** `sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER` */
 export async function signCommand(inv: Invocation): Promise<CommandResult> {
   const { key, 'not-after': notAfter, 'bind-machine-id': machineId, 'bind-serial': serial } = inv.flags;
@@ -21,15 +39,8 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
   if (inv.positionals.length !== 1) throw new UsageError('sign takes one FOLDER holding site-config.yaml');
   if (machineId && serial)
     throw new UsageError('sign binds to one node by --bind-machine-id or --bind-serial, not both');
-  const expiry = notAfter ? date('--not-after', notAfter) : undefined;
-  if (expiry && expiry.getTime() <= Date.now()) throw new UsageError(`--not-after: ${notAfter} is already past`);
-  let privateKey;
-  try {
-    privateKey = readPrivateKey(await readFile(key, 'utf8'), key);
-  } catch (err) {
-    if (err instanceof KeyError) throw new UsageError(err.message);
-    throw new UsageError(`--key: cannot read ${key}: ${(err as Error).message}`);
-  }
+  const expiry = expiryFlag(notAfter);
+  const privateKey = await signingKeyFlag(key);
   // the same loader the node uses: an invalid site-config is refused (exit 2), and the files
   // signed are exactly the files the node will check
   const loaded = await loadSiteConfig(inv.positionals[0]!);

@@ -1,0 +1,155 @@
+/**
+ * Renders a fleet's site folders from an inventory and a template: each row is filled in,
+ * validated by the same loader the node uses, signed when a key is given, and only then moved into
+ * place under its site id, so a bad row leaves nothing behind. Optionally each folder is packed as
+ * an ISO9660 image labelled cluster-config with xorriso.
+ */
+import type { KeyObject } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import pLimit from 'p-limit';
+import { loadSiteConfig } from '../config/load.js';
+import { CONFIG_LABELS } from '../config/discover.js';
+import { ConfigError, errorMessage } from '../engine/errors.js';
+import type { Exec } from '../ports/exec.js';
+import { SIGNATURE_FILE, signSiteConfig } from '../trust/signature.js';
+import { type Inventory, type InventoryRow, rowProblems, SITE_COLUMN } from './inventory.js';
+import { columnsOf, fill, type Template } from './template.js';
+
+export interface RenderOptions {
+  inventory: Inventory;
+  template: Template;
+  out: string;
+  key?: KeyObject;
+  notAfter?: Date;
+  /** pack each site as <out>/<site>.iso; needs xorriso */
+  iso?: { exec: Exec };
+  now: Date;
+  /** called after each row, for a progress line */
+  progress?: (done: number, total: number) => void;
+}
+
+export interface SiteResult {
+  site: string;
+  where: string;
+  ok: boolean;
+  /** the site folder (and image) written */
+  folder?: string;
+  iso?: string;
+  /** why the row failed, each naming its inventory cell when one is to blame */
+  errors?: string[];
+}
+
+/** Rows rendered at once: enough to overlap file I/O, few enough to keep memory flat. */
+const CONCURRENCY = 8;
+
+/** A loader finding, named on the inventory cell its value came from when the template says which. */
+function blame(row: InventoryRow, template: Template, finding: { path: string; message: string }): string {
+  const columns = columnsOf(template, finding.path);
+  if (columns.length === 0) return `${row.where}: ${finding.path}: ${finding.message}`;
+  return `${columns.map((c) => row.at(c)).join(', ')}: ${finding.path}: ${finding.message}`;
+}
+
+function missingValues(row: InventoryRow, template: Template): string[] {
+  return [...template.columns]
+    .filter((c) => (row.values[c] ?? '') === '')
+    .map((c) => `${row.at(c)}: empty, and the template uses it`);
+}
+
+async function renderRow(options: RenderOptions, row: InventoryRow): Promise<SiteResult> {
+  const site = row.values[SITE_COLUMN]!;
+  const missing = missingValues(row, options.template);
+  if (missing.length > 0) return { site, where: row.where, ok: false, errors: missing };
+  const folder = path.join(options.out, site);
+  const partial = path.join(options.out, `.${site}.partial`);
+  await rm(partial, { recursive: true, force: true });
+  try {
+    for (const file of options.template.files) {
+      const target = path.join(partial, file.name);
+      await mkdir(path.dirname(target), { recursive: true });
+      await writeFile(
+        target,
+        fill(file, (c) => row.values[c]!),
+        { mode: /secret|\.key$/.test(file.name) ? 0o600 : 0o644 },
+      );
+    }
+    let loaded;
+    try {
+      loaded = await loadSiteConfig(partial);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const errors = err.findings.filter((f) => f.severity === 'error');
+      return {
+        site,
+        where: row.where,
+        ok: false,
+        errors: errors.length > 0 ? errors.map((f) => blame(row, options.template, f)) : [err.message],
+      };
+    }
+    if (loaded.site.name !== site)
+      return {
+        site,
+        where: row.where,
+        ok: false,
+        errors: [`${row.at(SITE_COLUMN)}: the template's metadata.name renders to ${loaded.site.name}, not ${site}`],
+      };
+    if (options.key) {
+      const doc = signSiteConfig(options.key, {
+        site,
+        files: loaded.files,
+        now: options.now,
+        ...(options.notAfter && { notAfter: options.notAfter }),
+      });
+      await writeFile(path.join(partial, SIGNATURE_FILE), `${JSON.stringify(doc, null, 2)}\n`);
+    }
+    await rm(folder, { recursive: true, force: true });
+    await rename(partial, folder);
+  } finally {
+    await rm(partial, { recursive: true, force: true });
+  }
+  const result: SiteResult = { site, where: row.where, ok: true, folder };
+  if (options.iso) {
+    const iso = `${folder}.iso`;
+    // ISO9660 on the whole image, no partition table, Rock Ridge and Joliet names: what
+    // openshift-install image-based create config-image writes, and what the node's discovery reads
+    await options.iso.exec.run('xorriso', [
+      '-as',
+      'mkisofs',
+      '-quiet',
+      '-V',
+      CONFIG_LABELS[0],
+      '-R',
+      '-J',
+      '-o',
+      iso,
+      folder,
+    ]);
+    result.iso = iso;
+  }
+  return result;
+}
+
+export async function renderFleet(options: RenderOptions): Promise<SiteResult[]> {
+  await mkdir(options.out, { recursive: true });
+  const problems = rowProblems(options.inventory);
+  const limit = pLimit(CONCURRENCY);
+  let done = 0;
+  const total = options.inventory.rows.length;
+  return Promise.all(
+    options.inventory.rows.map((row) =>
+      limit(async (): Promise<SiteResult> => {
+        const problem = problems.get(row);
+        const result: SiteResult = problem
+          ? { site: row.values[SITE_COLUMN] ?? '', where: row.where, ok: false, errors: [problem] }
+          : await renderRow(options, row).catch((err: unknown) => ({
+              site: row.values[SITE_COLUMN]!,
+              where: row.where,
+              ok: false,
+              errors: [`${row.where}: ${errorMessage(err)}`],
+            }));
+        options.progress?.(++done, total);
+        return result;
+      }),
+    ),
+  );
+}
