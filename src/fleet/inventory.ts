@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CsvError, parse } from 'csv-parse/sync';
 import yaml from 'js-yaml';
-import { UsageError } from '../engine/errors.js';
+import { UsageError } from '../base/errors.js';
 
 /** the column holding the site id: the folder's name and the site-config's metadata.name */
 export const SITE_COLUMN = 'site';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import pLimit from 'p-limit';
 import { loadSiteConfig } from '../config/load.js';
 import { CONFIG_LABELS } from '../config/discover.js';
-import { ConfigError, errorMessage } from '../engine/errors.js';
+import { ConfigError, errorMessage } from '../base/errors.js';
 import type { Exec } from '../ports/exec.js';
 import { SIGNATURE_FILE, signSiteConfig } from '../trust/signature.js';
 import { type Inventory, type InventoryRow, rowProblems, SITE_COLUMN } from './inventory.js';

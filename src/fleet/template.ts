@@ -7,9 +7,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { formatPath } from '../config/findings.js';
+import { formatPath } from '../base/findings.js';
 import { SITE_CONFIG_NAMES } from '../config/load.js';
-import { UsageError } from '../engine/errors.js';
+import { UsageError } from '../base/errors.js';
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g;
 // letters first and no YAML indicator characters, so a marker is a plain scalar wherever a value can stand

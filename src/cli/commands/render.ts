@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { UsageError } from '../../engine/errors.js';
+import { UsageError } from '../../base/errors.js';
 import { readInventory } from '../../fleet/inventory.js';
 import { renderFleet, type SiteResult } from '../../fleet/render.js';
 import { readTemplate } from '../../fleet/template.js';
