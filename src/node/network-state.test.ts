@@ -185,6 +185,19 @@ describe('compareNetworkState', () => {
       { path: 'routes.config[10.9.0.0/16 dev ens3]', want: 'absent', have: 'present' },
     ]);
   });
+
+  it('takes an absent route without destination as every route of its interface, as nmstate does', () => {
+    const want: NmstateState = { routes: { config: [{ state: 'absent', 'next-hop-interface': 'ens3' }] } };
+    const route = (dev: string) => ({
+      destination: '10.9.0.0/16',
+      'next-hop-address': '10.0.0.1',
+      'next-hop-interface': dev,
+    });
+    expect(compareNetworkState(want, { routes: { config: [route('ens3')] } })).toEqual([
+      { path: 'routes.config[* dev ens3]', want: 'absent', have: 'present' },
+    ]);
+    expect(compareNetworkState(want, { routes: { config: [route('ens4')] } })).toEqual([]);
+  });
 });
 
 describe('defaultGateways', () => {

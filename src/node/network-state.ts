@@ -146,11 +146,18 @@ function compareInterface(want: Interface, have: Interface | undefined, internal
 
 const canonicalDestination = (d: string) => formatCidr(parseCidr(d));
 const describeRoute = (r: Route) =>
-  `${r.destination}${r['next-hop-address'] ? ` via ${r['next-hop-address']}` : ''}${r['next-hop-interface'] ? ` dev ${r['next-hop-interface']}` : ''}`;
+  `${r.destination || '*'}${r['next-hop-address'] ? ` via ${r['next-hop-address']}` : ''}${r['next-hop-interface'] ? ` dev ${r['next-hop-interface']}` : ''}`;
 
 function routeMatches(want: Route, have: Route): boolean {
-  if (canonicalDestination(want.destination) !== canonicalDestination(have.destination)) return false;
+  // what an absent route leaves out (or gives as '') matches anything, as nmstate's RouteEntry::is_match
   if (
+    want.destination &&
+    (!have.destination || canonicalDestination(want.destination) !== canonicalDestination(have.destination))
+  )
+    return false;
+  if (want['next-hop-address'] === '') {
+    if (have['next-hop-address']) return false;
+  } else if (
     want['next-hop-address'] !== undefined &&
     canonicalIp(want['next-hop-address']) !== canonicalIp(String(have['next-hop-address'] ?? ''))
   )
@@ -166,7 +173,7 @@ function compareRoutes(desired: NmstateState, current: NmstateState): Difference
     []) as Route[];
   return (desired.routes?.config ?? []).flatMap((route): Difference[] => {
     const present = currentRoutes.some((r) => routeMatches(route, r));
-    const absent = (route as { state?: string }).state === 'absent';
+    const absent = route.state === 'absent';
     if (absent === present)
       return [
         {
@@ -229,11 +236,12 @@ export function defaultGateways(state: NmstateState): Gateway[] {
     const hop = r['next-hop-address'];
     if (
       !hop ||
+      !r.destination ||
       !['0.0.0.0/0', '::/0'].includes(canonicalDestination(r.destination)) ||
       ['0.0.0.0', '::'].includes(canonicalIp(hop))
     )
       return [];
-    if ((r as { state?: string }).state === 'absent' || seen.has(canonicalIp(hop))) return [];
+    if (r.state === 'absent' || seen.has(canonicalIp(hop))) return [];
     seen.add(canonicalIp(hop));
     return [
       { address: canonicalIp(hop), ...(r['next-hop-interface'] !== undefined && { iface: r['next-hop-interface'] }) },

@@ -251,9 +251,54 @@ export const INVALID_CASES: InvalidCase[] = [
     names: '$.spec.network.nmstate.interfaces[0].ipv4.address[0]',
   },
   {
-    name: 'route destination without prefix',
-    mutate: (d) => (d.spec.network.nmstate.routes.config[0].destination = '0.0.0.0'),
+    name: 'route destination prefix too long',
+    mutate: (d) => (d.spec.network.nmstate.routes.config[0].destination = '0.0.0.0/33'),
     names: '$.spec.network.nmstate.routes.config[0].destination',
+  },
+  {
+    name: 'route to keep without destination',
+    mutate: (d) => delete d.spec.network.nmstate.routes.config[0].destination,
+    names: '$.spec.network.nmstate.routes.config[0].destination',
+  },
+  {
+    name: 'route to keep without next-hop interface',
+    mutate: (d) => delete d.spec.network.nmstate.routes.config[0]['next-hop-interface'],
+    names: '$.spec.network.nmstate.routes.config[0].next-hop-interface',
+  },
+  {
+    name: 'blackhole route with a next hop',
+    mutate: (d) => (d.spec.network.nmstate.routes.config[0]['route-type'] = 'blackhole'),
+    names: '$.spec.network.nmstate.routes.config[0].route-type',
+  },
+  {
+    name: 'route weight out of range',
+    mutate: (d) => (d.spec.network.nmstate.routes.config[0].weight = 300),
+    names: '$.spec.network.nmstate.routes.config[0].weight',
+  },
+  {
+    name: 'route rule that matches nothing',
+    mutate: (d) => (d.spec.network.nmstate['route-rules'] = { config: [{ priority: 100, 'route-table': 200 }] }),
+    names: '$.spec.network.nmstate.route-rules.config[0]',
+  },
+  {
+    name: 'route rule fwmask without fwmark',
+    mutate: (d) => (d.spec.network.nmstate['route-rules'] = { config: [{ family: 'ipv4', fwmask: 255 }] }),
+    names: '$.spec.network.nmstate.route-rules.config[0].fwmask',
+  },
+  {
+    name: 'DNS option nmstate does not set',
+    mutate: (d) => (d.spec.network.nmstate['dns-resolver'].config.options = ['ndots']),
+    names: '$.spec.network.nmstate.dns-resolver.config.options[0]',
+  },
+  {
+    name: 'bond mode unknown to the kernel',
+    mutate: (d) =>
+      d.spec.network.nmstate.interfaces.push({
+        name: 'bond0',
+        type: 'bond',
+        'link-aggregation': { mode: 'round-robin', port: ['eth1'] },
+      }),
+    names: '$.spec.network.nmstate.interfaces[1].link-aggregation.mode',
   },
   {
     name: 'route next hop is a name',

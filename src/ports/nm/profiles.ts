@@ -48,13 +48,16 @@ export const BR_EX_AS_LINUX_BRIDGE_ENV = 'SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE';
 
 const isDefault = (destination: string) => parseCidr(destination).prefix === 0;
 const familyOf = (destination: string) => parseCidr(destination).family;
+/** a route to keep: validation gives each one a destination */
+type KeptRoute = Route & { destination: string };
+const kept = (r: Route): r is KeptRoute => r.state !== 'absent' && !!r.destination;
 
 type IpBlock = NonNullable<Interface['ipv4']>;
 
 function ipSettings(
   family: 4 | 6,
   block: IpBlock | undefined,
-  routes: Route[],
+  routes: KeptRoute[],
   dns: string[],
   search: string[],
   dnsPriority: number | undefined,
@@ -119,9 +122,11 @@ function dnsCarriers(state: NmstateState, ports: Map<string, unknown>): { 4?: st
     return block !== undefined && block.enabled !== false;
   };
   const carrier = (family: 4 | 6): string | undefined => {
-    const viaDefault = (state.routes?.config ?? []).find(
-      (r) => isDefault(r.destination) && familyOf(r.destination) === family && r['next-hop-interface'],
-    )?.['next-hop-interface'];
+    const viaDefault = (state.routes?.config ?? [])
+      .filter(kept)
+      .find((r) => isDefault(r.destination) && familyOf(r.destination) === family && r['next-hop-interface'])?.[
+      'next-hop-interface'
+    ];
     const candidates = up.filter((i) => enabled(i, family));
     return candidates.find((i) => i.name === viaDefault)?.name ?? candidates[0]?.name;
   };
@@ -254,12 +259,12 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
       const aggregation = iface['link-aggregation'] as { mode?: string; options?: Record<string, unknown> } | undefined;
       // NetworkManager takes every bond option as a string, as the kernel's sysfs files do
       const options = Object.fromEntries(Object.entries(aggregation?.options ?? {}).map(([k, v]) => [k, String(v)]));
-      settings.bond = { options: new Variant('a{ss}', { ...options, mode: aggregation?.mode ?? 'active-backup' }) };
+      settings.bond = {
+        options: new Variant('a{ss}', { ...options, mode: String(aggregation?.mode ?? 'active-backup') }),
+      };
     }
     if (!port) {
-      const routes = (state.routes?.config ?? []).filter(
-        (r) => r['next-hop-interface'] === iface.name && (r as { state?: string }).state !== 'absent',
-      );
+      const routes = (state.routes?.config ?? []).filter(kept).filter((r) => r['next-hop-interface'] === iface.name);
       const servers = (family: 4 | 6) =>
         carriers[family] === iface.name ? (dnsConfig?.server ?? []).filter((s) => isIPv4(s) === (family === 4)) : [];
       const searchFamily = carriers[4] !== undefined ? 4 : 6;
