@@ -4,7 +4,8 @@
  * executable as the watcher unit runs it: the initial sync (start to the first status file, and the
  * sync alone in-process), idle RSS, idle CPU over 60 s, and how fast a ClusterOperator going Degraded
  * reaches the status file. Baselines from the same run: `kubectl get -o json` of the same objects,
- * and an idle Node process.
+ * and an idle Node process. BENCH_BINARY=/path/to/sno-relocate measures another build;
+ * BENCH_BEFORE_BINARY=/path/to/an/older/sno-relocate keeps one idle alongside for a before/after.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -19,10 +20,10 @@ import { startCluster } from '../test/kube/cluster.js';
 import { inPool, seedFactoryCluster } from '../test/kube/factory-cluster.js';
 import { applyCrds } from '../test/kube/install.js';
 import { condition, GVR, healthyOperator, Scenario } from '../test/watch/scenario.js';
-import { median, printTable } from './lib.js';
+import { BENCH_BINARY, median, printTable } from './lib.js';
 
-const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const BINARY = path.join(REPO, 'dist/sno-relocate');
+const BINARY = BENCH_BINARY;
+const BEFORE = process.env.BENCH_BEFORE_BINARY;
 const OBJECTS = { csv: 4000, subscription: 3000, installplan: 1000, machine: 2000 };
 const NAMESPACES = Array.from({ length: 20 }, (_, i) => `bench-${String(i).padStart(2, '0')}`);
 const IDLE_SECONDS = 60;
@@ -170,6 +171,7 @@ try {
 
   // the sync alone, in this process (client already loaded)
   const syncMs: number[] = [];
+  let kept = 0;
   for (let run = 0; run < 3; run++) {
     const view = new ClusterView(kc, {
       clock: systemClock,
@@ -181,20 +183,18 @@ try {
     await view.synced(60_000);
     view.evaluate();
     syncMs.push(performance.now() - t);
-    if (view.store.count() < total) throw new Error(`only ${view.store.count()} objects synced`);
+    if (!view.status().synced) throw new Error('the view is not in sync');
+    kept = view.store.count();
     await view.stop();
   }
 
   // the executable as the unit runs it: start to first status file
-  const firstStatus: number[] = [];
-  let watcher: ChildProcess | undefined;
-  let root = '';
-  for (let run = 0; run < 3; run++) {
-    root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-bench-watch-'));
+  const startWatcher = async (binary: string) => {
+    const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-bench-watch-'));
     const statusFile = path.join(root, 'var/lib/sno-relocate/watch.json');
     const t = performance.now();
     const child = spawn(
-      BINARY,
+      binary,
       [
         'watch',
         '--kubeconfig',
@@ -214,14 +214,21 @@ try {
       existsSync(statusFile) &&
       (JSON.parse(readFileSync(statusFile, 'utf8')) as { health: string }).health !== 'unknown';
     await until(() => (evaluated() ? true : undefined), 60_000, 'the first evaluation in the status file');
-    firstStatus.push(performance.now() - t);
-    if (run < 2) {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    } else watcher = child;
+    return { child, statusFile, ms: performance.now() - t };
+  };
+  const firstStatus: number[] = [];
+  for (let run = 0; run < 2; run++) {
+    const { child, ms } = await startWatcher(BINARY);
+    firstStatus.push(ms);
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
   }
-  const pid = watcher!.pid!;
-  const statusFile = path.join(root, 'var/lib/sno-relocate/watch.json');
+  const watcher = await startWatcher(BINARY);
+  firstStatus.push(watcher.ms);
+  const pid = watcher.child.pid!;
+  const statusFile = watcher.statusFile;
+  // an older build, idle beside this one on the same cluster: the before of a before/after
+  const before = BEFORE ? await startWatcher(BEFORE) : undefined;
 
   // idle: after the sync settles, RSS and CPU over 60 s, beside an idle node process
   const idleNode = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
@@ -230,9 +237,11 @@ try {
   const ticks0 = cpuTicks(pid);
   const nodeTicks0 = cpuTicks(idleNode.pid!);
   const rssSamples: number[] = [];
+  const beforeSamples: number[] = [];
   for (let i = 0; i < IDLE_SECONDS / 5; i++) {
     await wait(5000);
     rssSamples.push(rssMb(pid));
+    if (before) beforeSamples.push(rssMb(before.child.pid!));
   }
   const cpuPct = ((cpuTicks(pid) - ticks0) / CLK_TCK / IDLE_SECONDS) * 100;
   const nodeCpuPct = ((cpuTicks(idleNode.pid!) - nodeTicks0) / CLK_TCK / IDLE_SECONDS) * 100;
@@ -255,7 +264,7 @@ try {
     await until(() => (findingFor() ? undefined : true), 10_000, 'the finding to clear');
   }
 
-  printTable(`watch with ${total} watched objects (medians of 3 runs unless noted)`, [
+  printTable(`watch with ${total} watched objects, ${BINARY} (medians of 3 runs unless noted)`, [
     ['measure', 'value', 'target', 'baseline (same run)'],
     [
       'initial sync, in-process (ms)',
@@ -263,6 +272,7 @@ try {
       '< 5000',
       `kubectl get -A -o json of the same kinds: ${median(kubectlMs).toFixed(0)} ms (${(median(syncMs) / median(kubectlMs)).toFixed(2)}x)`,
     ],
+    ['objects kept in memory (the others have nothing to report)', String(kept), '', `of ${total} watched`],
     ['executable start to first evaluation in the status file (ms)', median(firstStatus), '< 5000', ''],
     [
       `idle RSS over ${IDLE_SECONDS} s, median of ${rssSamples.length} samples (MB)`,
@@ -270,6 +280,9 @@ try {
       '< 70',
       `idle node process: ${nodeRss.toFixed(1)} MB`,
     ],
+    ...(BEFORE
+      ? [[`idle RSS of ${BEFORE}, alongside (MB)`, median(beforeSamples), '', 'the same cluster, the same minute']]
+      : []),
     [`idle CPU over ${IDLE_SECONDS} s (% of one core)`, cpuPct, '< 1', `idle node process: ${nodeCpuPct.toFixed(2)} %`],
     [
       'ClusterOperator Degraded to status file, median of 5 (ms)',

@@ -5,6 +5,7 @@
 import { type KubeConfig } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { Clock } from '../ports/clock.js';
+import { worthKeeping } from './checks/index.js';
 import { DEFAULT_INFORMER_OPTIONS, Informer, type InformerOptions } from './informer.js';
 import type { WatchedObject } from './model.js';
 import {
@@ -111,13 +112,16 @@ export class ClusterSource {
         resource,
         version,
         {
+          // an object with nothing to report is not kept: a change that makes one quiet removes it
           replace: (objects) => {
             if (resource.key === 'crds') this.onCrds(objects, true);
-            this.opts.emit({ type: 'replace', resource: resource.key, objects });
+            const kept = objects.filter((o) => worthKeeping(resource.key, o));
+            this.opts.emit({ type: 'replace', resource: resource.key, objects: kept });
           },
           upsert: (object) => {
             if (resource.key === 'crds') this.onCrds([object], false);
-            this.opts.emit({ type: 'upsert', resource: resource.key, object });
+            const type = worthKeeping(resource.key, object) ? 'upsert' : 'delete';
+            this.opts.emit({ type, resource: resource.key, object });
           },
           delete: (object) => {
             if (resource.key === 'crds') {

@@ -7,6 +7,7 @@ import type { Banner } from '../engine/banner.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
+import { collectGarbage } from './memory.js';
 import type { MetricsEndpoint } from './metrics.js';
 import type { Finding, Health } from './model.js';
 import { writeWatchStatus, type WatchStatus } from './status-file.js';
@@ -62,6 +63,7 @@ export class Watcher {
 
   private async tick(): Promise<void> {
     const status = this.view.status();
+    const firstSync = status.synced && !this.everSynced;
     if (status.synced) this.everSynced = true;
     if (status.lastSyncAt) this.out.metrics?.synced(status.lastSyncAt);
     if (this.everSynced) {
@@ -76,6 +78,8 @@ export class Watcher {
       }
     }
     await this.writeStatus(status);
+    // what the initial sync parsed and did not keep is handed back now, not when V8 finds it idle
+    if (firstSync) collectGarbage();
   }
 
   private report(findings: Finding[]): void {
