@@ -13,7 +13,7 @@ import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
 const ROUTE_API = 'route.openshift.io/v1';
 /** parallel patches: enough to hide the round trips, few enough for a single-node API server */
-export const ROUTE_CONCURRENCY = 16;
+export const ROUTE_CONCURRENCY = 32;
 
 type Route = KubeObject & { spec?: { host?: string } };
 
