@@ -60,15 +60,16 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   const { ctx, store, banner } = input;
   const previous = await store.load();
   const resumed = previous !== undefined && previous.configHash === input.configHash;
+  const selected = input.steps.filter((s) => input.selected.has(s.name));
   const state: RunState = {
     version: 1,
     site: ctx.site.name,
     configHash: input.configHash,
     result: 'running',
     startedAt: ctx.clock.now().toISOString(),
+    selected: selected.map((s) => s.name),
     steps: resumed ? previous.steps : {},
   };
-  const selected = input.steps.filter((s) => input.selected.has(s.name));
   logEvent(
     ctx.log,
     'info',

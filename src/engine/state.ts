@@ -28,6 +28,8 @@ const runState = z.object({
   startedAt: z.string(),
   finishedAt: z.string().optional(),
   message: z.string().optional(),
+  /** the steps this run was asked for (--only/--skip), in order; state files before it lack it */
+  selected: z.array(z.string()).optional(),
   steps: z.record(z.string(), stepRecord),
 });
 

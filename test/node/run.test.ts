@@ -78,6 +78,17 @@ describe('run --only node', () => {
       readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8'),
     ])
       expect(output).not.toContain(SECRET);
+
+    // status tells the partial run apart: the node steps were asked for, the cluster steps were not
+    const status = runAgent(['status', '--root', root], env);
+    const clusterSteps = STEPS.filter((s) => s.group === 'cluster').map((s) => s.name);
+    expect(status.stdout).toContain('Result:   succeeded (partial run)\n');
+    expect(status.stdout).toContain(
+      `Asked for: ${NODE_STEPS.join(', ')} (${NODE_STEPS.length} of ${STEPS.length} steps)`,
+    );
+    expect(status.stdout).toContain(`Not asked for: ${clusterSteps.join(', ')}`);
+    for (const step of clusterSteps) expect(status.stdout).toMatch(new RegExp(`^${step} +not asked for$`, 'm'));
+    expect(status.stdout).not.toContain('pending');
   });
 
   it('rolls the network back, keeps kubelet shut and exits 1 when the site network does not hold; the next run resumes', async () => {

@@ -9,9 +9,19 @@ import type { CommandResult } from './result.js';
 
 export function renderRunState(state: RunState | undefined): string {
   if (!state) return 'No run recorded yet.\n';
+  // a run asked for some steps only (--only/--skip): say which, and that the others were not asked for
+  const asked = new Set(state.selected ?? STEPS.map((s) => s.name));
+  const notAsked = STEPS.filter((s) => !asked.has(s.name)).map((s) => s.name);
+  const partial = notAsked.length
+    ? [
+        `Asked for: ${[...asked].join(', ')} (${asked.size} of ${STEPS.length} steps)`,
+        `Not asked for: ${notAsked.join(', ')}`,
+      ]
+    : [];
   const lines = [
     `Site:     ${safeLine(state.site)}`,
-    `Result:   ${state.result}${state.message ? `: ${safeLine(state.message)}` : ''}`,
+    `Result:   ${state.result}${notAsked.length ? ' (partial run)' : ''}${state.message ? `: ${safeLine(state.message)}` : ''}`,
+    ...partial,
     `Started:  ${state.startedAt}${state.finishedAt ? `   Finished: ${state.finishedAt}` : ''}`,
     '',
   ];
@@ -20,7 +30,7 @@ export function renderRunState(state: RunState | undefined): string {
     const r = state.steps[name];
     rows.push([
       name,
-      r?.status ?? 'pending',
+      r?.status ?? (asked.has(name) ? 'pending' : 'not asked for'),
       r ? String(r.attempts) : '',
       r?.durationMs !== undefined ? `${r.durationMs}ms` : '',
       r?.message ?? '',
