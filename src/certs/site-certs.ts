@@ -6,7 +6,7 @@
  */
 import type { KeyObject, X509Certificate } from 'node:crypto';
 import path from 'node:path';
-import type { CertificatePair } from '../config/site.js';
+import type { CertificatePair, Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { certificatesIn, issue, keyToPem, matchesKey, newKey, parseKey, validFor, type Issuer } from './x509.js';
 
@@ -28,6 +28,11 @@ const caPaths = (stateDir: string) => ({
   key: path.join(stateDir, SITE_CA_DIR, 'ca.key'),
 });
 
+/** The site CA's certificate (PEM) in the state folder, for `status`: what a kubeconfig at the site must trust. */
+export async function siteCaCertificate(fs: RootFs, stateDir: string): Promise<string | undefined> {
+  return fs.readText(caPaths(stateDir).cert);
+}
+
 /** The site CA kept in the state folder; undefined when there is none yet (or it is unreadable or expiring). */
 export async function loadSiteCa(fs: RootFs, stateDir: string, now: Date): Promise<SiteCa | undefined> {
   const paths = caPaths(stateDir);
@@ -41,6 +46,13 @@ export async function loadSiteCa(fs: RootFs, stateDir: string, now: Date): Promi
   } catch {
     return undefined;
   }
+}
+
+/** The site CA the site-config gives (spec.access.siteCA); the loader checked it is a CA and matches its key. */
+export function siteCaGiven(site: Site): SiteCa | undefined {
+  const given = site.access?.siteCa;
+  if (!given) return undefined;
+  return { cert: certificatesIn(given.certPem)[0]!, key: parseKey(given.keyPem), certPem: given.certPem };
 }
 
 /** The kept site CA, or a new one written to the state folder (key 0600) first. */

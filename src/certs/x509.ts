@@ -43,6 +43,10 @@ export interface CertificateRequest {
   commonName: string;
   dnsNames?: string[];
   isCA?: boolean;
+  /** subject O= values: Kubernetes reads them as the groups of a client certificate's user */
+  organizations?: string[];
+  /** a client certificate (extKeyUsage clientAuth) instead of a serving one */
+  client?: boolean;
   notBefore: Date;
   validityDays: number;
 }
@@ -97,8 +101,12 @@ function extensions(req: CertificateRequest, subjectKey: KeyObject, issuerKey: K
   return [
     { name: 'basicConstraints', cA: false, critical: true },
     { name: 'keyUsage', digitalSignature: true, critical: true },
-    { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: (req.dnsNames ?? []).map((value) => ({ type: 2, value })) },
+    ...(req.client
+      ? [{ name: 'extKeyUsage', clientAuth: true }]
+      : [
+          { name: 'extKeyUsage', serverAuth: true },
+          { name: 'subjectAltName', altNames: (req.dnsNames ?? []).map((value) => ({ type: 2, value })) },
+        ]),
     ...common,
   ];
 }
@@ -115,7 +123,10 @@ export const keyToPem = (key: KeyObject): string => key.export({ type: 'pkcs8', 
 export function issue(req: CertificateRequest, key: KeyObject, issuer?: Issuer): string {
   const publicKey = createPublicKey(key);
   const shell = pki.createCertificate();
-  const subject = [{ name: 'commonName', value: req.commonName }];
+  const subject = [
+    ...(req.organizations ?? []).map((value) => ({ name: 'organizationName', value })),
+    { name: 'commonName', value: req.commonName },
+  ];
   shell.setSubject(subject);
   shell.setExtensions(extensions(req, publicKey, issuer ? issuer.cert.publicKey : publicKey));
   // positive 128-bit serial: the high bit cleared so DER does not read it as negative
@@ -149,13 +160,7 @@ export function issue(req: CertificateRequest, key: KeyObject, issuer?: Issuer):
   return forge.pem.encode({ type: 'CERTIFICATE', body: der(certificate) });
 }
 
-/** The certificate blocks of a PEM text (a leaf, then its chain). */
-export function certificatesIn(pem: string): X509Certificate[] {
-  return forge.pem
-    .decode(pem)
-    .filter((block) => block.type === 'CERTIFICATE')
-    .map((block) => new X509Certificate(Buffer.from(block.body, 'binary')));
-}
+export { certificatesIn } from '../base/pem.js';
 
 export const parseKey = (pem: string): KeyObject => createPrivateKey(pem);
 

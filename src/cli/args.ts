@@ -1,6 +1,7 @@
 /** Command-line parsing: one table of options, shared by every command. */
 import { parseArgs } from 'node:util';
 import { UsageError } from '../base/errors.js';
+import { DEFAULT_HEALTH_TIMEOUT_SECONDS } from '../base/timeouts.js';
 
 export const OPTIONS = {
   root: { type: 'string', default: '/' },
@@ -13,13 +14,15 @@ export const OPTIONS = {
   skip: { type: 'string' },
   wait: { type: 'string', default: '0' },
   console: { type: 'string' },
-  'health-timeout': { type: 'string', default: '600' },
+  'health-timeout': { type: 'string', default: String(DEFAULT_HEALTH_TIMEOUT_SECONDS) },
   once: { type: 'boolean', default: false },
   translate: { type: 'boolean', default: false },
   inventory: { type: 'string' },
   template: { type: 'string' },
   iso: { type: 'boolean', default: false },
   key: { type: 'string' },
+  site: { type: 'string' },
+  user: { type: 'string' },
   out: { type: 'string' },
   'not-after': { type: 'string' },
   'bind-machine-id': { type: 'string' },

@@ -19,6 +19,8 @@ Usage:
                                       write FOLDER/site-config.sig over the site-config and every file it names
   sno-relocate render --inventory FILE --template DIR --out DIR [--key NAME.key [--not-after DATE]] [--iso]
                                       one signed site folder (and ISO image) per inventory row, each validated
+  sno-relocate credentials --site DIR --key CLIENT-CA.key --out FILE [--user NAME]
+                                      the site's admin kubeconfig, signed by its client CA (-o json|text)
   sno-relocate --version | --help
 
 Steps, in order (for --only and --skip; groups: ${STEP_GROUPS.join(', ')}):

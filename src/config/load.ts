@@ -7,7 +7,9 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
 import { type Finding, formatFinding, hasErrors } from '../base/findings.js';
-import type { CertificatePair, LoadedSite, Site, SiteFile } from './site.js';
+import type { CertificatePair, InService, LoadedSite, Site, SiteAccess, SiteFile } from './site.js';
+import { certificatesIn } from '../base/pem.js';
+import { DEFAULT_IN_SERVICE_TIMEOUT_SECONDS, DEFAULT_VERIFY_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { parseLenient, parseSiteConfig } from './v1/parse.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
 import { type DockerConfig, pullSecretSchema, type SiteConfigV1 } from './v1/schema.js';
@@ -24,8 +26,6 @@ import {
 } from './ibi/seed-reconfiguration.js';
 
 export const SITE_CONFIG_NAMES = ['site-config.yaml', 'site-config.yml', 'site-config.json'];
-
-const DEFAULT_VERIFY_TIMEOUT_SECONDS = 90;
 
 function fail(findings: Finding[], summary?: string): never {
   const errors = findings.filter((f) => f.severity === 'error');
@@ -199,7 +199,66 @@ function checkPair(
   return pair;
 }
 
-function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: Pick<Site, 'pullSecret' | 'certificates'>): Site {
+async function readAccess(
+  config: SiteConfigV1,
+  files: FileReader,
+  findings: Finding[],
+): Promise<SiteAccess | undefined> {
+  const access = config.spec.access;
+  if (!access) return undefined;
+  const out: SiteAccess = {};
+  if (access.kubeadminPasswordHash !== undefined) out.kubeadminPasswordHash = access.kubeadminPasswordHash;
+  if (access.clientCAFile !== undefined) {
+    const at = '$.spec.access.clientCAFile';
+    const pem = (await files.read(at, access.clientCAFile)).toString('utf8');
+    const problem = pem ? caBundleProblem(pem) : undefined;
+    if (problem) findings.push({ severity: 'error', path: at, message: problem });
+    else if (pem) out.clientCaPem = pem;
+  }
+  if (access.siteCA !== undefined) {
+    const certPath = '$.spec.access.siteCA.certFile';
+    const keyPath = '$.spec.access.siteCA.keyFile';
+    const certPem = (await files.read(certPath, access.siteCA.certFile)).toString('utf8');
+    const keyPem = (await files.read(keyPath, access.siteCA.keyFile)).toString('utf8');
+    const checked = certPem && keyPem ? checkPair({ certPem, keyPem }, certPath, keyPath, findings) : undefined;
+    const problem = checked ? caBundleProblem(checked.certPem) : undefined;
+    if (problem) findings.push({ severity: 'error', path: certPath, message: problem });
+    else if (checked) out.siteCa = checked;
+  }
+  return out;
+}
+
+/** Why PEM text is not a bundle of CA certificates valid now, or undefined when it is. */
+function caBundleProblem(pem: string): string | undefined {
+  let certs: X509Certificate[];
+  try {
+    certs = certificatesIn(pem);
+  } catch {
+    return 'not PEM certificates';
+  }
+  if (certs.length === 0) return 'no PEM certificate in it';
+  for (const cert of certs) {
+    if (!cert.ca) return `${cert.subject.replace(/\n/g, ', ')} is not a CA certificate`;
+    if (Date.parse(cert.validTo) < Date.now()) return `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}`;
+  }
+  return undefined;
+}
+
+function toInService(config: SiteConfigV1): InService | undefined {
+  const spec = config.spec.inService;
+  if (!spec) return undefined;
+  return {
+    workloads: spec.workloads ?? [],
+    ...(spec.probe && { probe: { url: spec.probe.url, insecure: spec.probe.insecure ?? false } }),
+    timeoutSeconds: spec.timeoutSeconds ?? DEFAULT_IN_SERVICE_TIMEOUT_SECONDS,
+  };
+}
+
+function toSite(
+  config: SiteConfigV1,
+  nmstate: NmstateState,
+  rest: Pick<Site, 'pullSecret' | 'certificates' | 'access'>,
+): Site {
   const { spec } = config;
   return {
     name: config.metadata.name,
@@ -221,6 +280,8 @@ function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: Pick<Site, 'p
     imageTagMirrors: spec.imageTagMirrors ?? [],
     certificates: rest.certificates,
     sshAuthorizedKeys: spec.sshAuthorizedKeys ?? [],
+    ...(rest.access && { access: rest.access }),
+    ...(spec.inService && { inService: toInService(config) }),
   };
 }
 
@@ -290,6 +351,7 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   const nmstate = await readNmstate(config, files, findings);
   const pullSecret = await readPullSecret(config, files, findings);
   const certificates = await readCertificates(config, files, findings);
+  const access = await readAccess(config, files, findings);
   const nmstatePath =
     config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
   findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }).map(relabel));
@@ -300,7 +362,7 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
     dir,
     media,
     document: config,
-    site: toSite(config, nmstate, { ...(pullSecret && { pullSecret }), certificates }),
+    site: toSite(config, nmstate, { ...(pullSecret && { pullSecret }), certificates, ...(access && { access }) }),
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],
     findings,
   };

@@ -1,5 +1,5 @@
 /** The site-config as the steps see it: validated, with every named file read in. */
-import type { DockerConfig, Mirror, SiteConfigV1 } from './v1/schema.js';
+import type { DockerConfig, Mirror, SiteConfigV1, Workload } from './v1/schema.js';
 import type { NmstateState } from '../base/nmstate.js';
 import type { Finding } from '../base/findings.js';
 import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
@@ -31,6 +31,25 @@ export interface Site {
   imageTagMirrors: Mirror[];
   certificates: { ingress?: CertificatePair; api?: CertificatePair };
   sshAuthorizedKeys: string[];
+  /** who can log in at the site (absent: the factory's credentials stay) */
+  access?: SiteAccess;
+  /** what must be ready before the site counts as in service (absent: a healthy cluster is enough) */
+  inService?: InService;
+}
+
+export interface SiteAccess {
+  /** PEM certificates of the site's admin client CA */
+  clientCaPem?: string;
+  /** bcrypt hash for kube-system/kubeadmin */
+  kubeadminPasswordHash?: string;
+  /** the CA that signs the API and apps serving certificates, instead of one generated on the node */
+  siteCa?: CertificatePair;
+}
+
+export interface InService {
+  workloads: Workload[];
+  probe?: { url: string; insecure: boolean };
+  timeoutSeconds: number;
 }
 
 export interface LoadedSite {

@@ -27,6 +27,7 @@ import {
   type SecurityAuthentication,
 } from '@kubernetes/client-node';
 import { errorMessage, StepError } from '../base/errors.js';
+import { API_READY_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { timed, type Logger } from '../log/logger.js';
 import { pollUntil, systemClock, type Clock } from '../ports/clock.js';
 import { describeRef, type Kube, type KubeObject, type ListOptions, type ObjectRef } from '../ports/kube.js';
@@ -449,7 +450,7 @@ export async function connectKube(kubeconfigPath: string, log: Logger, options: 
   const clock = options.clock ?? systemClock;
   const core = new CoreV1Api(timeoutConfiguration(config, options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS));
   const server = config.getCurrentCluster()?.server ?? '(no server)';
-  const timeoutMs = options.readyTimeoutMs ?? 10 * 60_000;
+  const timeoutMs = options.readyTimeoutMs ?? API_READY_TIMEOUT_SECONDS * 1000;
   let last = '';
   const ready = await timed(log, `waiting for the API at ${server}`, () =>
     pollUntil(

@@ -14,14 +14,14 @@ import type { Step, StepContext } from '../config/site.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
+import { CSR_WAIT_SECONDS } from '../base/timeouts.js';
 import { readStaticHostname } from '../node/hostname.js';
 import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { pollUntil } from '../ports/clock.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 
 const CSR_API = 'certificates.k8s.io/v1';
-/** kubelet retries its requests every few seconds; a quarter of an hour covers a slow first start */
-export const CSR_WAIT_MS = 15 * 60_000;
+export const CSR_WAIT_MS = CSR_WAIT_SECONDS * 1000;
 /** the certificates kubelet writes once a request is signed */
 export const KUBELET_CERTIFICATES: Record<CsrKind, string> = {
   client: '/var/lib/kubelet/pki/kubelet-client-current.pem',

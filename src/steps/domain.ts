@@ -10,7 +10,14 @@
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { CertificatePair } from '../config/site.js';
-import { ensureSiteCa, loadSiteCa, issueServing, servingProblem, type SiteCa } from '../certs/site-certs.js';
+import {
+  ensureSiteCa,
+  loadSiteCa,
+  issueServing,
+  servingProblem,
+  siteCaGiven,
+  type SiteCa,
+} from '../certs/site-certs.js';
 import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
@@ -154,7 +161,8 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   if (!apiserver)
     throw new VerificationError('apiserver.config.openshift.io/cluster does not exist', { step: 'domain' });
   const domains = await siteDomains(kube, ctx.site, ingress);
-  const ca = await loadSiteCa(ctx.fs, ctx.stateDir, now);
+  // the site's own CA when the site-config gives one; otherwise the one generated on the node
+  const ca = siteCaGiven(ctx.site) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
   const wanted = wantedSecrets(domains, ctx.site.certificates);
   const current = await Promise.all(wanted.map((w) => kube.get<SecretObject>(secretRef(w.name))));
   const s: Survey = {

@@ -2,11 +2,13 @@
  * The order of the steps, in one place. Each line says why it stands where it does.
  */
 import type { Step } from '../config/site.js';
+import { accessStep } from './access.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
 import { domainStep } from './domain.js';
 import { healthStep } from './health.js';
 import { hostnameStep } from './hostname.js';
+import { inServiceStep } from './in-service.js';
 import { internalIpStep } from './internal-ip.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
@@ -32,9 +34,13 @@ export const STEPS: readonly Step[] = [
   csrApprovalStep,
   // certificates and component routes for the new domain, then the routes that use it
   domainStep,
+  // apiserver.config after domain's named certificate: both roll out in the kube-apiserver revisions health waits for
+  accessStep,
   routesStep,
   clusterPullSecretStep,
   mirrorsStep,
   // last: confirms the cluster is healthy with everything above in place
   healthStep,
+  // after health: the site's own workloads run on a healthy cluster; `done` means they are ready
+  inServiceStep,
 ];

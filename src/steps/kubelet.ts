@@ -6,12 +6,12 @@
  */
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
+import { KUBELET_START_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { logEvent } from '../log/logger.js';
 import type { UnitStatus } from '../ports/systemd.js';
 
 export const KUBELET_UNIT = 'kubelet.service';
-/** kubelet reports ready to systemd within seconds; the bound covers a slow first start after a relocation */
-const START_TIMEOUT_MS = 5 * 60_000;
+const START_TIMEOUT_MS = KUBELET_START_TIMEOUT_SECONDS * 1000;
 const JOURNAL_LINES = 20;
 const ENABLED = new Set(['enabled', 'enabled-runtime']);
 

@@ -98,6 +98,11 @@ export interface RestartOptions {
   signal?: NodeJS.Signals;
   /** Wait this long with the API down before starting it again; default 0. */
   downMs?: number;
+  /**
+   * Flags added from this start on, as an operator rolling out a new kube-apiserver revision with
+   * a changed configuration would (e.g. --client-ca-file).
+   */
+  extraArgs?: string[];
 }
 
 export interface TestCluster {
@@ -371,6 +376,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
     }
   };
 
+  let rolledOutArgs: string[] = [];
   const apiArgs = (): string[] => [
     `--etcd-servers=${etcdEndpoint}`,
     '--bind-address=127.0.0.1',
@@ -387,6 +393,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
     '--disable-admission-plugins=ServiceAccount',
     '--profiling=false',
     ...(opts.extraApiServerArgs ?? []),
+    ...rolledOutArgs,
   ];
 
   const startApiServer = async (): Promise<void> => {
@@ -458,6 +465,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
     async restartApiServer(r: RestartOptions = {}) {
       if (stopped) throw new Error('cluster is stopped');
       await stopApiServer(r.signal ?? 'SIGTERM');
+      if (r.extraArgs) rolledOutArgs = r.extraArgs;
       if (r.downMs) await sleep(r.downMs);
       await startApiServer();
     },

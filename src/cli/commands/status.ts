@@ -1,3 +1,5 @@
+import { X509Certificate } from 'node:crypto';
+import { siteCaCertificate } from '../../certs/site-certs.js';
 import { safeLine } from '../../log/safe-text.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
@@ -55,10 +57,15 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const rt = createRuntime(inv.flags);
   const state = await new StateStore(rt.fs, rt.stateDir).load();
   const watch = await readWatchStatus(rt.fs, rt.stateDir);
+  // the CA generated on the node signs the API certificate: a kubeconfig at the site must trust it
+  const siteCA = (await siteCaCertificate(rt.fs, rt.stateDir)) ?? null;
+  const caLine = siteCA
+    ? `Site CA:  ${new X509Certificate(siteCA).subject.replace(/\n/g, ', ')} (SHA-256 ${new X509Certificate(siteCA).fingerprint256}; the PEM is in status -o json)\n`
+    : '';
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null }, null, 2)}\n`
+      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `${renderRunState(state)}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `${renderRunState(state)}${caLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }

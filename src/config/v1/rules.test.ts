@@ -12,6 +12,9 @@ import {
   pullSecretSourceAtMostOne,
   type Rule,
   sshKeysWellFormed,
+  timeoutsWithinBudget,
+  workloadNamedOnce,
+  inServiceNotEmpty,
 } from './rules.js';
 import type { SiteConfigV1 } from './schema.js';
 
@@ -122,6 +125,50 @@ const cases: [string, Rule, (d: Doc) => void, string[]][] = [
 ];
 
 describe('site-config rules', () => {
+  it.each<[string, (d: Doc) => void, string[]]>([
+    [
+      'a workload by name',
+      (d) => (d.spec.inService = { workloads: [{ kind: 'Deployment', namespace: 'vdu', name: 'du' }] }),
+      [],
+    ],
+    [
+      'a workload by both name and selector',
+      (d) =>
+        (d.spec.inService = { workloads: [{ kind: 'Deployment', namespace: 'vdu', name: 'du', selector: 'app=du' }] }),
+      ['$.spec.inService.workloads[0]'],
+    ],
+    [
+      'a workload by neither',
+      (d) => (d.spec.inService = { workloads: [{ kind: 'DaemonSet', namespace: 'vdu' }] }),
+      ['$.spec.inService.workloads[0]'],
+    ],
+  ])('in service: %s', (_name, change, paths) => {
+    expect(check(workloadNamedOnce, change).map((f) => f.path)).toEqual(paths);
+  });
+
+  it('refuses an inService that names nothing to wait for', () => {
+    expect(check(inServiceNotEmpty, (d) => (d.spec.inService = { timeoutSeconds: 60 }))).toEqual([
+      { severity: 'error', path: '$.spec.inService', message: 'names neither workloads nor a probe' },
+    ]);
+  });
+
+  it('warns when the timeouts allow more than the budget, listing every wait', () => {
+    const over = check(timeoutsWithinBudget, (d) => {
+      d.spec.inService = { workloads: [{ kind: 'Deployment', namespace: 'vdu', name: 'du' }], timeoutSeconds: 900 };
+    });
+    expect(over).toEqual([
+      {
+        severity: 'warning',
+        path: '$.spec',
+        message:
+          'the timeouts allow 26.5 min at the site, over the budget of 20 min (network checks 90 s, health 10 min, in service 15 min)',
+      },
+    ]);
+    expect(check(timeoutsWithinBudget, () => undefined)).toEqual([]);
+    expect(check(timeoutsWithinBudget, (d) => (d.spec.budgetMinutes = 11))[0]?.path).toBe('$.spec.budgetMinutes');
+    expect(check(timeoutsWithinBudget, (d) => (d.spec.budgetMinutes = 12))).toEqual([]);
+  });
+
   it.each(cases)('%s', (_name, rule, change, paths) => {
     expect(check(rule, change).map((f) => f.path)).toEqual(paths);
   });

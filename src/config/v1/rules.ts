@@ -6,6 +6,7 @@ import { BlockList, isIPv4 } from 'node:net';
 import type { Finding } from '../../base/findings.js';
 import { isDnsName, type Mirror, type SiteConfigV1 } from './schema.js';
 import { type NmstateState } from '../../base/nmstate.js';
+import { minutes, worstCase } from './budget.js';
 
 export interface RuleInput {
   config: SiteConfigV1;
@@ -58,6 +59,12 @@ export function namedFiles(config: SiteConfigV1): { path: string; name: string }
   if (spec.network.nmstateFile !== undefined)
     out.push({ path: '$.spec.network.nmstateFile', name: spec.network.nmstateFile });
   if (spec.pullSecretFile !== undefined) out.push({ path: '$.spec.pullSecretFile', name: spec.pullSecretFile });
+  if (spec.access?.clientCAFile !== undefined)
+    out.push({ path: '$.spec.access.clientCAFile', name: spec.access.clientCAFile });
+  if (spec.access?.siteCA !== undefined) {
+    out.push({ path: '$.spec.access.siteCA.certFile', name: spec.access.siteCA.certFile });
+    out.push({ path: '$.spec.access.siteCA.keyFile', name: spec.access.siteCA.keyFile });
+  }
   for (const which of ['ingress', 'api'] as const) {
     const pair = spec.certificates?.[which];
     if (!pair) continue;
@@ -195,6 +202,43 @@ export const pullSecretHasRegistries: Rule = {
       : [],
 };
 
+export const workloadNamedOnce: Rule = {
+  name: 'workload-named-once',
+  check: ({ config }) =>
+    (config.spec.inService?.workloads ?? []).flatMap((w, i) =>
+      (w.name === undefined) === (w.selector === undefined)
+        ? [error(`$.spec.inService.workloads[${i}]`, 'give name or selector, exactly one')]
+        : [],
+    ),
+};
+
+export const inServiceNotEmpty: Rule = {
+  name: 'in-service-not-empty',
+  check: ({ config }) => {
+    const s = config.spec.inService;
+    return s && (s.workloads ?? []).length === 0 && s.probe === undefined
+      ? [error('$.spec.inService', 'names neither workloads nor a probe')]
+      : [];
+  },
+};
+
+/** The site's own waits (network checks, health, in service) against spec.budgetMinutes. */
+export const timeoutsWithinBudget: Rule = {
+  name: 'timeouts-within-budget',
+  check: ({ config }) => {
+    const budget = worstCase(config);
+    const counted = budget.parts.filter((p) => !p.fixed);
+    return budget.configuredSeconds > budget.budgetSeconds
+      ? [
+          warning(
+            config.spec.budgetMinutes === undefined ? '$.spec' : '$.spec.budgetMinutes',
+            `the timeouts allow ${minutes(budget.configuredSeconds)} at the site, over the budget of ${minutes(budget.budgetSeconds)} (${counted.map((p) => `${p.what} ${minutes(p.seconds)}`).join(', ')})`,
+          ),
+        ]
+      : [];
+  },
+};
+
 /** Rules that read only the site-config itself. */
 export const documentRules: readonly Rule[] = [
   networkSourceExactlyOne,
@@ -204,6 +248,9 @@ export const documentRules: readonly Rule[] = [
   mirrorSourcesUnique,
   sshKeysWellFormed,
   pullSecretHasRegistries,
+  workloadNamedOnce,
+  inServiceNotEmpty,
+  timeoutsWithinBudget,
 ];
 
 /** Rules that also need the nmstate state, which may come from a file. */

@@ -48,6 +48,65 @@ const certPair = z
   .strictObject({ certFile: fileName, keyFile: fileName })
   .describe('PEM certificate (chain) and its private key');
 
+// ---- Hand-over: the site's access and what "in service" means (their own block) ----
+
+/** A Kubernetes label selector in its string form: `key=value` pairs, comma separated. */
+const LABEL_SELECTOR = /^[A-Za-z0-9._/-]+(!?=|==)[A-Za-z0-9._-]*(,[A-Za-z0-9._/-]+(!?=|==)[A-Za-z0-9._-]*)*$/;
+
+const workloadSchema = z
+  .strictObject({
+    kind: z.enum(['Deployment', 'StatefulSet', 'DaemonSet']).describe('Deployment, StatefulSet or DaemonSet'),
+    namespace: z.string().regex(DNS_LABEL, 'not a namespace name').describe('its namespace'),
+    name: dnsName('name').optional().describe('one workload by name (or selector)'),
+    selector: z
+      .string()
+      .regex(LABEL_SELECTOR, 'not a label selector (key=value[,key=value])')
+      .optional()
+      .describe('every workload of that kind with these labels (key=value,...); at least one must exist'),
+  })
+  .describe('a workload that must be ready');
+
+export const inServiceSchema = z
+  .strictObject({
+    workloads: z.array(workloadSchema).optional().describe('the workloads that mean the site is up'),
+    probe: z
+      .strictObject({
+        url: z
+          .string()
+          .regex(/^https?:\/\/[^\s]+$/, 'not an http:// or https:// URL')
+          .describe('fetched from the node; any 2xx answer counts'),
+        insecure: z.boolean().optional().describe('accept any server certificate (default false)'),
+      })
+      .optional()
+      .describe('a URL that must answer'),
+    timeoutSeconds: z
+      .number()
+      .int()
+      .min(10)
+      .max(3600)
+      .optional()
+      .describe('how long to wait for all of them (10-3600, default 600)'),
+  })
+  .describe('the site is in service only when these are ready');
+
+export const accessSchema = z
+  .strictObject({
+    clientCAFile: fileName
+      .optional()
+      .describe("the site's admin client CA (PEM certificates); kubeconfigs it signs work after the run"),
+    kubeadminPasswordHash: z
+      .string()
+      .regex(/^\$2[aby]\$\d\d\$[./A-Za-z0-9]{53}$/, 'not a bcrypt hash ($2a$/$2b$/$2y$, cost, 53 characters)')
+      .optional()
+      .describe('bcrypt hash of the kubeadmin password (at least 23 characters), written into kube-system/kubeadmin'),
+    siteCA: certPair
+      .optional()
+      .describe('the CA that signs the API and apps certificates; without it one is generated on the node'),
+  })
+  .describe('who can log in at the site');
+
+// ---- end of the hand-over block ----
+
 export const siteConfigSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION, { message: `must be ${API_VERSION}` }).describe('version of this format'),
   kind: z.literal(KIND, { message: `must be ${KIND}` }).describe('always SiteConfig'),
@@ -116,9 +175,19 @@ export const siteConfigSchema = z.strictObject({
       .array(z.string())
       .optional()
       .describe('installed first, so a bad network config can still be debugged'),
+    access: accessSchema.optional(),
+    inService: inServiceSchema.optional(),
+    budgetMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(1440)
+      .optional()
+      .describe('the time the whole relocation may take at the site; validate warns when the timeouts allow more'),
   }),
 });
 
 export type SiteConfigV1 = z.infer<typeof siteConfigSchema>;
 export type Mirror = z.infer<typeof mirror>;
 export type DockerConfig = z.infer<typeof pullSecretSchema>;
+export type Workload = z.infer<typeof workloadSchema>;

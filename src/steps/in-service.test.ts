@@ -1,0 +1,47 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testNode, testSite } from '../../test/node/context.js';
+import { inServiceStep, probeProblem } from './in-service.js';
+
+describe('in-service step', () => {
+  let server: Server;
+  let base: string;
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      res.statusCode = req.url === '/ready' ? 200 : 503;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('has nothing to wait for without inService, and never asks the API', async () => {
+    const { ctx } = testNode({ site: testSite(), factory: false });
+    await expect(inServiceStep.plan(ctx)).resolves.toEqual({
+      action: 'noop',
+      reason: 'the site-config names no workloads to wait for',
+    });
+  });
+
+  it('probes the URL from the node: 2xx is ready, anything else names the answer', async () => {
+    await expect(probeProblem({ url: `${base}/ready`, insecure: false })).resolves.toBeUndefined();
+    await expect(probeProblem({ url: `${base}/starting`, insecure: false })).resolves.toBe('answered 503');
+    await expect(probeProblem({ url: 'http://127.0.0.1:1/', insecure: false })).resolves.toMatch(/ECONNREFUSED/);
+  });
+
+  it('plans a wait for a probe that does not answer yet', async () => {
+    const { ctx } = testNode({
+      factory: false,
+      site: testSite({
+        inService: { workloads: [], probe: { url: `${base}/starting`, insecure: false }, timeoutSeconds: 60 },
+      }),
+    });
+    await expect(inServiceStep.plan(ctx)).resolves.toEqual({
+      action: 'change',
+      summary: 'wait up to 60s for 1 workload(s) to be ready',
+      changes: [{ action: 'apply', target: `${base}/starting`, summary: 'wait until ready: answered 503' }],
+    });
+  });
+});

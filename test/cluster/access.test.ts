@@ -1,0 +1,205 @@
+/**
+ * Credentials made before shipment work at the site: `sno-relocate credentials` writes the site's
+ * admin kubeconfig from the site folder and the client CA's key; the agent's run puts the client CA
+ * and the kubeadmin hash in place on a real kube-apiserver; a model of the kube-apiserver operator
+ * then rolls out a new API server with that configuration; the kubeconfig made before the run is a
+ * cluster admin after it, and one signed by another CA is refused.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
+import { runAgent, writeSiteFolder } from '../node/cli.js';
+import { startFactory, type ClusterEnv } from './env.js';
+
+const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
+const API_NAME = 'api.sno.store42.example.com';
+/** bcrypt hashes (their passwords do not matter here: the OAuth server checks them, not the agent) */
+const FACTORY_HASH = '$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy';
+const SITE_HASH = '$2b$12$KIXQJ9u3x0H1lV3Y9Dq2vO7vK7m2bS5rM0b3hC2v1Qe0mJ8pTzq6W';
+
+/** A self-signed P-256 CA made by openssl: its certificate and key as PEM files in `dir`. */
+function opensslCa(dir: string, name: string): { crt: string; key: string } {
+  const crt = path.join(dir, `${name}.crt`);
+  const key = path.join(dir, `${name}.key`);
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '365',
+    '-subj', `/CN=${name}`, '-keyout', key, '-out', crt,
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+  ], { stdio: 'pipe' }); // prettier-ignore
+  return { crt, key };
+}
+
+describe.skipIf(kubeSkipped)('site access on a real API', () => {
+  let env: ClusterEnv;
+  let work: string;
+  beforeAll(async () => {
+    env = await startFactory();
+    work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-'));
+    // the installer's kubeadmin secret, made with the cluster
+    await env.cluster
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({
+        namespace: 'kube-system',
+        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from(FACTORY_HASH).toString('base64') } },
+      });
+  });
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  /** A site folder with spec.access; `clientCa` names which CA signs its administrators. */
+  function siteFolder(name: string, clientCa: { crt: string }, siteCa: { crt: string; key: string }): string {
+    return writeSiteFolder(
+      path.join(work, name),
+      'store-0042',
+      {
+        baseDomain: 'store42.example.com',
+        clusterName: 'sno',
+        hostname: FACTORY_NODE_NAME,
+        network: { nmstate: { interfaces: [] }, internalIP: '192.168.127.10/24' },
+        access: {
+          clientCAFile: 'admin-client-ca.crt',
+          kubeadminPasswordHash: SITE_HASH,
+          siteCA: { certFile: 'site-ca.crt', keyFile: 'site-ca.key' },
+        },
+      },
+      {
+        'admin-client-ca.crt': readFileSync(clientCa.crt, 'utf8'),
+        'site-ca.crt': readFileSync(siteCa.crt, 'utf8'),
+        'site-ca.key': readFileSync(siteCa.key, 'utf8'),
+      },
+    );
+  }
+
+  /**
+   * The kube-apiserver operator, reduced to what these settings do (cluster-kube-apiserver-operator
+   * pkg/operator/configobservation/apiserver/observe_apiserver.go: spec.clientCA's ConfigMap is
+   * copied to user-client-ca and merged into client-ca, the --client-ca-file; each namedCertificate
+   * is served for its names, as --tls-sni-cert-key does): reads apiserver.config/cluster and rolls
+   * out a kube-apiserver with them.
+   */
+  async function rollOutKubeApiServer(): Promise<void> {
+    const kc = env.cluster.kubeConfig();
+    const core = kc.makeApiClient(CoreV1Api);
+    const apiserver = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'apiservers',
+      name: 'cluster',
+    })) as {
+      spec: {
+        clientCA?: { name: string };
+        servingCerts?: { namedCertificates?: { names: string[]; servingCertificate: { name: string } }[] };
+      };
+    };
+    const args: string[] = [];
+    if (apiserver.spec.clientCA?.name) {
+      const cm = await core.readNamespacedConfigMap({
+        namespace: 'openshift-config',
+        name: apiserver.spec.clientCA.name,
+      });
+      const file = path.join(work, 'client-ca.crt');
+      writeFileSync(file, cm.data!['ca-bundle.crt']!);
+      args.push(`--client-ca-file=${file}`);
+    }
+    for (const named of apiserver.spec.servingCerts?.namedCertificates ?? []) {
+      const secret = await core.readNamespacedSecret({
+        namespace: 'openshift-config',
+        name: named.servingCertificate.name,
+      });
+      const crt = path.join(work, `${named.servingCertificate.name}.crt`);
+      const key = path.join(work, `${named.servingCertificate.name}.key`);
+      writeFileSync(crt, Buffer.from(secret.data!['tls.crt']!, 'base64'));
+      writeFileSync(key, Buffer.from(secret.data!['tls.key']!, 'base64'));
+      args.push(`--tls-sni-cert-key=${crt},${key}:${named.names.join(',')}`);
+    }
+    await env.cluster.restartApiServer({ extraArgs: args });
+  }
+
+  /** The kubeconfig as a laptop at the site uses it: api.<cluster>.<domain> reaches this API. */
+  function atSite(file: string): CoreV1Api {
+    const kc = new KubeConfig();
+    kc.loadFromFile(file);
+    const cluster = kc.getCurrentCluster()!;
+    expect(cluster.server).toBe(`https://${API_NAME}:6443`);
+    kc.clusters = [{ ...cluster, server: env.cluster.server, tlsServerName: API_NAME }];
+    return kc.makeApiClient(CoreV1Api);
+  }
+
+  const statusOf = async (call: Promise<unknown>) =>
+    call.then(
+      () => 200,
+      (err: unknown) => (err instanceof ApiException ? err.code : String(err)),
+    );
+
+  it('makes the admin kubeconfig at the factory, and it is a cluster admin at the site after the run; another CA is refused', async () => {
+    const clientCa = opensslCa(work, 'store42-admin-client-ca');
+    const otherCa = opensslCa(work, 'someone-else-ca');
+    const siteCa = opensslCa(work, 'store42-site-ca');
+    const site = siteFolder('site', clientCa, siteCa);
+    const stranger = siteFolder('stranger', otherCa, siteCa);
+
+    const made = runAgent(
+      [
+        'credentials',
+        '--site',
+        site,
+        '--key',
+        clientCa.key,
+        '--out',
+        path.join(work, 'admin.kubeconfig'),
+        '-o',
+        'json',
+      ],
+      {},
+    );
+    expect(made.code, made.stderr).toBe(0);
+    expect(JSON.parse(made.stdout)).toMatchObject({ user: 'site-admin', server: `https://${API_NAME}:6443` });
+    const wrong = runAgent(
+      ['credentials', '--site', stranger, '--key', otherCa.key, '--out', path.join(work, 'stranger.kubeconfig')],
+      {},
+    );
+    expect(wrong.code, wrong.stderr).toBe(0);
+    // the key must belong to the site's client CA
+    const mismatched = runAgent(
+      ['credentials', '--site', site, '--key', otherCa.key, '--out', path.join(work, 'x.kubeconfig')],
+      {},
+    );
+    expect(mismatched.code).toBe(2);
+    expect(mismatched.stderr).toContain('is not the key of any certificate in spec.access.clientCAFile');
+
+    // before the run the site does not know its administrators
+    expect(await statusOf(atSite(path.join(work, 'admin.kubeconfig')).listNamespace())).not.toBe(200);
+    const kubeadmin = await env.cluster
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace: 'kube-system', name: 'kubeadmin' });
+    const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-root-'));
+    const run = runAgent(
+      ['run', site, '--only', 'domain,access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath],
+      {},
+    );
+    expect(run.code, run.stderr).toBe(0);
+    await rollOutKubeApiServer();
+
+    // served with the site CA's certificate for its name, and the site's administrator is a cluster admin
+    await expect(
+      atSite(path.join(work, 'admin.kubeconfig')).listNamespacedSecret({ namespace: 'kube-system' }),
+    ).resolves.toBeDefined();
+    expect(await statusOf(atSite(path.join(work, 'stranger.kubeconfig')).listNamespace())).toBe(401);
+
+    // the kubeadmin hash changed in place: the same object, so the OAuth server still accepts it
+    const after = await env.cluster
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace: 'kube-system', name: 'kubeadmin' });
+    expect(Buffer.from(after.data!.kubeadmin!, 'base64').toString()).toBe(SITE_HASH);
+    expect(after.metadata!.uid).toBe(kubeadmin.metadata!.uid);
+    expect(after.metadata!.creationTimestamp).toEqual(kubeadmin.metadata!.creationTimestamp);
+  });
+});
