@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { z } from 'zod';
 import type { RootFs } from '../ports/fs.js';
-import { RefusedError } from '../base/errors.js';
+import { readJsonFile } from '../ports/json-file.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -64,28 +64,15 @@ export class StateStore {
   }
 
   /** The last run's state; undefined when there was none. A damaged file is refused, never taken as done. */
-  async load(): Promise<RunState | undefined> {
-    const text = await this.fs.readText(this.file);
-    if (text === undefined) return undefined;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw this.damaged('not valid JSON');
-    }
-    const result = runState.safeParse(parsed);
-    if (!result.success) throw this.damaged(result.error.issues[0]?.message ?? 'unexpected content');
-    return result.data;
+  load(): Promise<RunState | undefined> {
+    return readJsonFile(this.fs, this.file, {
+      what: 'state file',
+      schema: runState,
+      advice: 'refusing to guess which steps are done. Move it aside to start the run over from the first step.',
+    });
   }
 
   async save(state: RunState): Promise<void> {
     await this.fs.writeAtomic(this.file, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
-  }
-
-  private damaged(why: string): RefusedError {
-    return new RefusedError(
-      `state file ${this.fs.resolve(this.file)} is damaged (${why}); refusing to guess which steps are done. ` +
-        'Move it aside to start the run over from the first step.',
-    );
   }
 }

@@ -5,7 +5,9 @@
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { RefusedError, StepError } from '../base/errors.js';
+import { z } from 'zod';
 import type { RootFs } from '../ports/fs.js';
+import { readJsonFile } from '../ports/json-file.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
 
 /** On every object the agent creates; reruns replace or delete only objects carrying it. */
@@ -144,10 +146,8 @@ export async function siteDomains(
 const APPS_DOMAINS_FILE = 'previous-apps-domains.json';
 
 async function rememberedAppsDomains(fs: RootFs, stateDir: string): Promise<string[]> {
-  const text = await fs.readText(path.join(stateDir, APPS_DOMAINS_FILE));
-  if (text === undefined) return [];
-  const parsed = JSON.parse(text) as unknown;
-  return Array.isArray(parsed) ? parsed.filter((d): d is string => typeof d === 'string') : [];
+  const file = path.join(stateDir, APPS_DOMAINS_FILE);
+  return (await readJsonFile(fs, file, { what: 'remembered apps domains', schema: z.array(z.string()) })) ?? [];
 }
 
 export async function rememberAppsDomain(fs: RootFs, stateDir: string, domain: string): Promise<void> {

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import type { Site } from '../config/site.js';
-import { RefusedError } from '../base/errors.js';
+import { readJsonFile } from '../ports/json-file.js';
 import type { RootFs } from '../ports/fs.js';
 import { parseImage } from './images.js';
 import { EMPTY_CONTEXT, type WatchContext } from './model.js';
@@ -35,23 +35,8 @@ export function contextFromSite(site: Site, factoryRegistries: readonly string[]
 
 const contextPath = (stateDir: string) => path.posix.join(stateDir, CONTEXT_FILE);
 
-export async function readContextFile(fs: RootFs, stateDir: string): Promise<WatchContext | undefined> {
-  const text = await fs.readText(contextPath(stateDir));
-  if (text === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new RefusedError(`${fs.resolve(contextPath(stateDir))} is not valid JSON`);
-  }
-  const parsed = contextSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new RefusedError(
-      `${fs.resolve(contextPath(stateDir))}: ${issue.path.join('.') || '(top)'}: ${issue.message}`,
-    );
-  }
-  return parsed.data;
+export function readContextFile(fs: RootFs, stateDir: string): Promise<WatchContext | undefined> {
+  return readJsonFile(fs, contextPath(stateDir), { what: 'watcher context', schema: contextSchema });
 }
 
 export async function writeContextFile(fs: RootFs, stateDir: string, ctx: WatchContext): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { RefusedError } from '../base/errors.js';
+import { readJsonFile } from '../ports/json-file.js';
 import type { RootFs } from '../ports/fs.js';
 import { COMPONENTS, SEVERITIES, type Finding, type Health } from './model.js';
 
@@ -39,21 +39,6 @@ export async function writeWatchStatus(fs: RootFs, stateDir: string, status: Wat
 }
 
 /** undefined when no watcher has written one */
-export async function readWatchStatus(fs: RootFs, stateDir: string): Promise<WatchStatus | undefined> {
-  const text = await fs.readText(filePath(stateDir));
-  if (text === undefined) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new RefusedError(`watcher status ${fs.resolve(filePath(stateDir))} is not valid JSON`);
-  }
-  const parsed = statusSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new RefusedError(
-      `watcher status ${fs.resolve(filePath(stateDir))}: ${issue.path.join('.') || '(top)'}: ${issue.message}`,
-    );
-  }
-  return parsed.data;
+export function readWatchStatus(fs: RootFs, stateDir: string): Promise<WatchStatus | undefined> {
+  return readJsonFile(fs, filePath(stateDir), { what: 'watcher status', schema: statusSchema });
 }

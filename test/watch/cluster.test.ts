@@ -116,13 +116,13 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
     expect(onceJson().code).toBe(0);
   });
 
-  it('refuses a kubeconfig that is not there, naming it', () => {
+  it('fails on a kubeconfig that is not there with exit 1 as run does, naming it', () => {
     const r = runAgent(
       ['watch', '--once', '--kubeconfig', '/nonexistent/kubeconfig', '--root', root, '--state-dir', STATE_DIR],
       {},
     );
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('/nonexistent/kubeconfig');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('kubeconfig /nonexistent/kubeconfig does not exist');
   });
 
   it('records what it saw, and a replay of the recording prints the same findings without a cluster', () => {
