@@ -9,7 +9,14 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgent, writeSiteFolder } from '../node/cli.js';
@@ -201,5 +208,41 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     expect(Buffer.from(after.data!.kubeadmin!, 'base64').toString()).toBe(SITE_HASH);
     expect(after.metadata!.uid).toBe(kubeadmin.metadata!.uid);
     expect(after.metadata!.creationTimestamp).toEqual(kubeadmin.metadata!.creationTimestamp);
+  });
+
+  it('refuses (exit 3, nothing changed) a clientCA another tool set, and a kubeadmin secret that is gone', async () => {
+    const kc = env.cluster.kubeConfig();
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const core = kc.makeApiClient(CoreV1Api);
+    const ref = { group: 'config.openshift.io', version: 'v1', plural: 'apiservers', name: 'cluster' };
+    const clientCa = opensslCa(work, 'store43-admin-client-ca');
+    const site = siteFolder('site-43', clientCa, opensslCa(work, 'store43-site-ca'));
+    const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-root-'));
+    const run = () =>
+      runAgent(['run', site, '--only', 'access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath], {});
+
+    await custom.patchClusterCustomObject(
+      { ...ref, body: { spec: { clientCA: { name: 'corporate-client-ca' } } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    const foreign = run();
+    expect(foreign.code, foreign.stderr).toBe(3);
+    expect(foreign.stderr).toContain('spec.clientCA names ConfigMap corporate-client-ca, which the agent did not make');
+
+    await custom.patchClusterCustomObject(
+      { ...ref, body: { spec: { clientCA: null } } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await core.deleteNamespacedSecret({ namespace: 'kube-system', name: 'kubeadmin' });
+    const gone = run();
+    expect(gone.code, gone.stderr).toBe(3);
+    expect(gone.stderr).toContain('kube-system/kubeadmin does not exist');
+    // refused before any change: the client CA is not installed either
+    const cm = await core
+      .readNamespacedConfigMap({ namespace: 'openshift-config', name: 'sno-relocate-admin-client-ca' })
+      .then((c) => c.data?.['ca-bundle.crt']);
+    expect(cm).not.toBe(readFileSync(clientCa.crt, 'utf8'));
+    const secrets = await core.listNamespacedSecret({ namespace: 'kube-system' });
+    expect(secrets.items.map((x) => x.metadata?.name)).not.toContain('kubeadmin');
   });
 });
