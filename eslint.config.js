@@ -18,6 +18,7 @@ const LAYERS = [
   'certs',
   'node',
   'watch',
+  'hub',
   'steps',
   'fleet',
   'cli',

@@ -23,7 +23,7 @@ export interface SiteCa extends Issuer {
   certPem: string;
 }
 
-const caPaths = (stateDir: string) => ({
+export const caPaths = (stateDir: string) => ({
   cert: path.join(stateDir, SITE_CA_DIR, 'ca.crt'),
   key: path.join(stateDir, SITE_CA_DIR, 'ca.key'),
 });

@@ -17,6 +17,8 @@ export interface EngineInput {
   banner: Banner;
   /** hash of the whole site-config, to tell a new site from a resumed run */
   configHash: string;
+  /** told of every recorded change of the run's state, after it is saved (the hub report); never fails the run */
+  observer?: (state: RunState) => Promise<void>;
 }
 
 const stepContext = (ctx: StepContext, step: Step): StepContext => ({
@@ -56,8 +58,21 @@ async function announceStop(
   await banner.show(`${result === 'refused' ? 'REFUSED' : 'FAILED'}: ${message}`);
 }
 
+/** The state store, telling the observer after each save. */
+function observed(store: StateStore, observer: EngineInput['observer']): Pick<StateStore, 'load' | 'save'> {
+  if (!observer) return store;
+  return {
+    load: () => store.load(),
+    save: async (state) => {
+      await store.save(state);
+      await observer(state);
+    },
+  };
+}
+
 export async function runSteps(input: EngineInput): Promise<RunState> {
-  const { ctx, store, banner } = input;
+  const { ctx, banner } = input;
+  const store = observed(input.store, input.observer);
   const previous = await store.load();
   const resumed = previous !== undefined && previous.configHash === input.configHash;
   const selected = input.steps.filter((s) => input.selected.has(s.name));
@@ -112,7 +127,7 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   return state;
 }
 
-async function runOne(step: Step, ctx: StepContext, state: RunState, store: StateStore): Promise<void> {
+async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick<StateStore, 'save'>): Promise<void> {
   const inputHash = hashOf(step.inputs(ctx.site));
   const previous = state.steps[step.name];
   const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;

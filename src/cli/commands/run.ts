@@ -2,6 +2,7 @@ import { runSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
 import { StateStore } from '../../engine/state.js';
 import { hashOf } from '../../engine/state.js';
+import { hubObserver } from '../../hub/report.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, seconds } from '../args.js';
 import { createRuntime, createStepContext, loadSite } from '../runtime.js';
@@ -27,6 +28,9 @@ export async function runCommand(inv: Invocation): Promise<CommandResult> {
       store: new StateStore(rt.fs, rt.stateDir),
       banner: rt.banner,
       configHash: hashOf(loaded.files),
+      // the hub reads the run's progress from the cluster's SiteRelocation; a run of node steps
+      // only does not wait for an API it will not use
+      ...(STEPS.some((s) => s.group === 'cluster' && selected.has(s.name)) && { observer: hubObserver(rt, ctx.kube) }),
     });
     return { exitCode: 0, stdout: `site ${state.site}: ${state.result}\n` };
   } finally {

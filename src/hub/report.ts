@@ -1,0 +1,216 @@
+/**
+ * The hub report: the agent's progress in the `status` of a small custom resource of its own
+ * (SiteRelocation `sno-relocate`, cluster-scoped), created as soon as the cluster's API answers and
+ * updated at every recorded change of the run. It lives in `status` because that is what a hub
+ * reads: Open Cluster Management returns a managed object's fields through a ManifestWork's
+ * statusFeedback JSONPaths under `.status`. It never holds a secret: step messages are already
+ * scrubbed, and the site CA's certificate is public.
+ */
+import pkg from '../../package.json' with { type: 'json' };
+import { caPaths } from '../certs/site-certs.js';
+import type { RunState } from '../engine/state.js';
+import type { Logger } from '../log/logger.js';
+import type { Clock } from '../ports/clock.js';
+import { pollUntil } from '../ports/clock.js';
+import type { RootFs } from '../ports/fs.js';
+import type { Kube, KubeObject } from '../ports/kube.js';
+import { readWatchStatus } from '../watch/status-file.js';
+
+export const REPORT_GROUP = 'sno-relocate.openshift.io';
+export const REPORT_VERSION = 'v1alpha1';
+export const REPORT_API_VERSION = `${REPORT_GROUP}/${REPORT_VERSION}`;
+export const REPORT_KIND = 'SiteRelocation';
+export const REPORT_PLURAL = 'siterelocations';
+/** one per cluster: the name a hub's ManifestWork asks for */
+export const REPORT_NAME = 'sno-relocate';
+const CRD_NAME = `${REPORT_PLURAL}.${REPORT_GROUP}`;
+const ESTABLISH_TIMEOUT_MS = 30_000;
+
+export type Phase = 'Running' | 'Succeeded' | 'Failed' | 'Refused';
+
+export interface ReportStatus {
+  site: string;
+  phase: Phase;
+  currentStep?: string;
+  message?: string;
+  startedAt: string;
+  finishedAt?: string;
+  steps: {
+    name: string;
+    status: string;
+    attempts: number;
+    startedAt: string;
+    finishedAt?: string;
+    durationMs?: number;
+    message?: string;
+  }[];
+  watcherErrorCount: number;
+  siteCACertificate?: string;
+  agentVersion: string;
+  updatedAt: string;
+}
+
+const str = { type: 'string' };
+const int = { type: 'integer' };
+
+/** The CRD the agent installs: a structural schema of the status above, printer columns for kubectl. */
+export const REPORT_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: CRD_NAME },
+  spec: {
+    group: REPORT_GROUP,
+    scope: 'Cluster',
+    names: { plural: REPORT_PLURAL, singular: 'siterelocation', kind: REPORT_KIND, listKind: `${REPORT_KIND}List` },
+    versions: [
+      {
+        name: REPORT_VERSION,
+        served: true,
+        storage: true,
+        additionalPrinterColumns: [
+          { name: 'Site', type: 'string', jsonPath: '.status.site' },
+          { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+          { name: 'Step', type: 'string', jsonPath: '.status.currentStep' },
+          { name: 'Updated', type: 'date', jsonPath: '.status.updatedAt' },
+        ],
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            description: "sno-relocate's progress on this cluster, written by the agent on the node",
+            properties: {
+              apiVersion: str,
+              kind: str,
+              metadata: { type: 'object' },
+              status: {
+                type: 'object',
+                properties: {
+                  site: str,
+                  phase: { type: 'string', enum: ['Running', 'Succeeded', 'Failed', 'Refused'] },
+                  currentStep: str,
+                  message: str,
+                  startedAt: str,
+                  finishedAt: str,
+                  steps: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      properties: {
+                        name: str,
+                        status: str,
+                        attempts: int,
+                        startedAt: str,
+                        finishedAt: str,
+                        durationMs: int,
+                        message: str,
+                      },
+                    },
+                  },
+                  watcherErrorCount: int,
+                  siteCACertificate: str,
+                  agentVersion: str,
+                  updatedAt: str,
+                },
+              },
+            },
+          },
+        },
+      },
+    ],
+  },
+};
+
+const PHASE: Record<RunState['result'], Phase> = {
+  running: 'Running',
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+  refused: 'Refused',
+};
+
+export interface ReportContext {
+  fs: RootFs;
+  clock: Clock;
+  log: Logger;
+  stateDir: string;
+}
+
+/** The status as it stands, from the run's state, the watcher's status file and the site CA. */
+export async function reportStatus(ctx: ReportContext, state: RunState): Promise<ReportStatus> {
+  const steps = Object.entries(state.steps).map(([name, r]) => ({
+    name,
+    status: r.status,
+    attempts: r.attempts,
+    startedAt: r.startedAt,
+    ...(r.finishedAt !== undefined && { finishedAt: r.finishedAt }),
+    ...(r.durationMs !== undefined && { durationMs: r.durationMs }),
+    ...(r.message !== undefined && { message: r.message }),
+  }));
+  const current = steps.find((s) => s.status === 'running') ?? steps.find((s) => s.status === 'failed');
+  const watch = await readWatchStatus(ctx.fs, ctx.stateDir).catch(() => undefined);
+  const ca = await ctx.fs.readText(caPaths(ctx.stateDir).cert).catch(() => undefined);
+  return {
+    site: state.site,
+    phase: PHASE[state.result],
+    ...(current && { currentStep: current.name }),
+    ...(state.message !== undefined && { message: state.message }),
+    startedAt: state.startedAt,
+    ...(state.finishedAt !== undefined && { finishedAt: state.finishedAt }),
+    steps,
+    watcherErrorCount: watch ? Object.values(watch.syncErrors).reduce((a, b) => a + b, 0) : 0,
+    ...(ca && { siteCACertificate: ca }),
+    agentVersion: pkg.version,
+    updatedAt: ctx.clock.now().toISOString(),
+  };
+}
+
+const established = (crd: KubeObject | undefined): boolean =>
+  ((crd?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some(
+    (c) => c.type === 'Established' && c.status === 'True',
+  );
+
+/** Installs the CRD when the cluster lacks it, and waits (bounded) until it is served. */
+export async function ensureReportCrd(kube: Kube, clock: Clock): Promise<void> {
+  const ref = { apiVersion: REPORT_CRD.apiVersion, kind: REPORT_CRD.kind, name: CRD_NAME };
+  if (established(await kube.get(ref))) return;
+  if (!(await kube.get(ref))) await kube.create(REPORT_CRD as unknown as KubeObject);
+  const ok = await pollUntil(clock, async () => (established(await kube.get(ref)) ? true : undefined), {
+    timeoutMs: ESTABLISH_TIMEOUT_MS,
+    intervalMs: 200,
+    maxIntervalMs: 1000,
+  });
+  if (!ok)
+    throw new Error(`CustomResourceDefinition ${CRD_NAME} not established after ${ESTABLISH_TIMEOUT_MS / 1000}s`);
+}
+
+/** Writes the status onto the cluster's SiteRelocation, creating it (and its CRD) the first time. */
+export async function publishReport(kube: Kube, clock: Clock, status: ReportStatus): Promise<void> {
+  await ensureReportCrd(kube, clock);
+  const ref = { apiVersion: REPORT_API_VERSION, kind: REPORT_KIND, name: REPORT_NAME };
+  // replaced whole, not merged: a field the run no longer has (the current step at the end) must go
+  if (await kube.get(ref)) await kube.update(ref, (current) => ({ ...current, status }));
+  else
+    await kube.create({
+      apiVersion: REPORT_API_VERSION,
+      kind: REPORT_KIND,
+      metadata: { name: REPORT_NAME, labels: { 'app.kubernetes.io/managed-by': 'sno-relocate' } },
+      status,
+    });
+}
+
+/**
+ * The engine's observer for a run: publishes once the API can answer (kubelet is up: the kubelet
+ * step is done, in this run or a resumed one), and from then on at every change. A failure to
+ * publish is logged once and never fails the run; the next change tries again.
+ */
+export function hubObserver(ctx: ReportContext, kube: () => Promise<Kube>): (state: RunState) => Promise<void> {
+  let warned = false;
+  return async (state) => {
+    if (state.steps.kubelet?.status !== 'done') return;
+    try {
+      await publishReport(await kube(), ctx.clock, await reportStatus(ctx, state));
+    } catch (err) {
+      if (!warned)
+        ctx.log.warn({ err }, `hub report ${REPORT_KIND} ${REPORT_NAME} not written: ${(err as Error).message}`);
+      warned = true;
+    }
+  };
+}
