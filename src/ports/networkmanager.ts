@@ -25,7 +25,14 @@ import {
   SETTINGS_PATH,
 } from './nm/dbus.js';
 import { stateFromDevices } from './nm/current-state.js';
-import { mergeSettings, profilesFor, sameType, type TranslationOptions, withoutAutoconnect } from './nm/profiles.js';
+import {
+  mergeSettings,
+  profilesFor,
+  sameType,
+  unsupportedThroughDbus,
+  type TranslationOptions,
+  withoutAutoconnect,
+} from './nm/profiles.js';
 import type { Nmstate } from './nmstate.js';
 
 /** NM_CHECKPOINT_CREATE_FLAG_DESTROY_ALL | DELETE_NEW_CONNECTIONS | DISCONNECT_NEW_DEVICES */
@@ -134,6 +141,8 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
         options,
       );
     },
+
+    unsupported: (state) => unsupportedThroughDbus(state, options),
 
     async apply(state: NmstateState, { timeoutSeconds }) {
       // before anything changes: an unsupported state is refused, not half applied

@@ -54,6 +54,8 @@ export function createNmstatectl(exec: Exec, log: Logger, clock: Clock = systemC
       }
       return structuredClone(last.state);
     },
+    // nmstatectl is nmstate itself: what the site-config's validation let through, it applies
+    unsupported: () => [],
 
     async apply(state, { timeoutSeconds }) {
       last = undefined;

@@ -178,6 +178,13 @@ export const networkStep: Step = {
 
   async plan(ctx) {
     const desired = desiredState(ctx);
+    // refused now, while every step is still planning, not at apply after others changed the node
+    const unsupported = ctx.nmstate.unsupported(desired);
+    if (unsupported.length)
+      return {
+        action: 'conflict',
+        reason: `the network backend on this node cannot apply the site network: ${unsupported.join('; ')}`,
+      };
     const differences = compareNetworkState(desired, await ctx.nmstate.show(), ctx.site.network.internalIP);
     const { empty, temporary } = await keyfileLeftovers(ctx);
     const interfaces = desired.interfaces?.length ?? 0;

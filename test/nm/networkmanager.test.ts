@@ -5,12 +5,16 @@
  * rollback and failed activations. The node modelled is the VM's: ens3 left to another network
  * stack, ens4 on DHCP through the profile `uplink`.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import dbus from 'dbus-next';
 import yaml from 'js-yaml';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { NmstateState } from '../../src/base/nmstate.js';
+import { RefusedError } from '../../src/base/errors.js';
+import { networkStep } from '../../src/steps/network.js';
+import { sshKeysStep } from '../../src/steps/ssh-keys.js';
+import { testNode, testSite } from '../node/context.js';
 import { createLogger } from '../../src/log/logger.js';
 import { compareNetworkState, desiredNetworkState } from '../../src/node/network-state.js';
 import {
@@ -365,6 +369,55 @@ describe('apply, commit', () => {
     await expect(adapter.apply(ovs, { timeoutSeconds: 30 })).rejects.toThrow(
       /br-ex: type ovs-interface .*SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE=1/,
     );
+    expect(writes()).toEqual([]);
+  });
+
+  it('declares what it cannot apply, and the network step refuses it at plan, before any step changes the node', async () => {
+    const corpus = (name: string) =>
+      yaml.load(
+        readFileSync(path.join(__dirname, '../fixtures/nmstate-corpus/examples', name), 'utf8'),
+      ) as NmstateState;
+    expect(adapter.unsupported(corpus('ovsbridge_dpdk_create.yml'))).toEqual([
+      'ovs-db: needs nmstatectl',
+      expect.stringMatching(/^interfaces\[0\] \(ovs-br0\)\.type: interface ovs-br0: type ovs-bridge is not supported/),
+      expect.stringMatching(/^interfaces\[1\] \(ovs0\)\.type: interface ovs0: type ovs-interface is not supported/),
+    ]);
+    expect(adapter.unsupported(corpus('eth1_add_route_rule.yml'))).toEqual([
+      'route-rules: needs nmstatectl',
+      'routes.config[0].table-id: needs nmstatectl',
+    ]);
+    expect(adapter.unsupported(corpus('eth1_add_route.yml'))).toEqual([
+      'routes.config[0].source: needs nmstatectl',
+      'routes.config[0].table-id: needs nmstatectl',
+      'routes.config[0].cwnd: needs nmstatectl',
+      'routes.config[1].route-type: needs nmstatectl',
+    ]);
+    expect(adapter.unsupported(corpus('dns_edit_eth1.yml'))).toEqual(['dns-resolver.config.options: needs nmstatectl']);
+    expect(adapter.unsupported(corpus('eth1_with_sriov.yml'))).toEqual([
+      'interfaces[0] (eth1).ethernet: needs nmstatectl',
+    ]);
+    // what the fallback covers: ethernet, bond, VLAN, Linux bridge, DHCP and static, DNS, routes and their removal
+    for (const name of [
+      'bond_linuxbridge_vlan_up.yml',
+      'linuxbrige_eth1_up.yml',
+      'vlan101_eth1_up.yml',
+      'eth1_del_all_routes.yml',
+      'dns_remove.yml',
+    ])
+      expect(adapter.unsupported(corpus(name)), name).toEqual([]);
+
+    const node = testNode({ site: testSite({ network: { nmstate: corpus('ovsbridge_dpdk_create.yml') } }) });
+    node.ctx.nmstate = adapter;
+    const plan = await networkStep.plan(node.ctx);
+    expect(plan).toMatchObject({
+      action: 'conflict',
+      reason: expect.stringContaining(
+        'the network backend on this node cannot apply the site network: ovs-db: needs nmstatectl; interfaces[0] (ovs-br0).type',
+      ),
+    });
+    // through the engine, as `run` does: refused in the preflight, before the ssh-keys step ran (no state written)
+    await expect(node.run([sshKeysStep, networkStep])).rejects.toBeInstanceOf(RefusedError);
+    expect(existsSync(path.join(node.root, 'var/lib/sno-relocate/state.json'))).toBe(false);
     expect(writes()).toEqual([]);
   });
 
