@@ -15,6 +15,7 @@ export const OPTIONS = {
   wait: { type: 'string', default: '0' },
   console: { type: 'string' },
   'health-timeout': { type: 'string', default: String(DEFAULT_HEALTH_TIMEOUT_SECONDS) },
+  'health-stable': { type: 'string', default: '120' },
   once: { type: 'boolean', default: false },
   translate: { type: 'boolean', default: false },
   inventory: { type: 'string' },

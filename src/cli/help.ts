@@ -39,6 +39,7 @@ Options:
   --skip LIST           leave out these steps or groups
   --wait SECONDS        with no PATH, wait this long for a site-config to appear (default 0)
   --health-timeout SEC  how long the health step waits for a healthy cluster (default 600)
+  --health-stable SEC   how long the cluster must stay settled before health calls it done (default 120)
   --console DEVICE      where the one-line progress banner goes (default /dev/console under systemd)
   -o, --output FORMAT   text, json or yaml (plan, validate); text or json (status, watch --once)
   --log-level LEVEL     trace, debug, info, warn, error (default info)

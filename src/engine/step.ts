@@ -37,6 +37,8 @@ export type StepPlan = PlanResult & { step: StepName };
 export interface RunOptions {
   /** seconds the health step waits for a healthy cluster */
   healthTimeoutSeconds: number;
+  /** seconds the cluster must stay settled before the health step calls it done */
+  healthStableSeconds: number;
 }
 
 /**

@@ -27,6 +27,55 @@ export const INFRASTRUCTURE_CONFIG: ObjectRef = {
   name: 'cluster',
 };
 
+export const ROUTE_API = 'route.openshift.io/v1';
+/** The router's namespace: an IngressController's defaultCertificate names a secret here. */
+export const ROUTER_NAMESPACE = 'openshift-ingress';
+export const INGRESS_CONTROLLER: ObjectRef = {
+  apiVersion: 'operator.openshift.io/v1',
+  kind: 'IngressController',
+  namespace: 'openshift-ingress-operator',
+  name: 'default',
+};
+/** Set by the openshift-apiserver on a route whose host it generated as `<name>-<namespace>.<apps domain>`. */
+export const HOST_GENERATED_ANNOTATION = 'openshift.io/host.generated';
+
+/**
+ * Routes whose host their operator sets and puts back when anyone else changes it: moved through
+ * the componentRoute their operator reads, or (the canary) not moved at all.
+ */
+export const OPERATOR_ROUTES = [
+  { namespace: 'openshift-console', name: 'console', operator: 'console-operator', host: 'console-openshift-console' },
+  {
+    namespace: 'openshift-console',
+    name: 'downloads',
+    operator: 'console-operator',
+    host: 'downloads-openshift-console',
+  },
+  {
+    namespace: 'openshift-authentication',
+    name: 'oauth-openshift',
+    operator: 'authentication-operator',
+    host: 'oauth-openshift',
+  },
+  { namespace: 'openshift-ingress-canary', name: 'canary', operator: 'ingress-operator', host: undefined },
+] as const;
+
+export const isOperatorRoute = (r: { namespace?: string; name: string }): boolean =>
+  OPERATOR_ROUTES.some((o) => o.namespace === r.namespace && o.name === r.name);
+
+export interface RouteObject extends KubeObject {
+  spec?: { host?: string; subdomain?: string };
+  status?: { ingress?: { host?: string; conditions?: { type: string; status: string }[] }[] };
+}
+
+/** Whether a router admitted a route (any route, e.g. console-custom) for `host`. */
+export const admittedFor = (routes: readonly RouteObject[], host: string): boolean =>
+  routes.some((r) =>
+    (r.status?.ingress ?? []).some(
+      (i) => i.host === host && (i.conditions ?? []).some((c) => c.type === 'Admitted' && c.status === 'True'),
+    ),
+  );
+
 export interface IngressConfig extends KubeObject {
   spec?: {
     domain?: string;

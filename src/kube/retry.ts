@@ -59,7 +59,12 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { budgetMs: 120_000, firstDelayMs: 100, maxDelayMs: 5_000 };
+/**
+ * 240 s per call: the outages the domain step's writes cause stack up on a single node (the
+ * openshift-apiserver's rollout, then one or two kube-apiserver restarts), and the platform's own
+ * components there are tuned to ride out 180 s without the API.
+ */
+export const DEFAULT_RETRY: RetryPolicy = { budgetMs: 240_000, firstDelayMs: 100, maxDelayMs: 5_000 };
 
 export async function withRetry<T>(
   clock: Clock,

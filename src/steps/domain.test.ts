@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeIngress, mergeNamedCertificates, wantedSecrets } from './domain.js';
+import { mergeIngress, mergeNamedCertificates, wantedSecrets, namedCertificateProblem } from './domain.js';
 
 const domains = { cluster: 'sno', apps: 'apps.sno.store42.example.com', api: 'api.sno.store42.example.com' };
 
@@ -51,15 +51,47 @@ describe('mergeNamedCertificates', () => {
 });
 
 describe('wantedSecrets', () => {
-  it('names the apps wildcard, console, downloads, oauth and api; the site ingress pair serves every apps name', () => {
+  const FACTORY = 'apps.sno.factory.example.com';
+  it('names the router wildcard (in openshift-ingress), console, downloads, oauth and api; the site ingress pair serves every apps name', () => {
     const pair = { certPem: 'c', keyPem: 'k' };
-    const wanted = wantedSecrets(domains, { ingress: pair });
-    expect(wanted.map((w) => [w.name, w.names[0], w.given ? w.field : 'site CA'])).toEqual([
-      ['sno-relocate-apps-wildcard', `*.${domains.apps}`, 'spec.certificates.ingress'],
-      ['sno-relocate-console', `console-openshift-console.${domains.apps}`, 'spec.certificates.ingress'],
-      ['sno-relocate-downloads', `downloads-openshift-console.${domains.apps}`, 'spec.certificates.ingress'],
-      ['sno-relocate-oauth', `oauth-openshift.${domains.apps}`, 'spec.certificates.ingress'],
-      ['sno-relocate-api', domains.api, 'site CA'],
+    const wanted = wantedSecrets(domains, FACTORY, { ingress: pair });
+    expect(wanted.map((w) => [w.namespace, w.name, w.names.join(' '), w.given ? w.field : 'site CA'])).toEqual([
+      ['openshift-ingress', 'sno-relocate-apps-wildcard', `*.${domains.apps}`, 'spec.certificates.ingress'],
+      [
+        'openshift-config',
+        'sno-relocate-console',
+        `console-openshift-console.${domains.apps}`,
+        'spec.certificates.ingress',
+      ],
+      [
+        'openshift-config',
+        'sno-relocate-downloads',
+        `downloads-openshift-console.${domains.apps}`,
+        'spec.certificates.ingress',
+      ],
+      ['openshift-config', 'sno-relocate-oauth', `oauth-openshift.${domains.apps}`, 'spec.certificates.ingress'],
+      ['openshift-config', 'sno-relocate-api', domains.api, 'site CA'],
     ]);
+  });
+  it("signs a router certificate for the factory's apps domain too, where the canary and the operators' default routes stay", () => {
+    expect(wantedSecrets(domains, FACTORY, {})[0]!.names).toEqual([`*.${domains.apps}`, `*.${FACTORY}`]);
+  });
+});
+
+describe('namedCertificateProblem', () => {
+  const ours = { names: [domains.api], servingCertificate: { name: 'sno-relocate-api' } };
+  const other = (i: number, names = [`api${i}.example.net`]) => ({ names, servingCertificate: { name: `other-${i}` } });
+  it('accepts up to 10 entries with names of their own', () => {
+    expect(namedCertificateProblem([...Array.from({ length: 9 }, (_, i) => other(i)), ours], domains)).toBeUndefined();
+  });
+  it('refuses an 11th entry, as the kube-apiserver operator would', () => {
+    expect(namedCertificateProblem([...Array.from({ length: 10 }, (_, i) => other(i)), ours], domains)).toBe(
+      "apiserver.config spec.servingCerts.namedCertificates: 11 entries with the site's, and the kube-apiserver operator accepts at most 10: remove 1 of the others",
+    );
+  });
+  it("refuses when another entry already names the site's API host", () => {
+    expect(namedCertificateProblem([other(1, ['x.example.net', domains.api]), ours], domains)).toBe(
+      `apiserver.config spec.servingCerts.namedCertificates: the entry for secret other-1 already names ${domains.api}, and the kube-apiserver operator refuses a name held by two entries: remove ${domains.api} from that entry`,
+    );
   });
 });

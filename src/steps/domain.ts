@@ -1,11 +1,16 @@
 /**
- * [domain] The cluster answers under the site's domain: serving certificates for the apps
- * wildcard, console, downloads, oauth and api (the site's own files, or signed by a site CA kept in
- * the state folder), as kubernetes.io/tls secrets in openshift-config; ingress.config/cluster gets
- * the new appsDomain and componentRoutes pointing at them; apiserver.config/cluster gets a
- * namedCertificate for api.<cluster>.<baseDomain>. Entries other tools put in those lists stay: the
- * agent's own are told by their secret's name prefix and are replaced, never duplicated. Routes
- * follow in the next step.
+ * [domain] The cluster answers under the site's domain: serving certificates for console,
+ * downloads, oauth and api as kubernetes.io/tls secrets in openshift-config, and the router's
+ * default certificate (both the factory's and the site's apps wildcards) in openshift-ingress; the
+ * site's own files, or signed by a site CA kept in the state folder. Then, back to back because each
+ * rolls out a control-plane component: ingress.config/cluster gets the new appsDomain and
+ * componentRoutes pointing at the secrets (the console and authentication operators move their
+ * routes from these), the IngressController default gets the router certificate, and
+ * apiserver.config/cluster gets a namedCertificate for api.<cluster>.<baseDomain> (a new
+ * kube-apiserver revision). Entries other tools put in those lists stay: the agent's own are told by
+ * their secret's name prefix and are replaced, never duplicated; a list the kube-apiserver operator
+ * would refuse (more than 10 entries, or the API name held by another entry) is refused here.
+ * Verify waits, bounded by --health-timeout, for the operators' routes admitted on their new hosts.
  */
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -22,9 +27,16 @@ import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';
+import { pollUntil } from '../ports/clock.js';
 import {
+  admittedFor,
   APISERVER_CONFIG,
   CONFIG_NAMESPACE,
+  INGRESS_CONTROLLER,
+  OPERATOR_ROUTES,
+  ROUTE_API,
+  ROUTER_NAMESPACE,
+  type RouteObject,
   diffLines,
   INGRESS_CONFIG,
   managedLabels,
@@ -39,10 +51,11 @@ import {
   type SecretObject,
   type SiteDomains,
 } from '../kube/openshift.js';
-import type { Kube } from '../ports/kube.js';
+import { describeRef, type Kube, type KubeObject } from '../ports/kube.js';
 
 interface WantedSecret {
   name: string;
+  namespace: string;
   /** DNS names the certificate must serve */
   names: string[];
   /** the site's own pair; otherwise the site CA signs one */
@@ -73,19 +86,60 @@ const COMPONENT_ROUTES = [
   },
 ] as const;
 export const API_SECRET = `${SECRET_PREFIX}api`;
+/** the router's default certificate, in openshift-ingress */
 export const APPS_SECRET = `${SECRET_PREFIX}apps-wildcard`;
+/** the kube-apiserver operator refuses a longer namedCertificates list (observe_apiserver.go) */
+export const MAX_NAMED_CERTIFICATES = 10;
 
+/**
+ * The secrets the site's domain needs. The router's default certificate covers the factory's apps
+ * domain too: the IngressController keeps its domain, and the routes left under it (the canary, the
+ * operators' default routes) are still served. A site's own ingress certificate serves as it is.
+ */
 export function wantedSecrets(
   domains: SiteDomains,
+  factoryApps: string,
   given: { ingress?: CertificatePair; api?: CertificatePair },
 ): WantedSecret[] {
   const ingress = given.ingress && { given: given.ingress, field: 'spec.certificates.ingress' };
+  const wildcards = [...new Set([domains.apps, factoryApps])].map((d) => `*.${d}`);
   return [
-    { name: APPS_SECRET, names: [`*.${domains.apps}`], ...ingress },
-    ...COMPONENT_ROUTES.map((r) => ({ name: r.secret, names: [`${r.host}.${domains.apps}`], ...ingress })),
-    { name: API_SECRET, names: [domains.api], ...(given.api && { given: given.api, field: 'spec.certificates.api' }) },
+    { name: APPS_SECRET, namespace: ROUTER_NAMESPACE, names: ingress ? [`*.${domains.apps}`] : wildcards, ...ingress },
+    ...COMPONENT_ROUTES.map((r) => ({
+      name: r.secret,
+      namespace: CONFIG_NAMESPACE,
+      names: [`${r.host}.${domains.apps}`],
+      ...ingress,
+    })),
+    {
+      name: API_SECRET,
+      namespace: CONFIG_NAMESPACE,
+      names: [domains.api],
+      ...(given.api && { given: given.api, field: 'spec.certificates.api' }),
+    },
   ];
 }
+
+/** Why the kube-apiserver operator would refuse the merged list, or undefined. */
+export function namedCertificateProblem(merged: readonly NamedCertificate[], domains: SiteDomains): string | undefined {
+  const field = 'apiserver.config spec.servingCerts.namedCertificates';
+  const holder = merged.find(
+    (c) => !c.servingCertificate.name.startsWith(SECRET_PREFIX) && (c.names ?? []).includes(domains.api),
+  );
+  if (holder)
+    return `${field}: the entry for secret ${holder.servingCertificate.name} already names ${domains.api}, and the kube-apiserver operator refuses a name held by two entries: remove ${domains.api} from that entry`;
+  if (merged.length > MAX_NAMED_CERTIFICATES)
+    return `${field}: ${merged.length} entries with the site's, and the kube-apiserver operator accepts at most ${MAX_NAMED_CERTIFICATES}: remove ${merged.length - MAX_NAMED_CERTIFICATES} of the others`;
+  return undefined;
+}
+
+interface IngressControllerObject extends KubeObject {
+  spec?: { defaultCertificate?: { name?: string }; [field: string]: unknown };
+}
+
+/** The operators' routes that move with the componentRoutes, and the host each must be admitted at. */
+const movedByOperators = (domains: SiteDomains) =>
+  OPERATOR_ROUTES.flatMap((r) => (r.host ? [{ ...r, wanted: `${r.host}.${domains.apps}` }] : []));
 
 export function wantedComponentRoutes(domains: SiteDomains): ComponentRoute[] {
   return COMPONENT_ROUTES.map((r) => ({
@@ -117,7 +171,7 @@ export function mergeNamedCertificates(current: readonly NamedCertificate[], dom
   ];
 }
 
-const secretRef = (name: string) => ({ apiVersion: 'v1', kind: 'Secret', name, namespace: CONFIG_NAMESPACE });
+const secretRef = (name: string, namespace: string) => ({ apiVersion: 'v1', kind: 'Secret', name, namespace });
 
 function pairIn(secret: SecretObject | undefined): CertificatePair | undefined {
   const crt = secret?.data?.['tls.crt'];
@@ -146,6 +200,9 @@ interface Survey {
   domains: SiteDomains;
   ingress: IngressConfig;
   apiserver: APIServerConfig;
+  ingressController: IngressControllerObject | undefined;
+  /** operators' routes not yet admitted on their new host */
+  pendingRoutes: ReturnType<typeof movedByOperators>;
   ca: SiteCa | undefined;
   /** secrets to write, with why */
   stale: { want: WantedSecret; exists: boolean; why: string }[];
@@ -163,18 +220,35 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   const domains = await siteDomains(kube, ctx.site, ingress);
   // the site's own CA when the site-config gives one; otherwise the one generated on the node
   const ca = siteCaGiven(ctx.site) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
-  const wanted = wantedSecrets(domains, ctx.site.certificates);
-  const current = await Promise.all(wanted.map((w) => kube.get<SecretObject>(secretRef(w.name))));
+  const wanted = wantedSecrets(domains, ingress.spec!.domain!, ctx.site.certificates);
+  const current = await Promise.all(wanted.map((w) => kube.get<SecretObject>(secretRef(w.name, w.namespace))));
+  const ingressController = (await kube.serves(INGRESS_CONTROLLER.apiVersion, INGRESS_CONTROLLER.kind))
+    ? await kube.get<IngressControllerObject>(INGRESS_CONTROLLER)
+    : undefined;
+  const routes = await kube.list<RouteObject>(ROUTE_API, 'Route');
   const s: Survey = {
     domains,
     ingress,
     apiserver,
+    ingressController,
+    pendingRoutes: movedByOperators(domains).filter((r) => !admittedFor(routes, r.wanted)),
     ca,
     stale: [],
     conflicts: [],
     ingressSpec: mergeIngress(ingress.spec ?? {}, domains),
     namedCertificates: mergeNamedCertificates(apiserver.spec?.servingCerts?.namedCertificates ?? [], domains),
   };
+  const named = namedCertificateProblem(s.namedCertificates, domains);
+  if (named) s.conflicts.push(named);
+  if (!ingressController)
+    s.conflicts.push(
+      `${describeRef(INGRESS_CONTROLLER)} not found: the router's default certificate cannot be set without the ingress operator's IngressController`,
+    );
+  const foreign = ingressController?.spec?.defaultCertificate?.name;
+  if (foreign && foreign !== APPS_SECRET)
+    s.conflicts.push(
+      `${describeRef(INGRESS_CONTROLLER)} spec.defaultCertificate names secret ${foreign}, which is not the agent's: remove it to let the agent serve the site's certificate`,
+    );
   for (const [i, want] of wanted.entries()) {
     const pair = pairIn(current[i]);
     if (want.given) {
@@ -208,7 +282,7 @@ function planOf(ctx: StepContext, s: Survey): PlanResult {
   for (const x of s.stale) {
     changes.push({
       action: x.exists ? 'update' : 'create',
-      target: `Secret ${CONFIG_NAMESPACE}/${x.want.name}`,
+      target: `Secret ${x.want.namespace}/${x.want.name}`,
       summary: `kubernetes.io/tls, ${x.why}; key not shown`,
     });
   }
@@ -220,14 +294,28 @@ function planOf(ctx: StepContext, s: Survey): PlanResult {
       summary: `appsDomain ${s.domains.apps} and component routes`,
       diff: ingressDiff,
     });
+  if (s.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET)
+    changes.push({
+      action: 'update',
+      target: describeRef(INGRESS_CONTROLLER),
+      summary: `the router serves ${APPS_SECRET} (restarts the router)`,
+      diff: diffLines(s.ingressController?.spec?.defaultCertificate, { name: APPS_SECRET }, 'spec.defaultCertificate'),
+    });
   const currentNamed = s.apiserver.spec?.servingCerts?.namedCertificates ?? [];
   const namedDiff = diffLines(currentNamed, s.namedCertificates, 'spec.servingCerts.namedCertificates');
   if (namedDiff.length > 0)
     changes.push({
       action: 'update',
       target: 'APIServer.config.openshift.io cluster',
-      summary: `named certificate for ${s.domains.api}`,
+      summary: `named certificate for ${s.domains.api} (a new kube-apiserver revision)`,
       diff: namedDiff,
+    });
+  for (const r of s.pendingRoutes)
+    changes.push({
+      action: 'update',
+      target: `Route ${r.namespace}/${r.name}`,
+      summary: `moved by ${r.operator} through its componentRoute, never patched; waits until admitted`,
+      diff: [`+ admitted host: ${r.wanted}`],
     });
   if (changes.length === 0)
     return {
@@ -237,11 +325,11 @@ function planOf(ctx: StepContext, s: Survey): PlanResult {
   return { action: 'change', summary: `move the cluster to ${s.domains.apps} and ${s.domains.api}`, changes };
 }
 
-function tlsSecret(name: string, pair: CertificatePair): SecretObject {
+function tlsSecret(name: string, namespace: string, pair: CertificatePair): SecretObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name, namespace: CONFIG_NAMESPACE, labels: { ...managedLabels } },
+    metadata: { name, namespace, labels: { ...managedLabels } },
     type: 'kubernetes.io/tls',
     data: {
       'tls.crt': Buffer.from(pair.certPem).toString('base64'),
@@ -251,7 +339,7 @@ function tlsSecret(name: string, pair: CertificatePair): SecretObject {
 }
 
 async function writeSecret(kube: Kube, secret: SecretObject, exists: boolean): Promise<void> {
-  const ref = secretRef(secret.metadata.name);
+  const ref = secretRef(secret.metadata.name, secret.metadata.namespace!);
   if (!exists || !(await kube.get(ref))) {
     try {
       await kube.create(secret);
@@ -273,7 +361,7 @@ export const domainStep: Step = {
   name: 'domain',
   group: 'cluster',
   description:
-    'site CA and serving certificates; `ingress.config` componentRoutes and appsDomain; `apiserver.config` namedCertificates merged',
+    "site CA, serving and router certificates; then `ingress.config` componentRoutes and appsDomain, the IngressController's default certificate and `apiserver.config` namedCertificates back to back; waits for the operators' routes",
   inputs: (site) => ({
     baseDomain: site.baseDomain,
     clusterName: site.clusterName ?? null,
@@ -295,10 +383,10 @@ export const domainStep: Step = {
     await Promise.all(
       s.stale.map(async (x) => {
         const pair = x.want.given ?? issueServing(x.want.names, ca!, now);
-        await writeSecret(kube, tlsSecret(x.want.name, pair), x.exists);
+        await writeSecret(kube, tlsSecret(x.want.name, x.want.namespace, pair), x.exists);
         ctx.log.info(
           {
-            secret: `${CONFIG_NAMESPACE}/${x.want.name}`,
+            secret: `${x.want.namespace}/${x.want.name}`,
             names: x.want.names,
             serial: new X509Certificate(pair.certPem).serialNumber,
           },
@@ -309,10 +397,18 @@ export const domainStep: Step = {
     // before the ingress config moves: the routes step must still find routes under the old domain
     const previous = s.ingress.spec?.appsDomain;
     if (previous && previous !== s.domains.apps) await rememberAppsDomain(ctx.fs, ctx.stateDir, previous);
+    // the writes that roll out control-plane components, back to back: ingress.config (the
+    // openshift-apiserver, then the operators' routes and the OAuth metadata revision), the router,
+    // and the kube-apiserver's named certificate (its revision)
     await kube.update<IngressConfig>(INGRESS_CONFIG, (current) => {
       const spec = mergeIngress(current.spec ?? {}, s.domains);
       return isDeepStrictEqual(spec, current.spec) ? undefined : { ...current, spec };
     });
+    await kube.update<IngressControllerObject>(INGRESS_CONTROLLER, (current) =>
+      current.spec?.defaultCertificate?.name === APPS_SECRET
+        ? undefined
+        : { ...current, spec: { ...current.spec, defaultCertificate: { name: APPS_SECRET } } },
+    );
     await kube.update<APIServerConfig>(APISERVER_CONFIG, (current) => {
       const named = current.spec?.servingCerts?.namedCertificates ?? [];
       const merged = mergeNamedCertificates(named, s.domains);
@@ -325,12 +421,30 @@ export const domainStep: Step = {
   },
 
   async verify(ctx) {
-    const plan = planOf(ctx, await survey(ctx, await ctx.kube()));
-    if (plan.action === 'noop') return;
-    const left = plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`).join('; ') : plan.reason;
-    throw new VerificationError(`domain: the cluster still differs after apply: ${left}`, {
-      step: 'domain',
-      retryable: true,
-    });
+    const kube = await ctx.kube();
+    let s = await survey(ctx, kube);
+    const config = planOf(ctx, { ...s, pendingRoutes: [] });
+    if (config.action !== 'noop') {
+      const left =
+        config.action === 'change' ? config.changes.map((c) => `${c.action} ${c.target}`).join('; ') : config.reason;
+      throw new VerificationError(`domain: the cluster still differs after apply: ${left}`, {
+        step: 'domain',
+        retryable: true,
+      });
+    }
+    // the operators move their routes on their own time, through rollouts of the API servers
+    const settled = await pollUntil(
+      ctx.clock,
+      async () => {
+        s = await survey(ctx, kube);
+        return s.pendingRoutes.length === 0 ? true : undefined;
+      },
+      { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
+    );
+    if (!settled)
+      throw new VerificationError(
+        `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${s.pendingRoutes.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
+        { step: 'domain', retryable: true },
+      );
   },
 };

@@ -1,8 +1,11 @@
 /**
- * [health] Last: the watcher's checks over the cluster until no finding is an error
- * (ClusterOperators Available and not Degraded, catalogs connected, builds and pools sound, ...),
- * bounded by --health-timeout. Leaves the site's context in the state folder for the companion
- * watcher that keeps watching after the run.
+ * [health] Last: waits, bounded by --health-timeout, until the rollouts the domain step started have
+ * settled (src/steps/rollout.ts: the kube-apiserver's latest revision installed and naming the site's
+ * API host, every ClusterOperator Available, not Progressing and not Degraded, the master pool
+ * updated) and the watcher's checks find no error (catalogs connected, builds sound, ...), and all of
+ * it has held for --health-stable: a rollout passes through moments that look settled. Only then is
+ * the run done. Leaves the site's context in the state folder for the companion watcher that keeps
+ * watching after the run.
  */
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
@@ -12,6 +15,7 @@ import { contextFromSite, siteContext, writeContextFile } from '../watch/context
 import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
+import { unsettled } from './rollout.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
 const SYNC_TIMEOUT_MS = 120_000;
@@ -19,6 +23,17 @@ const SHOWN = 10;
 
 const errorsIn = (findings: readonly Finding[]) => findings.filter((f) => f.severity === 'error');
 const line = (f: Finding) => `${f.object}: ${f.reason}`;
+
+/** What keeps the cluster from being done: the watcher's errors, then what has not settled. */
+async function blockers(ctx: StepContext, view: ClusterView): Promise<{ findings: Finding[]; blocking: string[] }> {
+  const { findings } = view.evaluate();
+  const errors = errorsIn(findings);
+  // an operator the watcher already reports is named once
+  const rollout = (await unsettled(await ctx.kube(), ctx.site)).filter(
+    (u) => !errors.some((f) => u.startsWith(`${f.object} `)),
+  );
+  return { findings, blocking: [...errors.map(line), ...rollout] };
+}
 
 async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise<T>): Promise<T> {
   const kube = await ctx.kube();
@@ -38,10 +53,9 @@ async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise
   }
 }
 
-function describe(findings: readonly Finding[]): string {
-  const errors = errorsIn(findings);
-  const shown = errors.slice(0, SHOWN).map(line).join('; ');
-  return `${errors.length} error finding${errors.length === 1 ? '' : 's'}: ${shown}${errors.length > SHOWN ? `; and ${errors.length - SHOWN} more` : ''}`;
+function describe(blocking: readonly string[]): string {
+  const shown = blocking.slice(0, SHOWN).join('; ');
+  return `${blocking.length} left: ${shown}${blocking.length > SHOWN ? `; and ${blocking.length - SHOWN} more` : ''}`;
 }
 
 function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
@@ -52,23 +66,27 @@ function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
 export const healthStep: Step = {
   name: 'health',
   group: 'cluster',
-  description: "the watcher's checks until the cluster is healthy or the timeout passes",
+  description:
+    "waits for the kube-apiserver revision, ClusterOperators and master pool to settle and the watcher's checks to pass, through a stability window",
   // the mirrors decide which image findings apply
   inputs: (site) => contextFromSite(site),
 
   async plan(ctx): Promise<PlanResult> {
-    const { findings } = await withView(ctx, async (view) => view.evaluate());
+    const { findings, blocking } = await withView(ctx, async (view) => blockers(ctx, view));
     const n = countBySeverity(findings);
-    if (n.error === 0)
-      return { action: 'noop', reason: `cluster healthy now (${n.warning} warnings, ${n.info} notes)` };
-    const changes: Change[] = errorsIn(findings).map((f) => ({
-      action: 'apply',
-      target: f.object,
-      summary: `wait until it clears: ${f.reason}`,
-    }));
+    if (blocking.length === 0)
+      return { action: 'noop', reason: `cluster healthy and settled now (${n.warning} warnings, ${n.info} notes)` };
+    const changes: Change[] = blocking.map((b) => {
+      const [target, ...rest] = b.split(': ');
+      return {
+        action: 'apply',
+        target: target!,
+        summary: `wait until it clears${rest.length ? `: ${rest.join(': ')}` : ''}`,
+      };
+    });
     return {
       action: 'change',
-      summary: `wait up to ${ctx.options.healthTimeoutSeconds}s for ${n.error} error finding${n.error === 1 ? '' : 's'} to clear`,
+      summary: `wait up to ${ctx.options.healthTimeoutSeconds}s for ${blocking.length} thing${blocking.length === 1 ? '' : 's'} to settle, then ${ctx.options.healthStableSeconds}s stable`,
       changes,
     };
   },
@@ -76,19 +94,30 @@ export const healthStep: Step = {
   async apply(ctx) {
     await writeContextFile(ctx.fs, ctx.stateDir, await siteContext(ctx.fs, ctx.stateDir, ctx.site));
     const timeoutMs = ctx.options.healthTimeoutSeconds * 1000;
+    const stableMs = ctx.options.healthStableSeconds * 1000;
     await withView(ctx, async (view) => {
-      let last: Finding[] = [];
+      let last: string[] = [];
+      let since: number | undefined;
       const healthy = await pollUntil(
         ctx.clock,
         async () => {
-          last = view.evaluate().findings;
-          return errorsIn(last).length === 0 ? last : undefined;
+          const { findings, blocking } = await blockers(ctx, view);
+          last = blocking;
+          if (blocking.length > 0) {
+            if (since !== undefined) ctx.log.info({ blocking: blocking.slice(0, SHOWN) }, 'health: unsettled again');
+            since = undefined;
+            return undefined;
+          }
+          since ??= ctx.clock.monotonic();
+          return ctx.clock.monotonic() - since >= stableMs ? findings : undefined;
         },
         { timeoutMs, intervalMs: 1000, maxIntervalMs: 5000 },
       );
       if (!healthy)
         throw new VerificationError(
-          `cluster not healthy after ${ctx.options.healthTimeoutSeconds}s: ${describe(last)}`,
+          last.length > 0
+            ? `cluster not healthy after ${ctx.options.healthTimeoutSeconds}s: ${describe(last)}`
+            : `cluster not stable for ${ctx.options.healthStableSeconds}s within ${ctx.options.healthTimeoutSeconds}s`,
           { step: 'health', retryable: true },
         );
       logNonErrors(ctx, healthy);
@@ -96,8 +125,8 @@ export const healthStep: Step = {
   },
 
   async verify(ctx) {
-    const { findings } = await withView(ctx, async (view) => view.evaluate());
-    if (errorsIn(findings).length > 0)
-      throw new VerificationError(`cluster not healthy: ${describe(findings)}`, { step: 'health', retryable: true });
+    const { blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    if (blocking.length > 0)
+      throw new VerificationError(`cluster not healthy: ${describe(blocking)}`, { step: 'health', retryable: true });
   },
 };

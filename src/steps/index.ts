@@ -14,6 +14,7 @@ import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
 import { nodePullSecretStep } from './node-pull-secret.js';
+import { oldNodeStep } from './old-node.js';
 import { routesStep } from './routes.js';
 import { sshKeysStep } from './ssh-keys.js';
 
@@ -32,14 +33,18 @@ export const STEPS: readonly Step[] = [
   kubeletStep,
   // needs kubelet: it is kubelet that files these requests
   csrApprovalStep,
-  // certificates and component routes for the new domain, then the routes that use it
-  domainStep,
-  // apiserver.config after domain's named certificate: both roll out in the kube-apiserver revisions health waits for
-  accessStep,
+  // needs the new Node Ready, so its requests approved: only then the former Node goes
+  oldNodeStep,
+  // while the API servers are stable: nothing before it rolls out a control-plane component
   routesStep,
+  // back to back: one render of the master pool, no reboot, a crio reload
   clusterPullSecretStep,
   mirrorsStep,
-  // last: confirms the cluster is healthy with everything above in place
+  // the writes that roll out the openshift-apiserver, router and kube-apiserver, last and together
+  domainStep,
+  // apiserver.config again, right after domain's named certificate: one burst of kube-apiserver changes
+  accessStep,
+  // last: waits for those rollouts to settle, with everything above in place
   healthStep,
   // after health: the site's own workloads run on a healthy cluster; `done` means they are ready
   inServiceStep,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { movedHost } from './routes.js';
+import { movedHost, targetHost } from './routes.js';
 
 describe('movedHost', () => {
   const old = ['apps.sno.factory.example.com', 'apps.sno.store42.example.com'];
@@ -15,5 +15,53 @@ describe('movedHost', () => {
     ['apps.sno.factory.example.com.evil.net', undefined],
   ])('%s -> %s', (host, want) => {
     expect(movedHost(host, old, 'apps.sno.store77.example.com')).toBe(want);
+  });
+});
+
+describe('targetHost', () => {
+  const old = ['apps.sno.factory.example.com'];
+  const NEW = 'apps.sno.store77.example.com';
+  const route = (namespace: string, name: string, host: string, generated = false) => ({
+    apiVersion: 'route.openshift.io/v1',
+    kind: 'Route',
+    metadata: {
+      namespace,
+      name,
+      ...(generated && { annotations: { 'openshift.io/host.generated': 'true' } }),
+    },
+    spec: { host },
+  });
+  it.each([
+    [
+      'a monitoring route',
+      route('openshift-monitoring', 'thanos-querier', `thanos-querier-openshift-monitoring.${old[0]}`, true),
+      `thanos-querier-openshift-monitoring.${NEW}`,
+    ],
+    [
+      'a generated host under a domain no longer known',
+      route('shop', 'web', 'web-shop.apps.lab.example.org', true),
+      `web-shop.${NEW}`,
+    ],
+    ['a generated route given a custom host later', route('shop', 'web', 'www.shop.example.net', true), undefined],
+    ['a set host under the old domain', route('shop', 'web', `store.${old[0]}`), `store.${NEW}`],
+    ['a custom host', route('shop', 'web', 'shop.example.net'), undefined],
+    ['already moved', route('shop', 'web', `web-shop.${NEW}`, true), undefined],
+    [
+      'the console, moved by its operator',
+      route('openshift-console', 'console', `console-openshift-console.${old[0]}`),
+      undefined,
+    ],
+    [
+      'the OAuth route, moved by its operator',
+      route('openshift-authentication', 'oauth-openshift', `oauth-openshift.${old[0]}`),
+      undefined,
+    ],
+    [
+      'the canary, left to its operator',
+      route('openshift-ingress-canary', 'canary', `canary-openshift-ingress-canary.${old[0]}`),
+      undefined,
+    ],
+  ])('%s', (_name, r, want) => {
+    expect(targetHost(r, old, NEW)).toBe(want);
   });
 });

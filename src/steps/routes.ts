@@ -1,17 +1,28 @@
 /**
  * [routes] Every route whose host lies under an old apps domain moves to the site's: the part
- * before the domain, the namespace, the name and the rest of the spec stay. Routes with hosts of
- * their own (a shop's public name) are not touched. Each route is one merge patch of spec.host,
- * sent in parallel with a bound so a node with a thousand routes neither waits on them one by one
- * nor floods an API server that has just restarted.
+ * before the domain, the namespace, the name and the rest of the spec stay. A route whose host the
+ * openshift-apiserver generated (annotation openshift.io/host.generated=true, e.g. the monitoring
+ * routes) moves to the host it would be given now, `<name>-<namespace>.<site apps domain>`, whatever
+ * domain it was under. Routes with hosts of their own (a shop's public name) are not touched, nor
+ * are the routes an operator owns (console, downloads, oauth-openshift, canary): their operator
+ * would put a patched host back; the domain step moves them through their componentRoutes. Runs
+ * before the domain step, while the API servers are stable. Each route is one merge patch of
+ * spec.host, sent in parallel with a bound so a node with a thousand routes neither waits on them
+ * one by one nor floods an API server that has just restarted.
  */
 import pLimit from 'p-limit';
 import { VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
-import { oldAppsDomains, readIngressConfig, siteDomains } from '../kube/openshift.js';
+import {
+  HOST_GENERATED_ANNOTATION,
+  isOperatorRoute,
+  oldAppsDomains,
+  readIngressConfig,
+  ROUTE_API,
+  siteDomains,
+} from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
-const ROUTE_API = 'route.openshift.io/v1';
 /** parallel patches: enough to hide the round trips, few enough for a single-node API server */
 export const ROUTE_CONCURRENCY = 32;
 
@@ -29,6 +40,18 @@ export function movedHost(host: string, oldDomains: readonly string[], newDomain
   return old === undefined ? undefined : `${host.slice(0, host.length - old.length)}${newDomain}`;
 }
 
+/** Where a route goes: a generated host is generated again for the new domain; others by movedHost. */
+export function targetHost(route: Route, oldDomains: readonly string[], newDomain: string): string | undefined {
+  const host = route.spec?.host;
+  if (host === undefined || host.endsWith(`.${newDomain}`) || isOperatorRoute(route.metadata)) return undefined;
+  // <name, dots as dashes>-<namespace>: the first label, as the openshift-apiserver generates it; a
+  // host someone set by hand later keeps the annotation but not this label, and is not the generator's
+  const label = `${route.metadata.name.replace(/\./g, '-')}-${route.metadata.namespace}`;
+  if (route.metadata.annotations?.[HOST_GENERATED_ANNOTATION] === 'true' && host.startsWith(`${label}.`))
+    return `${label}.${newDomain}`;
+  return movedHost(host, oldDomains, newDomain);
+}
+
 async function survey(ctx: StepContext): Promise<{ moves: Move[]; newDomain: string; oldDomains: string[] }> {
   const kube = await ctx.kube();
   const ingress = await readIngressConfig(kube);
@@ -37,9 +60,8 @@ async function survey(ctx: StepContext): Promise<{ moves: Move[]; newDomain: str
   const routes = await kube.list<Route>(ROUTE_API, 'Route');
   const moves: Move[] = [];
   for (const route of routes) {
-    const from = route.spec?.host;
-    const to = from === undefined ? undefined : movedHost(from, oldDomains, apps);
-    if (from !== undefined && to !== undefined) moves.push({ route, from, to });
+    const to = targetHost(route, oldDomains, apps);
+    if (to !== undefined) moves.push({ route, from: route.spec!.host!, to });
   }
   return { moves, newDomain: apps, oldDomains };
 }
@@ -47,13 +69,17 @@ async function survey(ctx: StepContext): Promise<{ moves: Move[]; newDomain: str
 export const routesStep: Step = {
   name: 'routes',
   group: 'cluster',
-  description: 'routes under the old apps domain moved to the new one; custom hosts left alone',
+  description:
+    'routes under the old apps domain and generated hosts moved to the new one; custom hosts and operator-owned routes left alone',
   inputs: (site) => ({ baseDomain: site.baseDomain, clusterName: site.clusterName ?? null }),
 
   async plan(ctx) {
     const { moves, newDomain, oldDomains } = await survey(ctx);
     if (moves.length === 0)
-      return { action: 'noop', reason: `no route is left under ${oldDomains.join(' or ') || 'an old apps domain'}` };
+      return {
+        action: 'noop',
+        reason: `no route is left under ${oldDomains.join(' or ') || 'an old apps domain'} (the operators' own routes are the domain step's)`,
+      };
     return {
       action: 'change',
       summary: `move ${moves.length} route${moves.length === 1 ? '' : 's'} from ${oldDomains.join(', ')} to ${newDomain}`,

@@ -9,7 +9,7 @@ import type { Site } from '../../src/config/site.js';
 import { planSteps, runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
-import type { StepName } from '../../src/engine/step.js';
+import type { RunOptions, StepName } from '../../src/engine/step.js';
 import type { StepContext } from '../../src/config/site.js';
 import { connectKube } from '../../src/kube/client.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
@@ -27,6 +27,7 @@ import {
   type SeedOptions,
 } from '../kube/factory-cluster.js';
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
+import { startModels, type Models } from './models/index.js';
 import { testSite } from '../node/context.js';
 
 export const STATE_DIR = '/var/lib/sno-relocate';
@@ -38,17 +39,50 @@ export const CLUSTER_PHASE: StepName[] = STEPS.filter((s) => s.group === 'cluste
 export interface ClusterEnv {
   cluster: TestCluster;
   factory: FactoryCluster;
+  /** the OpenShift components' models (test/cluster/models), unless started without */
+  models?: Models;
   stop(): Promise<void>;
 }
 
-export async function startFactory(opts: { crds?: ApplyCrdsOptions; seed?: SeedOptions } = {}): Promise<ClusterEnv> {
+export interface FactoryOptions {
+  crds?: ApplyCrdsOptions;
+  seed?: SeedOptions;
+  /** run the models of the OpenShift operators, router and kube-apiserver revisions; default true */
+  models?: boolean;
+}
+
+/** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
+function serializeRestarts(cluster: TestCluster): void {
+  const restart = cluster.restartApiServer.bind(cluster);
+  let last: Promise<void> = Promise.resolve();
+  cluster.restartApiServer = (o) => {
+    const next = last.then(
+      () => restart(o),
+      () => restart(o),
+    );
+    last = next;
+    return next;
+  };
+}
+
+export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEnv> {
   const cluster = await startCluster();
+  serializeRestarts(cluster);
+  let models: Models | undefined;
+  const stop = async () => {
+    await models?.stop();
+    await cluster.stop();
+  };
   try {
     await applyCrds(cluster.kubeconfigPath, opts.crds);
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
-    return { cluster, factory, stop: () => cluster.stop() };
+    if (opts.models !== false) {
+      models = startModels(cluster, cluster.kubeConfig(), { nodeName: factory.nodeName });
+      await models.settled();
+    }
+    return { cluster, factory, ...(models && { models }), stop };
   } catch (err) {
-    await cluster.stop();
+    await stop();
     throw err;
   }
 }
@@ -106,6 +140,7 @@ export async function agent(
   site: Site,
   root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')),
   onLog?: (entry: LogEntry) => void,
+  options: Partial<RunOptions> = {},
 ): Promise<Agent> {
   const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
   const fs = createRootFs(root);
@@ -122,7 +157,7 @@ export async function agent(
     clock: systemClock,
     log,
     stateDir: STATE_DIR,
-    options: { healthTimeoutSeconds: 1 },
+    options: { healthTimeoutSeconds: 120, healthStableSeconds: 1, ...options },
   };
   const store = new StateStore(fs, STATE_DIR);
   return {

@@ -65,7 +65,11 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
 
   beforeAll(async () => {
     // Cluster API, layering and HyperShift arrive later, as on a cluster where they are enabled after install
-    env = await startFactory({ crds: { except: ['capi', 'layering', 'hypershift'] }, seed: { csrs: false } });
+    env = await startFactory({
+      crds: { except: ['capi', 'layering', 'hypershift'] },
+      seed: { csrs: false },
+      models: false,
+    });
     scenario = new Scenario(env.cluster.kubeConfig());
     root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-watch-'));
     await writeContextFile(createRootFs(root), STATE_DIR, SITE_CONTEXT);
@@ -287,14 +291,14 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
 
   describe('the health step', () => {
     it('plans the current error findings as data and passes once they clear', async () => {
-      const a = await agent(env, storeSite());
+      const a = await agent(env, storeSite(), undefined, undefined, { healthTimeoutSeconds: 1 });
       await setOperator('ingress', {
         conditions: [condition('Available', 'False', 'NoRouter', 'router pods pending')],
       });
       const plan = await healthStep.plan(a.ctx);
       expect(plan).toEqual({
         action: 'change',
-        summary: 'wait up to 1s for 1 error finding to clear',
+        summary: 'wait up to 1s for 1 thing to settle, then 1s stable',
         changes: [
           {
             action: 'apply',
@@ -304,21 +308,21 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
         ],
       });
       if (plan.action !== 'change') throw new Error('expected a change');
-      const ctx = { ...a.ctx, options: { healthTimeoutSeconds: 30 } };
+      const ctx = { ...a.ctx, options: { healthTimeoutSeconds: 30, healthStableSeconds: 0 } };
       const applied = healthStep.apply(ctx, plan);
       await setOperator('ingress', healthyOperator());
       await applied;
       await healthStep.verify(ctx);
       expect(await healthStep.plan(ctx)).toMatchObject({
         action: 'noop',
-        reason: expect.stringMatching(/^cluster healthy now \(\d+ warnings, \d+ notes\)$/),
+        reason: expect.stringMatching(/^cluster healthy and settled now \(\d+ warnings, \d+ notes\)$/),
       });
       const kept = JSON.parse(readFileSync(path.join(a.root, STATE_DIR, 'watch-context.json'), 'utf8')) as WatchContext;
       expect(kept.tagMirrorSources).toEqual(['registry.redhat.io/redhat']);
     });
 
     it('fails after the timeout, listing the findings', async () => {
-      const a = await agent(env, storeSite());
+      const a = await agent(env, storeSite(), undefined, undefined, { healthTimeoutSeconds: 1 });
       await setOperator('authentication', {
         conditions: [
           condition('Available', 'True'),
@@ -333,7 +337,7 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       );
       expect(failed).toBeInstanceOf(VerificationError);
       expect((failed as Error).message).toBe(
-        'cluster not healthy after 1s: 1 error finding: ClusterOperator authentication: Degraded: OAuthServerRouteEndpointAccessibleControllerDegraded',
+        'cluster not healthy after 1s: 1 left: ClusterOperator authentication: Degraded: OAuthServerRouteEndpointAccessibleControllerDegraded',
       );
       await setOperator('authentication', healthyOperator());
     });

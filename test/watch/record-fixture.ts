@@ -23,7 +23,7 @@ export const FIXTURE_CONTEXT = {
   factoryRegistries: [FACTORY_REGISTRY],
 };
 
-const env = await startFactory({ crds: { except: ['hypershift'] }, seed: { csrs: false } });
+const env = await startFactory({ crds: { except: ['hypershift'] }, seed: { csrs: false }, models: false });
 try {
   const kc = env.cluster.kubeConfig();
   const s = new Scenario(kc);

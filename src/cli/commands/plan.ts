@@ -19,7 +19,10 @@ export async function planCommand(inv: Invocation): Promise<CommandResult> {
   const { ctx, close } = createStepContext(
     rt,
     loaded,
-    { healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']) },
+    {
+      healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']),
+      healthStableSeconds: seconds('--health-stable', inv.flags['health-stable']),
+    },
     { kubeReadyTimeoutMs: PLAN_API_WAIT_MS },
   );
   const steps: ShownPlan[] = [];

@@ -19,6 +19,7 @@ export async function runCommand(inv: Invocation): Promise<CommandResult> {
   }
   const { ctx, close } = createStepContext(rt, loaded, {
     healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']),
+    healthStableSeconds: seconds('--health-stable', inv.flags['health-stable']),
   });
   try {
     const state = await runSteps({

@@ -1,0 +1,121 @@
+/**
+ * Whether the control plane has settled after the domain step's writes, as the operators report
+ * it: the kube-apiserver operator's revision (every node at the latest, no installer at work, no
+ * failed latest revision, and the latest revision's config naming the site's API host), every
+ * ClusterOperator Available, not Progressing and not Degraded, and the master MachineConfigPool
+ * updated. Each answer is a list of what is not settled yet; empty when all is.
+ */
+import { readIngressConfig, siteDomains } from '../kube/openshift.js';
+import type { Kube, KubeObject } from '../ports/kube.js';
+import type { Site } from '../config/site.js';
+
+export const KUBE_APISERVER_OPERATOR = {
+  apiVersion: 'operator.openshift.io/v1',
+  kind: 'KubeAPIServer',
+  name: 'cluster',
+} as const;
+export const KUBE_APISERVER_NAMESPACE = 'openshift-kube-apiserver';
+
+interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+}
+type WithConditions = KubeObject & { status?: { conditions?: Condition[] } };
+const conditionOf = (o: WithConditions, type: string) => o.status?.conditions?.find((c) => c.type === type);
+const said = (c: Condition | undefined) =>
+  c ? [c.reason, c.message].filter(Boolean).join(': ') || c.status : 'not reported';
+
+interface KubeApiServerOperator extends WithConditions {
+  status?: WithConditions['status'] & {
+    latestAvailableRevision?: number;
+    nodeStatuses?: {
+      nodeName?: string;
+      currentRevision?: number;
+      targetRevision?: number;
+      lastFailedRevision?: number;
+    }[];
+  };
+}
+
+/** What keeps the kube-apiserver's revision from being settled with `apiHost` in it. */
+export async function revisionUnsettled(kube: Kube, apiHost: string): Promise<string[]> {
+  if (!(await kube.serves(KUBE_APISERVER_OPERATOR.apiVersion, KUBE_APISERVER_OPERATOR.kind))) return [];
+  const op = await kube.get<KubeApiServerOperator>(KUBE_APISERVER_OPERATOR);
+  // served but absent is no operator at work here: nothing to wait for
+  if (!op) return [];
+  const latest = op.status?.latestAvailableRevision ?? 0;
+  const out: string[] = [];
+  for (const n of op.status?.nodeStatuses ?? []) {
+    if (n.currentRevision !== latest)
+      out.push(`kube-apiserver on ${n.nodeName ?? 'the node'} at revision ${n.currentRevision ?? 0}, latest ${latest}`);
+    if (n.targetRevision) out.push(`kube-apiserver installing revision ${n.targetRevision}`);
+    if (n.lastFailedRevision !== undefined && n.lastFailedRevision === latest)
+      out.push(`kube-apiserver revision ${latest} failed`);
+  }
+  const installer = conditionOf(op, 'NodeInstallerProgressing');
+  if (installer?.status === 'True') out.push(`kube-apiserver NodeInstallerProgressing: ${said(installer)}`);
+  const config = await kube.get<KubeObject & { data?: Record<string, string> }>({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    namespace: KUBE_APISERVER_NAMESPACE,
+    name: `config-${latest}`,
+  });
+  if (!config?.data?.['config.yaml']?.includes(apiHost))
+    out.push(`kube-apiserver revision ${latest} does not serve ${apiHost} yet`);
+  return out;
+}
+
+export async function operatorsUnsettled(kube: Kube): Promise<string[]> {
+  const out: string[] = [];
+  for (const co of await kube.list<WithConditions>('config.openshift.io/v1', 'ClusterOperator')) {
+    const name = `ClusterOperator ${co.metadata.name}`;
+    if (conditionOf(co, 'Available')?.status !== 'True')
+      out.push(`${name} not Available: ${said(conditionOf(co, 'Available'))}`);
+    if (conditionOf(co, 'Progressing')?.status === 'True')
+      out.push(`${name} Progressing: ${said(conditionOf(co, 'Progressing'))}`);
+    if (conditionOf(co, 'Degraded')?.status === 'True')
+      out.push(`${name} Degraded: ${said(conditionOf(co, 'Degraded'))}`);
+  }
+  return out;
+}
+
+interface Pool extends WithConditions {
+  spec?: { configuration?: { name?: string } };
+  status?: WithConditions['status'] & {
+    configuration?: { name?: string };
+    machineCount?: number;
+    readyMachineCount?: number;
+  };
+}
+
+export async function masterPoolUnsettled(kube: Kube): Promise<string[]> {
+  if (!(await kube.serves('machineconfiguration.openshift.io/v1', 'MachineConfigPool'))) return [];
+  const pool = await kube.get<Pool>({
+    apiVersion: 'machineconfiguration.openshift.io/v1',
+    kind: 'MachineConfigPool',
+    name: 'master',
+  });
+  if (!pool) return ['MachineConfigPool master not found'];
+  const out: string[] = [];
+  const wanted = pool.spec?.configuration?.name;
+  const current = pool.status?.configuration?.name;
+  if (wanted !== current) out.push(`MachineConfigPool master rendering ${wanted ?? '?'}, at ${current ?? '?'}`);
+  if (conditionOf(pool, 'Updated')?.status !== 'True') out.push('MachineConfigPool master not Updated');
+  if ((pool.status?.readyMachineCount ?? 0) !== (pool.status?.machineCount ?? 0))
+    out.push(
+      `MachineConfigPool master ${pool.status?.readyMachineCount ?? 0} of ${pool.status?.machineCount ?? 0} machines ready`,
+    );
+  return out;
+}
+
+/** Everything not settled yet, in one list. */
+export async function unsettled(kube: Kube, site: Pick<Site, 'clusterName' | 'baseDomain'>): Promise<string[]> {
+  const { api } = await siteDomains(kube, site, await readIngressConfig(kube));
+  return [
+    ...(await revisionUnsettled(kube, api)),
+    ...(await operatorsUnsettled(kube)),
+    ...(await masterPoolUnsettled(kube)),
+  ];
+}
