@@ -6,8 +6,8 @@
  * system UUID of /sys/class/dmi/id/product_uuid, in its status.nodeInfo. A Node of another machine
  * is never touched, whatever its name or state.
  */
-import { VerificationError } from '../engine/errors.js';
-import type { Step, StepContext } from '../engine/step.js';
+import { VerificationError } from '../base/errors.js';
+import type { Step, StepContext } from '../config/site.js';
 import { readStaticHostname } from '../node/hostname.js';
 import { pollUntil } from '../ports/clock.js';
 import type { KubeObject } from '../ports/kube.js';
