@@ -21,6 +21,8 @@ Usage:
                                       one signed site folder (and ISO image) per inventory row, each validated
   sno-relocate credentials --site DIR --key CLIENT-CA.key --out FILE [--user NAME]
                                       the site's admin kubeconfig, signed by its client CA (-o json|text)
+  sno-relocate fleet status --kubeconfigs DIR [--concurrency N] [--timeout SECONDS]
+                                      each cluster's SiteRelocation, read concurrently (-o json|text)
   sno-relocate --version | --help
 
 Steps, in order (for --only and --skip; groups: ${STEP_GROUPS.join(', ')}):

@@ -23,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   sign: async () => (await import('./commands/sign.js')).signCommand,
   watch: async () => (await import('./commands/watch.js')).watchCommand,
   render: async () => (await import('./commands/render.js')).renderCommand,
+  fleet: async () => (await import('./commands/fleet.js')).fleetCommand,
   credentials: async () => (await import('./commands/credentials.js')).credentialsCommand,
 };
 

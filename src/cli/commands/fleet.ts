@@ -1,0 +1,25 @@
+import { UsageError } from '../../base/errors.js';
+import { fleetStatus, kubeconfigsIn, renderFleetStatus } from '../../fleet/status.js';
+import { type Invocation, oneOf, seconds } from '../args.js';
+import type { CommandResult } from './result.js';
+
+/** `fleet status --kubeconfigs DIR [--concurrency N] [--timeout SECONDS] [-o json]` */
+export async function fleetCommand(inv: Invocation): Promise<CommandResult> {
+  const [sub, ...rest] = inv.positionals;
+  if (sub !== 'status' || rest.length > 0) throw new UsageError('usage: sno-relocate fleet status --kubeconfigs DIR');
+  const dir = inv.flags.kubeconfigs;
+  if (!dir) throw new UsageError('fleet status needs --kubeconfigs DIR (one kubeconfig file per cluster)');
+  const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
+  const concurrency = seconds('--concurrency', inv.flags.concurrency);
+  if (concurrency < 1) throw new UsageError('--concurrency: at least 1');
+  const timeoutSeconds = seconds('--timeout', inv.flags.timeout);
+  if (timeoutSeconds < 1) throw new UsageError('--timeout: at least 1 second');
+  const files = await kubeconfigsIn(dir).catch((err: NodeJS.ErrnoException) => {
+    throw new UsageError(`--kubeconfigs: cannot read ${dir}: ${err.code ?? err.message}`);
+  });
+  const lines = await fleetStatus(files, { concurrency, timeoutMs: timeoutSeconds * 1000 });
+  return {
+    exitCode: 0,
+    stdout: format === 'json' ? `${JSON.stringify({ clusters: lines }, null, 2)}\n` : renderFleetStatus(lines),
+  };
+}

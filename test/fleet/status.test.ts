@@ -1,0 +1,110 @@
+/**
+ * `fleet status` through the built executable against a real kube-apiserver holding a
+ * SiteRelocation, an API without one, a server that accepts connections and never answers, and a
+ * port where nothing listens: one line each, the stopped ones unreachable within their timeout.
+ */
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishReport, type ReportStatus } from '../../src/hub/report.js';
+import { connectKube } from '../../src/kube/client.js';
+import { createLogger } from '../../src/log/logger.js';
+import { systemClock } from '../../src/ports/clock.js';
+import { runCli } from '../helpers/cli.js';
+import { missingBinaries, startCluster, type TestCluster } from '../kube/cluster.js';
+
+const skip = missingBinaries().length > 0;
+let cluster: TestCluster;
+let bare: TestCluster;
+let work: string;
+let silent: net.Server;
+const sockets: net.Socket[] = [];
+
+/** A kubeconfig for a server that is no real cluster. */
+function fakeKubeconfig(file: string, server: string): void {
+  writeFileSync(
+    file,
+    yaml.dump({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'u', user: { token: 'not-a-real-token' } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+}
+
+beforeAll(async () => {
+  if (skip) return;
+  [cluster, bare] = await Promise.all([startCluster(), startCluster()]);
+  const kube = await connectKube(cluster.kubeconfigPath, createLogger({ write: () => undefined, journal: false }));
+  const status: ReportStatus = {
+    site: 'store-0042',
+    phase: 'Running',
+    currentStep: 'routes',
+    startedAt: new Date().toISOString(),
+    steps: [],
+    watcherErrorCount: 2,
+    agentVersion: '0.1.0',
+    updatedAt: new Date().toISOString(),
+  };
+  await publishReport(kube, systemClock, status);
+  // accepts the connection, then says nothing: a stopped API behind a live load balancer
+  silent = net.createServer((s) => void sockets.push(s));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const closed = net.createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const closedPort = (closed.address() as net.AddressInfo).port;
+  await new Promise((resolve) => closed.close(resolve));
+
+  work = mkdtempSync(path.join(tmpdir(), 'fleet-status-'));
+  const dir = path.join(work, 'kubeconfigs');
+  mkdirSync(dir);
+  copyFileSync(cluster.kubeconfigPath, path.join(dir, 'store-0042.yaml'));
+  copyFileSync(bare.kubeconfigPath, path.join(dir, 'store-0043.yaml'));
+  fakeKubeconfig(path.join(dir, 'store-0044.yaml'), `https://127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
+  fakeKubeconfig(path.join(dir, 'store-0045.yaml'), `https://127.0.0.1:${closedPort}`);
+}, 120_000);
+afterAll(async () => {
+  for (const s of sockets) s.destroy();
+  silent?.close();
+  await Promise.all([cluster?.stop(), bare?.stop()]);
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe.skipIf(skip)('fleet status', () => {
+  it('prints one line per cluster and the totals; a stopped one is unreachable, never a hang', () => {
+    const result = runCli(['fleet', 'status', '--kubeconfigs', path.join(work, 'kubeconfigs'), '--timeout', '2'], {
+      timeoutMs: 20_000,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines[0]).toMatch(/^CLUSTER\s+SITE\s+PHASE\s+STEP\s+WATCHER ERRORS\s+UPDATED \/ REASON$/);
+    expect(lines.find((l) => l.startsWith('store-0042'))).toMatch(/store-0042\s+store-0042\s+Running\s+routes\s+2\s/);
+    expect(lines.find((l) => l.startsWith('store-0043'))).toMatch(/no report\s+the agent has not written/);
+    expect(lines.find((l) => l.startsWith('store-0044'))).toMatch(/unreachable\s+no answer from the API within 2 s/);
+    expect(lines.find((l) => l.startsWith('store-0045'))).toMatch(/unreachable\s+.*ECONNREFUSED/);
+    expect(result.stdout).toContain('4 cluster(s): 1 Running, 1 no report, 2 unreachable');
+  });
+
+  it('gives the same as JSON, with each read bounded by its timeout', () => {
+    const result = runCli(
+      ['fleet', 'status', '--kubeconfigs', path.join(work, 'kubeconfigs'), '--timeout', '1', '-o', 'json'],
+      {
+        timeoutMs: 20_000,
+      },
+    );
+    const out = JSON.parse(result.stdout) as { clusters: { name: string; state: string; durationMs: number }[] };
+    expect(out.clusters.map((c) => [c.name, c.state])).toEqual([
+      ['store-0042', 'reported'],
+      ['store-0043', 'no report'],
+      ['store-0044', 'unreachable'],
+      ['store-0045', 'unreachable'],
+    ]);
+    expect(out.clusters[2]!.durationMs).toBeLessThan(3000);
+  });
+});
