@@ -14,6 +14,7 @@ Usage:
   sno-relocate status                 progress and result of the last run, and watcher findings (-o json|text)
   sno-relocate watch                  companion watcher: OLM, Cluster API, on-cluster layering, operators
   sno-relocate watch --once           one sync, print the findings (-o json|text); exit 1 when one is an error
+  sno-relocate gate     [PATH]        before kubelet at boot: close the kubelet gate while a new site-config waits
   sno-relocate keygen --out NAME      a signing key pair: NAME.key (private, 0600) and NAME.pub
   sno-relocate sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER
                                       write FOLDER/site-config.sig over the site-config and every file it names

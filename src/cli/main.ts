@@ -25,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   render: async () => (await import('./commands/render.js')).renderCommand,
   fleet: async () => (await import('./commands/fleet.js')).fleetCommand,
   credentials: async () => (await import('./commands/credentials.js')).credentialsCommand,
+  gate: async () => (await import('./commands/gate.js')).gateCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -7,6 +7,7 @@ import { type Banner, createBanner } from '../engine/banner.js';
 import { ConfigError, StepError } from '../base/errors.js';
 import type { RunOptions } from '../engine/step.js';
 import type { StepContext } from '../config/site.js';
+import { hashOf } from '../engine/state.js';
 import { createLogger, logEvent, type Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 import { type Clock, systemClock } from '../ports/clock.js';
@@ -146,6 +147,7 @@ export function createStepContext(
       clock: rt.clock,
       log: rt.log,
       stateDir: rt.stateDir,
+      configHash: hashOf(loaded.files),
       options,
     },
     close: () => {

@@ -61,6 +61,8 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   log: Logger;
   /** host path of the state folder, for material a step must keep between runs */
   stateDir: string;
+  /** hash of the whole site-config (its files' digests): what the kubelet gate is opened for */
+  configHash: string;
   options: RunOptions;
 }
 

@@ -18,6 +18,7 @@ export const MessageId = {
   networkRollback: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a41',
   kubeletGateOpened: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a51',
   kubeletGateFailed: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a52',
+  kubeletGateClosed: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a53',
   watchFinding: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a61',
   watchHealthChanged: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a62',
 } as const;

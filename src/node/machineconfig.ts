@@ -7,6 +7,7 @@
 import yaml from 'js-yaml';
 import { TRUST_DIR } from '../trust/check.js';
 import { nodeIpFiles } from './internal-ip.js';
+import { KUBELET_GATE_DROP_IN, renderKubeletGateDropIn } from './kubelet-gate.js';
 
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
@@ -107,8 +108,14 @@ export function machineConfigPayloads(sources: AgentSources, options: MachineCon
   ];
   const agentUnits: PayloadUnit[] = [
     ...byName(sources.units).map(([name, contents]) => ({ name, enabled: true, contents, dropins: [] })),
-    // the kubelet gate: disabled at the factory, enabled and started by the agent at the site
-    { name: 'kubelet.service', enabled: false, dropins: [] },
+    // the kubelet gate: enabled as OpenShift's own kubelet MachineConfig renders it (so the
+    // machine-config daemon never finds its enablement contradicted), held by a drop-in until
+    // the agent's marker says the node steps passed (src/node/kubelet-gate.ts)
+    {
+      name: 'kubelet.service',
+      enabled: true,
+      dropins: [{ name: KUBELET_GATE_DROP_IN, contents: renderKubeletGateDropIn() }],
+    },
   ];
   return [
     { name: `50-${ROLE}-sno-relocate`, files: agentFiles, units: agentUnits },

@@ -48,9 +48,8 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
   };
 
   return {
-    async enableAndStart(unit, timeoutMs) {
-      await call(`EnableUnitFiles(${unit})`, () => manager.EnableUnitFiles!([unit], false, false) as Promise<unknown>);
-      // the enablement and any drop-ins written before take effect only after a daemon reload
+    async startAndWait(unit, timeoutMs) {
+      // drop-ins written before (the node IP) take effect only after a daemon reload
       await call('Reload()', () => manager.Reload!() as Promise<unknown>);
       await subscribe();
 

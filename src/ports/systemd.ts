@@ -8,8 +8,11 @@ export interface UnitStatus {
 }
 
 export interface Systemd {
-  /** enables the unit's install links and starts it, waiting for the start job's result */
-  enableAndStart(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
+  /**
+   * reloads systemd (drop-ins written since take effect) and starts the unit, waiting for the start
+   * job's result; the unit's enablement is left as it is
+   */
+  startAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
   unitStatus(unit: string): Promise<UnitStatus>;
   staticHostname(): Promise<string>;
   setStaticHostname(name: string): Promise<void>;

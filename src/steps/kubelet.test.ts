@@ -1,7 +1,9 @@
 /** The kubelet gate through a real dbus-daemon and the test systemd (test/dbus). */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestBus } from '../../test/dbus/bus.js';
-import { testNode } from '../../test/node/context.js';
+import { STATE_DIR, testNode } from '../../test/node/context.js';
 import { StepError } from '../base/errors.js';
 import { MessageId } from '../log/events.js';
 import { kubeletStep } from './kubelet.js';
@@ -18,25 +20,47 @@ const events = (logs: string[]) =>
   logs.map((l) => JSON.parse(l) as { event?: string; msgId?: string }).filter((l) => l.event);
 
 describe('kubelet gate', () => {
-  it('enables and starts the disabled kubelet, waits for the job, and logs the gate opening', async () => {
+  it('opens the gate for this site-config and starts kubelet, never touching its enablement', async () => {
+    await bus.services.configure({ units: { 'kubelet.service': { unitFileState: 'enabled' } } });
     const node = testNode({ systemd: true });
+    const marker = path.join(node.root, STATE_DIR, 'kubelet-gate');
     expect(await kubeletStep.plan(node.ctx)).toEqual({
       action: 'change',
-      summary: 'open the gate: enable and start kubelet',
+      summary: 'open the gate and start kubelet',
       changes: [
-        { action: 'update', target: 'kubelet.service', summary: 'enable (now disabled)' },
-        { action: 'start', target: 'kubelet.service', summary: 'start and wait for the job (now inactive/dead)' },
+        { action: 'create', target: `${STATE_DIR}/kubelet-gate`, summary: 'open the gate for this site-config' },
+        {
+          action: 'start',
+          target: 'kubelet.service',
+          summary: 'start and wait for the job (now inactive/dead; enablement left enabled)',
+        },
       ],
     });
     const state = await node.run([kubeletStep]);
     expect(state.steps.kubelet?.status).toBe('done');
+    expect(readFileSync(marker, 'utf8')).toBe(`${node.ctx.configHash}\n`);
     expect(events(node.logs)).toContainEqual(
       expect.objectContaining({ event: 'kubeletGateOpened', msgId: MessageId.kubeletGateOpened }),
     );
+    expect((await bus.services.calls()).map((c) => c.member)).not.toContain('EnableUnitFiles');
     expect(await kubeletStep.plan(node.ctx)).toEqual({
       action: 'noop',
-      reason: 'kubelet.service is already enabled and running',
+      reason: 'the gate is open and kubelet.service is running',
     });
+    // a new site-config: the gate is open for the old one, so it is opened again for this one
+    const next = { ...node.ctx, configHash: 'another site' };
+    expect(await kubeletStep.plan(next)).toMatchObject({
+      action: 'change',
+      changes: [{ action: 'update', target: `${STATE_DIR}/kubelet-gate` }],
+    });
+    node.close();
+  });
+
+  it('fails verification when kubelet did not come up although its start job ended (a skipped condition)', async () => {
+    const node = testNode({ systemd: true });
+    await expect(kubeletStep.verify(node.ctx)).rejects.toThrow(
+      /^kubelet: not running after the start; ActiveState=inactive/,
+    );
     node.close();
   });
 
@@ -47,7 +71,7 @@ describe('kubelet gate', () => {
     await expect(run).rejects.toBeInstanceOf(StepError);
     await expect(run).rejects.toMatchObject({ exitCode: 1, step: 'kubelet' });
     await expect(run).rejects.toThrow(
-      /^kubelet: the start job ended with "failed"; ActiveState=failed SubState=failed Result=exit-code UnitFileState=enabled; last journal lines:\n./,
+      /^kubelet: the start job ended with "failed"; ActiveState=failed SubState=failed Result=exit-code UnitFileState=disabled; last journal lines:\n./,
     );
     expect(events(node.logs)).toContainEqual(
       expect.objectContaining({ event: 'kubeletGateFailed', msgId: MessageId.kubeletGateFailed }),

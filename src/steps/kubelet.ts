@@ -1,19 +1,23 @@
 /**
- * [kubelet] The gate: kubelet is disabled at the factory and the run stops at the first node step
- * that fails, so kubelet starts only once every node step before it has succeeded. Then it is
- * enabled and started over systemd's D-Bus API, and the start job's result decides: a job that does
- * not end in "done" fails the step with the unit's state and the last lines of its journal.
+ * [kubelet] The gate (src/node/kubelet-gate.ts): kubelet stays enabled as OpenShift renders it,
+ * and a drop-in of the factory MachineConfig lets it start only while the gate marker exists. The
+ * run stops at the first node step that fails, so this step runs only once every node step before
+ * it has succeeded: it writes the marker for this site-config and starts kubelet over systemd's
+ * D-Bus API, never enabling or disabling it (the machine-config daemon owns its enablement). The
+ * start job's result decides: a job that does not end in "done" fails the step with the unit's
+ * state and the last lines of its journal.
  */
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
 import { KUBELET_START_TIMEOUT_SECONDS } from '../base/timeouts.js';
+import type { Change } from '../engine/step.js';
 import { logEvent } from '../log/logger.js';
+import { gateOpenFor, gatePath, openGate } from '../node/kubelet-gate.js';
 import type { UnitStatus } from '../ports/systemd.js';
 
 export const KUBELET_UNIT = 'kubelet.service';
 const START_TIMEOUT_MS = KUBELET_START_TIMEOUT_SECONDS * 1000;
 const JOURNAL_LINES = 20;
-const ENABLED = new Set(['enabled', 'enabled-runtime']);
 
 const describeStatus = (s: UnitStatus) =>
   `ActiveState=${s.activeState} SubState=${s.subState} Result=${s.result} UnitFileState=${s.unitFileState}`;
@@ -53,51 +57,44 @@ async function failure(ctx: StepContext, what: string, cause?: unknown): Promise
   });
 }
 
+const gateIsOpen = async (ctx: StepContext) => (await gateOpenFor(ctx.fs, ctx.stateDir)) === ctx.configHash;
+
 export const kubeletStep: Step = {
   name: 'kubelet',
   group: 'node',
-  description: "enable and start `kubelet.service` through systemd's D-Bus API, wait for the job",
+  description: "open the gate (its marker) and start `kubelet.service` through systemd's D-Bus API, wait for the job",
   inputs: () => KUBELET_UNIT,
 
   async plan(ctx) {
     const status = await (await ctx.systemd()).unitStatus(KUBELET_UNIT);
     if (status.unitFileState === 'masked')
       return { action: 'conflict', reason: `${KUBELET_UNIT} is masked; unmask it to let the agent start kubelet` };
+    const open = await gateIsOpen(ctx);
     const active = status.activeState === 'active';
-    const enabled = ENABLED.has(status.unitFileState);
-    if (active && enabled) return { action: 'noop', reason: `${KUBELET_UNIT} is already enabled and running` };
-    return {
-      action: 'change',
-      summary: 'open the gate: enable and start kubelet',
-      changes: [
-        ...(enabled
-          ? []
-          : [
-              {
-                action: 'update' as const,
-                target: KUBELET_UNIT,
-                summary: `enable (now ${status.unitFileState || 'unknown'})`,
-              },
-            ]),
-        ...(active
-          ? []
-          : [
-              {
-                action: 'start' as const,
-                target: KUBELET_UNIT,
-                summary: `start and wait for the job (now ${status.activeState}/${status.subState})`,
-              },
-            ]),
-      ],
-    };
+    if (open && active) return { action: 'noop', reason: `the gate is open and ${KUBELET_UNIT} is running` };
+    const changes: Change[] = [];
+    if (!open)
+      changes.push({
+        action: (await ctx.fs.exists(gatePath(ctx.stateDir))) ? 'update' : 'create',
+        target: gatePath(ctx.stateDir),
+        summary: 'open the gate for this site-config',
+      });
+    if (!active)
+      changes.push({
+        action: 'start',
+        target: KUBELET_UNIT,
+        summary: `start and wait for the job (now ${status.activeState}/${status.subState}; enablement left ${status.unitFileState || 'unknown'})`,
+      });
+    return { action: 'change', summary: 'open the gate and start kubelet', changes };
   },
 
   async apply(ctx) {
     const systemd = await ctx.systemd();
     const started = ctx.clock.monotonic();
+    await openGate(ctx.fs, ctx.stateDir, ctx.configHash);
     let jobResult: string;
     try {
-      ({ jobResult } = await systemd.enableAndStart(KUBELET_UNIT, START_TIMEOUT_MS));
+      ({ jobResult } = await systemd.startAndWait(KUBELET_UNIT, START_TIMEOUT_MS));
     } catch (err) {
       throw await failure(ctx, errorMessage(err), err);
     }
@@ -107,13 +104,13 @@ export const kubeletStep: Step = {
       'info',
       'kubeletGateOpened',
       { unit: KUBELET_UNIT, durationMs: Math.round(ctx.clock.monotonic() - started) },
-      'kubelet gate opened: kubelet enabled and started',
+      'kubelet gate opened: kubelet started',
     );
   },
 
   async verify(ctx) {
     const status = await (await ctx.systemd()).unitStatus(KUBELET_UNIT);
-    if (status.activeState === 'active' && ENABLED.has(status.unitFileState)) return;
+    if (status.activeState === 'active' && (await gateIsOpen(ctx))) return;
     const err = await failure(ctx, 'not running after the start');
     throw new VerificationError(err.message, { step: 'kubelet', retryable: true });
   },

@@ -157,6 +157,7 @@ export async function agent(
     clock: systemClock,
     log,
     stateDir: STATE_DIR,
+    configHash: 'test',
     options: { healthTimeoutSeconds: 120, healthStableSeconds: 1, ...options },
   };
   const store = new StateStore(fs, STATE_DIR);

@@ -164,6 +164,8 @@ class Manager extends Interface {
     if (!JOB_MODES.has(mode))
       throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Job mode ${mode} invalid.`);
     const unit = loadUnit(name);
+    if (unit.unitFileState === 'masked')
+      throw new DBusError('org.freedesktop.systemd1.UnitMasked', `Unit ${name} is masked.`);
     const id = nextJob++;
     const job = `${MANAGER_PATH}/job/${id}`;
     const finish = () => {

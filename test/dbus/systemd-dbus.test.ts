@@ -36,7 +36,7 @@ beforeEach(async () => {
 });
 
 describe('systemd over D-Bus', () => {
-  it('enables and starts a unit, reloading in between, and returns the job result', async () => {
+  it('reloads, then starts a unit without touching its enablement, and returns the job result', async () => {
     const systemd = await connect();
     expect(await systemd.unitStatus('kubelet.service')).toEqual({
       activeState: 'inactive',
@@ -44,16 +44,15 @@ describe('systemd over D-Bus', () => {
       result: 'success',
       unitFileState: 'disabled',
     });
-    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
+    expect(await systemd.startAndWait('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
     expect(await systemd.unitStatus('kubelet.service')).toEqual({
       activeState: 'active',
       subState: 'running',
       result: 'success',
-      unitFileState: 'enabled',
+      unitFileState: 'disabled',
     });
     const calls = (await bus.services.calls()).filter((c) => c.member !== 'LoadUnit');
     expect(calls).toEqual([
-      { member: 'EnableUnitFiles', args: [['kubelet.service'], false, false] },
       { member: 'Reload', args: [] },
       { member: 'Subscribe', args: [] },
       { member: 'StartUnit', args: ['kubelet.service', 'replace'] },
@@ -63,7 +62,7 @@ describe('systemd over D-Bus', () => {
   it('reports a failed start job and the unit state it left', async () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'failed' } } });
     const systemd = await connect();
-    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'failed' });
+    expect(await systemd.startAndWait('kubelet.service', 5000)).toEqual({ jobResult: 'failed' });
     expect(await systemd.unitStatus('kubelet.service')).toMatchObject({
       activeState: 'failed',
       subState: 'failed',
@@ -74,16 +73,16 @@ describe('systemd over D-Bus', () => {
   it('catches the job result when JobRemoved arrives before the reply to StartUnit', async () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { jobRemovedBeforeReply: true } } });
     const systemd = await connect();
-    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
+    expect(await systemd.startAndWait('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
     // a second start on the same connection: systemd refuses a second Subscribe from one client
-    expect(await systemd.enableAndStart('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
+    expect(await systemd.startAndWait('kubelet.service', 5000)).toEqual({ jobResult: 'done' });
     expect((await bus.services.calls()).filter((c) => c.member === 'Subscribe')).toHaveLength(1);
   });
 
   it('gives up on a job that never finishes, naming it', async () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'never' } } });
     const systemd = await connect();
-    await expect(systemd.enableAndStart('kubelet.service', 300)).rejects.toThrow(
+    await expect(systemd.startAndWait('kubelet.service', 300)).rejects.toThrow(
       'waiting for the start job of kubelet.service (/org/freedesktop/systemd1/job/',
     );
   });
@@ -91,8 +90,8 @@ describe('systemd over D-Bus', () => {
   it("passes systemd's error name and text on", async () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { unitFileState: 'masked' } } });
     const systemd = await connect();
-    await expect(systemd.enableAndStart('kubelet.service', 5000)).rejects.toThrow(
-      'EnableUnitFiles(kubelet.service) failed: org.freedesktop.systemd1.UnitMasked: Unit file kubelet.service is masked.',
+    await expect(systemd.startAndWait('kubelet.service', 5000)).rejects.toThrow(
+      'StartUnit(kubelet.service, replace) failed: org.freedesktop.systemd1.UnitMasked: Unit kubelet.service is masked.',
     );
   });
 

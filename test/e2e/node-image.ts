@@ -4,7 +4,8 @@
  * scripts/render-machineconfigs.ts, and every storage file, directory, link and systemd unit of
  * their Ignition configs is laid into the image as Ignition would lay it (decoded data: URLs, the
  * same paths, modes and owners; units under /etc/systemd/system, enabled by their [Install]
- * section, masked or disabled as told). The one thing Ignition would fetch, the agent binary, is
+ * section, or for a unit they only enable (kubelet) the [Install] section of the one on the node,
+ * masked or disabled as told). The one thing Ignition would fetch, the agent binary, is
  * copied in from dist/ (the binary installer unit skips itself when it is already there).
  *
  * What only the VM needs is added on top and said so here:
@@ -18,7 +19,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import yaml from 'js-yaml';
-import { type DiskEntry, enableUnit, installFiles, removeFiles, statPaths } from './disk.js';
+import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile, removeFiles, statPaths } from './disk.js';
 import { copyBaseDisk } from './base-image.js';
 import { REPO_ROOT } from './vm.js';
 
@@ -253,7 +254,13 @@ export async function buildNodeImage(): Promise<NodeImage> {
     ...VM_MASKED.map((unit) => ({ path: posix.join(UNIT_DIR, unit), type: 'symlink' as const, target: '/dev/null' })),
   ]);
   for (const { unit, targets } of payload.enable) {
-    if (!VM_MASKED.includes(unit)) for (const t of targets) await enableUnit(disk, unit, t);
+    if (VM_MASKED.includes(unit)) continue;
+    // a unit the MachineConfigs only enable (kubelet): the [Install] section of the one on the node
+    const onNode =
+      targets.length > 0
+        ? targets
+        : installTargets((await readDiskFile(disk, posix.join(UNIT_DIR, unit)))?.toString() ?? '');
+    for (const t of onNode) await enableUnit(disk, unit, t);
   }
   for (const unit of payload.disable) {
     const links = ['multi-user.target', 'default.target', 'graphical.target'].map((t) =>

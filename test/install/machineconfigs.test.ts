@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
+import { renderKubeletGateDropIn } from '../../src/node/kubelet-gate.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   agentSources,
@@ -71,7 +72,15 @@ describe('factory MachineConfigs', () => {
     const units = new Map(configs.flatMap((mc) => mc.spec.config.systemd?.units ?? []).map((u) => [u.name, u]));
     for (const [name, contents] of Object.entries(sources.units))
       expect(units.get(name)).toEqual({ name, enabled: true, contents });
-    expect(units.get('kubelet.service')).toEqual({ name: 'kubelet.service', enabled: false });
+    // the gate: enabled as OpenShift renders kubelet, held by a drop-in until the agent's marker exists
+    expect(units.get('kubelet.service')).toEqual({
+      name: 'kubelet.service',
+      enabled: true,
+      dropins: [{ name: '10-sno-relocate-gate.conf', contents: renderKubeletGateDropIn() }],
+    });
+    expect(renderKubeletGateDropIn()).toMatch(
+      /^\[Unit\]\nWants=sno-relocate-gate\.service\nAfter=sno-relocate-gate\.service\nConditionPathExists=\/var\/lib\/sno-relocate\/kubelet-gate\n$/m,
+    );
   });
 
   it('use absolute paths, decimal modes and Ignition 3.2 on the master role', () => {

@@ -79,8 +79,9 @@ afterAll(() => {
 });
 
 describe('systemd units', () => {
-  it('has the agent, watcher and installer units', () => {
+  it('has the agent, kubelet gate, watcher and installer units', () => {
     expect(UNITS.sort()).toEqual([
+      'sno-relocate-gate.service',
       'sno-relocate-install.service',
       'sno-relocate-watch.service',
       'sno-relocate.service',
@@ -137,6 +138,29 @@ describe('systemd units', () => {
     it('is not ordered before kubelet, whose start job it waits for (that would deadlock)', () => {
       expect(agent.Unit!.Before ?? []).not.toContain('kubelet.service');
     });
+  });
+
+  describe('sno-relocate-gate.service', () => {
+    const gate = unit('sno-relocate-gate.service');
+
+    it('decides before kubelet starts, after the devices present at boot are known, and stays done', () => {
+      expect(gate.Unit!.Before).toContain('kubelet.service');
+      expect(gate.Unit!.After).toContain('systemd-udev-trigger.service');
+      expect(gate.Service!.ExecStartPre).toEqual(['-/usr/bin/udevadm', 'settle', '--timeout=60']);
+      expect(gate.Service!.ExecStart).toEqual(['/usr/local/bin/sno-relocate', 'gate']);
+      expect(gate.Service!.Type).toEqual(['oneshot']);
+      expect(gate.Service!.RemainAfterExit).toEqual(['yes']);
+    });
+
+    it('waits for no network and no other agent unit', () => {
+      const deps = [...(gate.Unit!.After ?? []), ...(gate.Unit!.Wants ?? []), ...(gate.Unit!.Requires ?? [])];
+      expect(deps.filter((u) => /network|sno-relocate|NetworkManager/.test(u))).toEqual([]);
+      expect(gate.Service!.IPAddressDeny).toEqual(['any']);
+    });
+  });
+
+  describe('sno-relocate.service restarts', () => {
+    const agent = unit('sno-relocate.service');
 
     it('retries failed steps but not an invalid or refused site-config', () => {
       expect(agent.Service!.Restart).toEqual(['on-failure']);
@@ -237,7 +261,7 @@ describe('layered OS image (machineconfigs/Containerfile)', () => {
       'COPY --from=agent /usr/share/sno-relocate/systemd/layered/ /usr/lib/systemd/system/',
     );
     expect(containerfile).toMatch(
-      /systemctl enable sno-relocate\.service sno-relocate-watch\.service && \\\n\s*ostree container commit\n$/,
+      /systemctl enable sno-relocate\.service sno-relocate-watch\.service sno-relocate-gate\.service && \\\n\s*ostree container commit\n$/,
     );
   });
 });

@@ -122,6 +122,7 @@ export function testNode(options: TestNodeOptions = {}): TestNode {
     clock,
     log,
     stateDir: STATE_DIR,
+    configHash: 'test',
     options: { healthTimeoutSeconds: 1, healthStableSeconds: 0 },
   };
   const store = new StateStore(ctx.fs, STATE_DIR);

@@ -4,7 +4,7 @@
  * and a support engineer would see: exit codes, the console output, the files on the node, the state
  * file, and no secret anywhere.
  */
-import { mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -130,5 +130,41 @@ describe('run --only node', () => {
     expect(plan.stdout).toContain('<redacted: 1 registry>');
     expect(plan.stdout).not.toContain(SECRET);
     expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-factory\n');
+  });
+
+  it('keeps the kubelet gate: open for the site whose node steps passed, closed at boot while a new one waits', async () => {
+    const marker = path.join(root, STATE_DIR, 'kubelet-gate');
+    const gate = (folder: string) => runAgent(['gate', folder, '--root', root], env);
+    // a factory node: closed, and a waiting site-config keeps it so
+    expect(gate(site).stdout).toBe('kubelet gate closed until the node steps of site-config store-0042 pass\n');
+    expect(existsSync(marker)).toBe(false);
+
+    expect(run().code).toBe(0);
+    const opened = readFileSync(marker, 'utf8');
+    expect(opened).toMatch(/^[0-9a-f]{64}\n$/);
+    // the same stick left in: the gate stays open, kubelet starts at the next boot
+    expect(gate(site).stdout).toBe('kubelet gate open: site-config store-0042 is the one whose node steps passed\n');
+    expect(readFileSync(marker, 'utf8')).toBe(opened);
+
+    // an unusable stick (invalid) never keeps kubelet down
+    const broken = writeSiteFolder(mkdtempSync(path.join(tmpdir(), 'site-')), 'store-0042', { ...SPEC, hostname: '-' });
+    const left = gate(broken);
+    expect(left.code).toBe(0);
+    expect(left.stdout).toMatch(/^kubelet gate left as it is: the site-config found cannot be used \(/);
+    expect(readFileSync(marker, 'utf8')).toBe(opened);
+
+    // a second stick with another site: closed before kubelet starts, opened again by its run
+    const second = writeSiteFolder(mkdtempSync(path.join(tmpdir(), 'site-')), 'store-0043', {
+      ...SPEC,
+      hostname: 'sno-store43',
+    });
+    const closed = gate(second);
+    expect(closed.stdout).toBe('kubelet gate closed: site-config store-0043 waits for its node steps\n');
+    expect(closed.stderr).toContain('kubelet gate closed');
+    expect(existsSync(marker)).toBe(false);
+    const rerun = runAgent(['run', second, '--root', root, '--only', 'node'], env);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(readFileSync(marker, 'utf8')).not.toBe(opened);
+    expect(gate(second).stdout).toBe('kubelet gate open: site-config store-0043 is the one whose node steps passed\n');
   });
 });

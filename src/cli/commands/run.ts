@@ -1,8 +1,9 @@
 import { runSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
 import { StateStore } from '../../engine/state.js';
-import { hashOf } from '../../engine/state.js';
 import { hubObserver } from '../../hub/report.js';
+import { logEvent } from '../../log/logger.js';
+import { closeGateUnlessFor } from '../../node/kubelet-gate.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, seconds } from '../args.js';
 import { createRuntime, createStepContext, loadSite } from '../runtime.js';
@@ -22,13 +23,25 @@ export async function runCommand(inv: Invocation): Promise<CommandResult> {
     healthStableSeconds: seconds('--health-stable', inv.flags['health-stable']),
   });
   try {
+    // a new site's node steps are about to change the node: from here until they pass, a boot
+    // (a power cut) leaves kubelet shut rather than starting it on half the old site's settings
+    if (STEPS.some((s) => s.group === 'node' && selected.has(s.name))) {
+      if (await closeGateUnlessFor(rt.fs, rt.stateDir, ctx.configHash))
+        logEvent(
+          rt.log,
+          'info',
+          'kubeletGateClosed',
+          { site: loaded.site.name },
+          `kubelet gate closed until the node steps of site ${loaded.site.name} pass`,
+        );
+    }
     const state = await runSteps({
       steps: STEPS,
       selected,
       ctx,
       store: new StateStore(rt.fs, rt.stateDir),
       banner: rt.banner,
-      configHash: hashOf(loaded.files),
+      configHash: ctx.configHash,
       // the hub reads the run's progress from the cluster's SiteRelocation; a run of node steps
       // only does not wait for an API it will not use
       ...(STEPS.some((s) => s.group === 'cluster' && selected.has(s.name)) && { observer: hubObserver(rt, ctx.kube) }),
