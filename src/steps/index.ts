@@ -13,7 +13,6 @@ import { internalIpStep } from './internal-ip.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
-import { nodePullSecretStep } from './node-pull-secret.js';
 import { oldNodeStep } from './old-node.js';
 import { routesStep } from './routes.js';
 import { sshKeysStep } from './ssh-keys.js';
@@ -21,8 +20,8 @@ import { sshKeysStep } from './ssh-keys.js';
 export const STEPS: readonly Step[] = [
   // ssh keys first: a network config that goes wrong must still be debuggable
   sshKeysStep,
-  // before kubelet and before the network: crio pulls with it as soon as kubelet starts
-  nodePullSecretStep,
+  // no node pull secret step: /var/lib/kubelet/config.json is a file of the rendered MachineConfig,
+  // so the site's credentials reach it through cluster-pull-secret and the machine-config daemon
   // the site network, with checkpoint, verification and rollback
   networkStep,
   // after the network: br-ex must exist before its internal address is pinned
