@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log/logger.js';
 import { createExec } from '../ports/exec.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
-import { interfaceAddresses } from './addresses.js';
+import { firstNodeAddress, interfaceAddresses } from './addresses.js';
 
 describe('addresses', () => {
   it('writes IPv6 in canonical form and keeps IPv4 as it is', () => {
@@ -19,5 +19,7 @@ describe('addresses', () => {
     const exec = createExec(createLogger({ write: () => undefined, journal: false }));
     expect(await interfaceAddresses(exec, 'lo')).toContain('127.0.0.1/8');
     expect(await interfaceAddresses(exec, 'no-such-if0')).toBeUndefined();
+    expect(await firstNodeAddress(exec, 'lo', 4)).toBe('127.0.0.1/8');
+    expect(await firstNodeAddress(exec, 'no-such-if0', 4)).toBeUndefined();
   });
 });

@@ -25,8 +25,9 @@ describe('node IP renderers', () => {
     const script = renderDispatcherScript('192.168.127.10/24');
     expect(script.startsWith('#!/bin/sh\n')).toBe(true);
     expect(script).toContain('[ "$1" = "br-ex" ] || exit 0');
-    expect(script).toContain('exec /usr/sbin/ip -4 addr replace 192.168.127.10/24 dev br-ex\n');
-    expect(renderDispatcherScript('fd00::10/64')).toContain('ip -6 addr replace fd00::10/64 dev br-ex nodad');
+    expect(script).toContain('ip() { /usr/sbin/ip -4 "$@"; }\nip addr replace 192.168.127.10/24 dev br-ex || exit 1\n');
+    const v6 = renderDispatcherScript('fd00::10/64');
+    expect(v6).toContain('ip() { /usr/sbin/ip -6 "$@"; }\nip addr replace fd00::10/64 dev br-ex nodad || exit 1\n');
     execFileSync('sh', ['-n', '-c', script]);
   });
 

@@ -34,20 +34,52 @@ function checked(internalIP: string): { cidr: string; address: string; family: 4
 /**
  * The dispatcher script: NetworkManager may re-create br-ex (ovs-configuration does at every boot)
  * and re-applying a profile drops addresses it does not own, so the address is put back on every
- * event that (re)configures br-ex. `ip addr replace` makes a repeat harmless.
+ * event that (re)configures br-ex; `ip addr replace` makes a repeat harmless. It must also be the
+ * first address: OVN-Kubernetes takes br-ex's first primary address in netlink order as the node
+ * IP, and the kernel appends a new address behind those already there. So every primary address
+ * ahead of it (the site's) is deleted and added again behind it, with its lifetimes, and the routes
+ * through br-ex that the deletion took along are put back. The internal-ip step runs this script
+ * too, so the order has one implementation.
  */
 export function renderDispatcherScript(internalIP: string): string {
   const { cidr, family } = checked(internalIP);
+  const nodad = family === 6 ? ' nodad' : '';
   return `#!/bin/sh
 ${HEADER}
-# Keeps the internal node IP ${cidr} on ${BR_EX}: kubelet and CRI-O are pinned to it.
+# Keeps the internal node IP ${cidr} on ${BR_EX}, as its first address: kubelet and CRI-O are
+# pinned to it, and OVN-Kubernetes takes the first address of ${BR_EX} as the node IP.
 # NetworkManager calls this with the interface and the action, e.g. "${BR_EX} up".
 [ "$1" = "${BR_EX}" ] || exit 0
 case "$2" in
   up|reapply|dhcp4-change|dhcp6-change) ;;
   *) exit 0 ;;
 esac
-exec /usr/sbin/ip -${family} addr replace ${cidr} dev ${BR_EX}${family === 6 ? ' nodad' : ''}
+ip() { /usr/sbin/ip -${family} "$@"; }
+ip addr replace ${cidr} dev ${BR_EX}${nodad} || exit 1
+# the primary addresses ahead of it, with their flags and lifetimes
+ahead=$(ip -o addr show dev ${BR_EX} scope global | while read -r _ _ _ addr rest; do
+  [ "$addr" = "${cidr}" ] && break
+  case " $rest " in *" secondary "*|*" deprecated "*) continue ;; esac
+  echo "$addr $rest"
+done)
+[ -n "$ahead" ] || exit 0
+routes=$(ip route show dev ${BR_EX} | grep -v ' proto kernel ')
+echo "$ahead" | while read -r addr rest; do
+  opts=""
+  set -- $rest
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      valid_lft|preferred_lft) [ "$2" = forever ] || opts="$opts $1 \${2%sec}"; shift ;;
+      noprefixroute) opts="$opts noprefixroute" ;;
+    esac
+    shift
+  done
+  ip addr del "$addr" dev ${BR_EX} && ip addr add "$addr" dev ${BR_EX} $opts${nodad}
+done
+echo "$routes" | while read -r route; do
+  [ -z "$route" ] || ip route replace $(echo "$route" | sed 's/ linkdown//; s/ offload//') dev ${BR_EX}
+done
+exit 0
 `;
 }
 

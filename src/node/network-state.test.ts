@@ -25,8 +25,8 @@ function applied(): NmstateState {
     enabled: true,
     dhcp: false,
     address: [
-      { ip: '10.42.0.20', 'prefix-length': 24 },
       { ip: '192.168.127.10', 'prefix-length': 24 },
+      { ip: '10.42.0.20', 'prefix-length': 24 },
     ],
   };
   brEx.ipv6 = { enabled: false };
@@ -39,8 +39,8 @@ describe('desiredNetworkState', () => {
   it('adds the internal IP to a br-ex with static addresses, once', () => {
     const desired = desiredNetworkState(site, '192.168.127.10/24');
     expect(desired.interfaces![0]!.ipv4!.address).toEqual([
-      { ip: '10.42.0.20', 'prefix-length': 24 },
       { ip: '192.168.127.10', 'prefix-length': 24 },
+      { ip: '10.42.0.20', 'prefix-length': 24 },
     ]);
     expect(desiredNetworkState(desired, '192.168.127.10/24')).toEqual(desired);
     expect(site.interfaces![0]!.ipv4!.address).toHaveLength(1);

@@ -49,7 +49,9 @@ export function desiredNetworkState(nmstate: NmstateState, internalIP: string | 
       return iface;
     return {
       ...iface,
-      [key]: { ...block, address: [...block.address!, { ip: internal.ip, 'prefix-length': internal.prefix }] },
+      // first: OVN-Kubernetes takes br-ex's first address (netlink order) as the node IP, and
+      // NetworkManager adds a profile's addresses in the profile's order
+      [key]: { ...block, address: [{ ip: internal.ip, 'prefix-length': internal.prefix }, ...block.address!] },
     };
   });
   return { ...nmstate, interfaces };

@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
@@ -8,6 +8,9 @@ import {
   KUBELET_NODE_IP_DROP_IN,
   renderKubeletNodeIpDropIn,
 } from '../node/internal-ip.js';
+import { renderMachineConfigs } from '../node/machineconfig.js';
+import { CURRENT_CONFIG } from '../node/rendered-config.js';
+import { agentSources } from '../../scripts/render-machineconfigs.js';
 import { internalIpStep } from './internal-ip.js';
 
 const site = testSite({ network: { internalIP: '192.168.127.10/24' } });
@@ -57,5 +60,31 @@ describe('internal-ip', () => {
       action: 'noop',
       reason: 'the site-config sets no internal IP',
     });
+  });
+
+  it("refuses an internal IP other than the machine-config daemon's current config pins, writing nothing", async () => {
+    const node = testNode({ site: testSite({ network: { internalIP: '192.168.200.10/24' } }) });
+    // the daemon's record: the rendered config holding the factory MachineConfigs' files
+    const [, internal] = renderMachineConfigs(agentSources(), { internalIP: '192.168.127.10/24' });
+    const rendered = { metadata: { name: 'rendered-master-0a1b2c' }, spec: internal!.spec };
+    mkdirSync(path.join(node.root, 'etc/machine-config-daemon'), { recursive: true });
+    writeFileSync(path.join(node.root, CURRENT_CONFIG), JSON.stringify(rendered));
+    const plan = await internalIpStep.plan(node.ctx);
+    expect(plan.action).toBe('conflict');
+    expect(plan.action === 'conflict' && plan.reason).toContain(
+      `the internal IP 192.168.200.10/24 differs from the one the factory MachineConfigs pin: ${DISPATCHER_SCRIPT} is a file of the machine-config daemon's current config rendered-master-0a1b2c with other contents`,
+    );
+    await expect(node.run([internalIpStep])).rejects.toThrow(/refused|differs from the one the factory/);
+    expect(existsSync(path.join(node.root, DISPATCHER_SCRIPT))).toBe(false);
+
+    // the factory's own internal IP: the declared files are written as declared (no drift)
+    const same = testNode({ site });
+    mkdirSync(path.join(same.root, 'etc/machine-config-daemon'), { recursive: true });
+    writeFileSync(path.join(same.root, CURRENT_CONFIG), JSON.stringify(rendered));
+    await same.run([internalIpStep]);
+    for (const f of internal!.spec.config.storage!.files)
+      expect(readFileSync(path.join(same.root, f.path), 'utf8')).toBe(
+        Buffer.from(f.contents.source.split(',')[1]!, 'base64').toString('utf8'),
+      );
   });
 });

@@ -85,11 +85,11 @@ describe('network', () => {
     expect(
       after.current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!.ipv4!.address,
     ).toEqual([
-      { ip: '10.42.0.20', 'prefix-length': 24 },
       { ip: '192.168.127.10', 'prefix-length': 24 },
+      { ip: '10.42.0.20', 'prefix-length': 24 },
     ]);
     expect(readFileSync(path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection'), 'utf8')).toContain(
-      'address1=10.42.0.20/24',
+      'address1=192.168.127.10/24',
     );
 
     const revert = path.join(node.root, STATE_DIR, REVERT_STATE_FILE);

@@ -112,6 +112,10 @@ export async function expectSiteNetwork(vm: Vm): Promise<void> {
   const of = (dev: string) =>
     (addrs.find((l) => l.ifname === dev)?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`).sort();
   expect(of('br-ex')).toEqual([`${SITE_ADDRESS}/24`, INTERNAL_IP].sort());
+  // first: OVN-Kubernetes takes br-ex's first address as the node IP
+  expect((addrs.find((l) => l.ifname === 'br-ex')?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`)[0]).toBe(
+    INTERNAL_IP,
+  );
   expect(of('ens3')).toEqual(['10.0.2.15/24']);
   expect(of('ens4')).toEqual([]);
   expect(await vm.sshOk('ip -j link show ens4 | grep -o \'"master":"[^"]*"\'')).toContain('"master":"br-ex"');

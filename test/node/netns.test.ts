@@ -91,23 +91,34 @@ const addresses = (ipOutput: string) => [...ipOutput.matchAll(/inet (\S+)/g)].ma
 describe.skipIf(!available)(
   `in a network namespace of its own${available ? '' : ' (unshare -rn is not permitted here)'}`,
   () => {
-    it('puts the internal IP on br-ex at once, and the dispatcher script puts it back when br-ex comes up', () => {
+    it('puts the internal IP on br-ex at once, first, and the dispatcher script puts it back first when br-ex comes up', () => {
       const script = `"$NMSTATECTL_STUB_ROOT${DISPATCHER_SCRIPT}"`;
+      const show = 'ip -4 -o addr show dev br-ex; ip -4 route show dev br-ex';
       const r = runInNetns({
         gateway: '10.42.0.1',
-        // the site's gateway answers: here it is an address of the namespace itself
-        setup: ['ip addr add 10.42.0.1/24 dev br-ex'],
+        // the site's gateway answers: here it is an address of the namespace itself; the site's
+        // address comes first, as NetworkManager adds it before the dispatcher script runs
+        setup: [
+          'ip addr add 10.42.0.1/24 dev br-ex',
+          'ip route add 198.51.100.0/24 via 10.42.0.1 dev br-ex proto static metric 425',
+        ],
         after: [
-          'ip -4 -o addr show dev br-ex',
-          `ip addr del 192.168.127.10/24 dev br-ex; ${script} ens3 up; ${script} br-ex down; ip -4 -o addr show dev br-ex`,
-          `${script} br-ex up && ${script} br-ex up && ip -4 -o addr show dev br-ex`,
+          show,
+          // a re-activation: the site's address comes back first, and a DHCP one has lifetimes
+          `ip addr del 192.168.127.10/24 dev br-ex; ip addr del 10.42.0.1/24 dev br-ex; ip addr add 10.42.0.1/24 dev br-ex valid_lft 3600 preferred_lft 3600; ip route add 198.51.100.0/24 via 10.42.0.1 dev br-ex proto static metric 425; ${script} ens3 up; ${script} br-ex down; ${show}`,
+          `${script} br-ex up && ${script} br-ex up && ${show}`,
+          'ip -4 -o addr show dev br-ex to 10.42.0.1',
         ],
       });
       expect(r.code, r.stderr).toBe(0);
-      expect(r.stderr).toContain('internal IP 192.168.127.10/24 added to br-ex');
-      expect(addresses(r.after[0]!)).toEqual(['10.42.0.1/24', '192.168.127.10/24']);
+      expect(r.stderr).toContain('internal IP 192.168.127.10/24 added to br-ex, first');
+      expect(addresses(r.after[0]!)).toEqual(['192.168.127.10/24', '10.42.0.1/24']);
+      expect(r.after[0]).toMatch(/^198\.51\.100\.0\/24 via 10\.42\.0\.1 proto static metric 425/m);
       expect(addresses(r.after[1]!)).toEqual(['10.42.0.1/24']);
-      expect(addresses(r.after[2]!)).toEqual(['10.42.0.1/24', '192.168.127.10/24']);
+      expect(addresses(r.after[2]!)).toEqual(['192.168.127.10/24', '10.42.0.1/24']);
+      // the routes through br-ex and the DHCP lease's lifetime survive the re-adding
+      expect(r.after[2]).toMatch(/^198\.51\.100\.0\/24 via 10\.42\.0\.1 proto static metric 425/m);
+      expect(Number(/valid_lft (\d+)sec/.exec(r.after[3]!)?.[1])).toBeGreaterThan(3000);
     });
 
     it('rolls the network back when the gateway does not answer', () => {
