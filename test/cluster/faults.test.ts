@@ -81,6 +81,8 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       result = (await (await agent(env, site, a.root)).run()).result;
     }
     await Promise.all(restarts);
+    // and the kube-apiserver's own revisions are installed (their restarts over) before it is read
+    await env.models!.settled();
     expect(restarts.length).toBe(2);
     expect(result).toBe('succeeded');
     // the API really went away under the agent, and the agent rode it out with retries
@@ -105,7 +107,8 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       'downloads',
       'oauth-openshift',
     ]);
-  });
+    // the kube-apiserver's own revisions restart it too, on top of the two restarts here
+  }, 300_000);
 
   /** Runs `fn` with kube-apiserver stopped (SIGSTOP); `resume` continues it early, the finally always does. */
   const whileApiStopped = async <T>(fn: (resume: () => void) => Promise<T>): Promise<T> => {
@@ -212,13 +215,16 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
           await custom().replaceClusterCustomObject({ ...cfg, plural: 'ingresses', name: 'cluster', body: g });
           written.routes.push(name);
         } catch (err) {
-          // the writer lost a race against the agent: it tries again, as a controller would
-          if (statusOf(err) !== 409) throw err;
+          // the writer lost a race against the agent, or the kube-apiserver is restarting on a new
+          // revision: it tries again, as a controller would
+          if (statusOf(err) !== 409 && !/ECONNREFUSED|ECONNRESET|socket hang up/.test(String(err))) throw err;
         }
       }
     };
     let conflicts = 0;
     let runs = 0;
+    // the race is the subject here, not outages: the kube-apiserver's revisions install without a restart
+    env.models!.kubeApiServer.restarts = false;
     const writing = writer();
     try {
       // each run moves to another domain, so each changes both objects; repeated until the agent met a 409
@@ -230,6 +236,7 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       }
     } finally {
       stop = true;
+      env.models!.kubeApiServer.restarts = true;
       await writing;
     }
     expect(conflicts).toBeGreaterThan(0);
@@ -250,5 +257,5 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       expect.objectContaining({ name: 'downloads', hostname: `downloads-openshift-console.apps.sno.${last}` }),
       expect.objectContaining({ name: 'oauth-openshift', hostname: `oauth-openshift.apps.sno.${last}` }),
     ]);
-  });
+  }, 300_000);
 });

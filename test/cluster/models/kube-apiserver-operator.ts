@@ -64,6 +64,8 @@ interface OperatorStatus {
 export interface KubeApiServerModel extends Model {
   /** revisions installed, in order (the API restarted once for each) */
   installed: number[];
+  /** whether installing a revision restarts the test API server; default true */
+  restarts: boolean;
 }
 
 export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOptions): KubeApiServerModel {
@@ -165,6 +167,8 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
     message,
   });
 
+  // eslint-disable-next-line prefer-const -- assigned once the loop exists, read by its passes
+  let result: KubeApiServerModel;
   const model = startLoop('kube-apiserver-operator', opts.intervalMs ?? 200, async () => {
     let status = await readStatus();
     const observed = await observe();
@@ -248,7 +252,7 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
     });
     // the installer pod, then the static pod of the new revision replaces the running one
     await new Promise((resolve) => setTimeout(resolve, opts.installerMs ?? 3000));
-    await opts.restart();
+    if (result.restarts) await opts.restart();
     installed.push(latest);
     await writeStatus({
       latestAvailableRevision: latest,
@@ -256,5 +260,6 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
       conditions: setCondition(conditions, installer(`1 node is at revision ${latest}`, false)),
     });
   });
-  return Object.assign(model, { installed });
+  result = Object.assign(model, { installed, restarts: true });
+  return result;
 }
