@@ -2,7 +2,7 @@
  * The Nmstate port through the nmstatectl command line (nmstate 1.x and 2.x share this grammar):
  *   nmstatectl show --json
  *   nmstatectl apply --no-commit --timeout N      (desired state on stdin)
- *   nmstatectl commit CHECKPOINT | nmstatectl rollback [CHECKPOINT]
+ *   nmstatectl commit CHECKPOINT | nmstatectl rollback CHECKPOINT (always by name: never "the last one")
  * `apply --no-commit` leaves a NetworkManager checkpoint that NetworkManager rolls back by itself
  * when nobody commits it within N seconds. nmstate 2.x logs "Created checkpoint <path>" on stderr,
  * nmstate 1.x printed the path as the last line of its output: the path is read from both.
@@ -69,10 +69,12 @@ export function createNmstatectl(exec: Exec, log: Logger, clock: Clock = systemC
       );
       const checkpoint = parseCheckpoint(`${stdout}\n${stderr}`);
       if (checkpoint) return { checkpoint };
-      // without the path the change cannot be committed: undo it now rather than at the timeout
-      await exec.run(NMSTATECTL, ['rollback'], { allowFailure: true });
-      log.warn({ stderr: stderr.slice(-500) }, 'nmstatectl apply named no checkpoint; rolled back');
-      throw new Error(`${NMSTATECTL} apply --no-commit named no checkpoint; the change was rolled back`);
+      // without the path the change cannot be committed; a rollback without one would undo whichever
+      // checkpoint is newest, maybe not this one, so NetworkManager's own timeout undoes it
+      log.warn({ stderr: stderr.slice(-500) }, 'nmstatectl apply named no checkpoint');
+      throw new Error(
+        `${NMSTATECTL} apply --no-commit named no checkpoint; NetworkManager rolls the change back by itself within ${timeoutSeconds} s`,
+      );
     },
 
     async commit(checkpoint) {

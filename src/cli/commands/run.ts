@@ -6,12 +6,31 @@ import { logEvent } from '../../log/logger.js';
 import { closeGateUnlessFor } from '../../node/kubelet-gate.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, seconds } from '../args.js';
-import { createRuntime, createStepContext, loadSite } from '../runtime.js';
+import { acquireRunLock } from '../../ports/run-lock.js';
+import { createRuntime, createStepContext, loadSite, type Runtime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
 export async function runCommand(inv: Invocation): Promise<CommandResult> {
   const selected = selectSteps(STEPS, inv.flags.only, inv.flags.skip);
   const rt = createRuntime(inv.flags);
+  // before discovery: a second run must not mount the stick, read the state or touch the network
+  const lock = await acquireRunLock(rt.fs, rt.stateDir).catch(async (err: unknown) => {
+    rt.log.error({ err }, 'run refused: the run lock could not be taken');
+    await rt.banner.show(`REFUSED: ${(err as Error).message}`);
+    throw err;
+  });
+  try {
+    return await runLocked(inv, rt, selected);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function runLocked(
+  inv: Invocation,
+  rt: Runtime,
+  selected: ReturnType<typeof selectSteps>,
+): Promise<CommandResult> {
   const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
   if (!loaded) {
     rt.log.warn('no site-config appeared: nothing to do');
