@@ -4,7 +4,7 @@
  */
 import { stat } from 'node:fs/promises';
 import type { Change } from '../engine/step.js';
-import type { RootFs } from '../ports/fs.js';
+import type { FolderOwner, RootFs } from '../ports/fs.js';
 
 export interface ManagedFile {
   path: string;
@@ -15,6 +15,8 @@ export interface ManagedFile {
   gid?: number;
   /** when false the plan names the change without showing the lines (the content is a secret) */
   showDiff?: boolean;
+  /** the file lies in a folder this user controls: read without following links, see RootFs.readUserFile */
+  userFolder?: FolderOwner;
 }
 
 const octal = (mode: number) => `0${(mode & 0o7777).toString(8)}`;
@@ -46,7 +48,7 @@ export async function fileDrift(
   fs: RootFs,
   file: ManagedFile,
 ): Promise<{ exists: boolean; reasons: string[]; current?: string }> {
-  const current = await fs.readText(file.path);
+  const current = file.userFolder ? await fs.readUserFile(file.path, file.userFolder) : await fs.readText(file.path);
   if (current === undefined) return { exists: false, reasons: ['missing'] };
   const reasons: string[] = [];
   if (current !== file.content) reasons.push('content differs');

@@ -2,13 +2,30 @@
  * The root filesystem port on a real temporary folder: what a power cut between a write and its
  * rename leaves behind is cleaned up by the next write of the same file.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRootFs } from './fs.js';
 
 describe('writeAtomic', () => {
+  it.each([
+    ['a symbolic link', (file: string, other: string) => symlinkSync(other, file), 'a symbolic link'],
+    ['a FIFO', (file: string) => execFileSync('mkfifo', [file]), 'a FIFO'],
+  ])('refuses a target that is %s, naming it, and writes nothing through it', async (_what, place, kind) => {
+    const root = mkdtempSync(path.join(tmpdir(), 'rootfs-'));
+    mkdirSync(path.join(root, 'etc'));
+    const other = path.join(root, 'other');
+    writeFileSync(other, 'untouched\n');
+    place(path.join(root, 'etc/b.conf'), other);
+    await expect(createRootFs(root).writeAtomic('/etc/b.conf', 'x\n', { mode: 0o600 })).rejects.toThrow(
+      `refusing to use /etc/b.conf: it is ${kind}, not a regular file; nothing was written there`,
+    );
+    expect(readFileSync(other, 'utf8')).toBe('untouched\n');
+    expect(readdirSync(path.join(root, 'etc'))).toEqual(['b.conf']);
+  });
+
   it('replaces the file whole with the mode asked for, and leaves no temp file', async () => {
     const root = mkdtempSync(path.join(tmpdir(), 'rootfs-'));
     const fs = createRootFs(root);

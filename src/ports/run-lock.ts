@@ -8,7 +8,7 @@
 import { constants } from 'node:fs';
 import { link, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { RefusedError } from '../engine/errors.js';
+import { RefusedError } from '../base/errors.js';
 import type { RootFs } from './fs.js';
 
 export const LOCK_FILE = 'run.lock';

@@ -1,7 +1,21 @@
-import { chmodSync, chownSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
+import { RefusedError } from '../base/errors.js';
 import { BLOCK_BEGIN, BLOCK_END } from '../node/authorized-keys.js';
 import { sshKeysStep } from './ssh-keys.js';
 
@@ -82,5 +96,70 @@ describe('ssh-keys', () => {
       exitCode: 2,
       findings: [{ path: '$.spec.sshAuthorizedKeys[1]' }],
     });
+  });
+});
+
+describe('ssh-keys in a hostile home folder', () => {
+  const asRoot = process.getuid?.() === 0;
+  const setup = () => {
+    const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY] }) });
+    const ssh = path.join(node.root, 'home/core/.ssh');
+    // root's own things, which core must never get to read or own
+    const secret = path.join(node.root, 'root-only');
+    mkdirSync(secret, { mode: 0o700 });
+    writeFileSync(path.join(secret, 'shadow'), 'root:$6$secret-hash:19000::::::\n', { mode: 0o600 });
+    return { node, ssh, secret };
+  };
+  const refusal = async (node: ReturnType<typeof testNode>, named: string, why: string) => {
+    for (const attempt of [sshKeysStep.plan(node.ctx), node.run([sshKeysStep])]) {
+      const err = await attempt.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(RefusedError);
+      expect((err as Error).message).toBe(`refusing to use ${named}: ${why}; nothing was written there`);
+    }
+  };
+
+  it('refuses ~/.ssh as a link to another folder, leaving that folder as it was', async () => {
+    const { node, ssh, secret } = setup();
+    rmSync(ssh, { recursive: true });
+    symlinkSync(secret, ssh);
+    await refusal(node, '/home/core/.ssh', 'it is a symbolic link, not a folder');
+    expect(statSync(secret).mode & 0o777).toBe(0o700);
+    expect(statSync(secret).uid).toBe(process.getuid?.());
+    expect(readdirSync(secret)).toEqual(['shadow']);
+  });
+
+  it('refuses authorized_keys as a link to a root-only file, never copying it', async () => {
+    const { node, ssh, secret } = setup();
+    rmSync(path.join(ssh, 'authorized_keys'));
+    symlinkSync(path.join(secret, 'shadow'), path.join(ssh, 'authorized_keys'));
+    await refusal(node, '/home/core/.ssh/authorized_keys', 'it is a symbolic link');
+    expect(readlinkSync(path.join(ssh, 'authorized_keys'))).toBe(path.join(secret, 'shadow'));
+    expect(readdirSync(ssh)).toEqual(['authorized_keys']);
+  });
+
+  it('refuses authorized_keys as a hard link to a root-only file', async () => {
+    const { node, ssh, secret } = setup();
+    rmSync(path.join(ssh, 'authorized_keys'));
+    linkSync(path.join(secret, 'shadow'), path.join(ssh, 'authorized_keys'));
+    await refusal(node, '/home/core/.ssh/authorized_keys', 'it has 2 names (a hard link to another file)');
+  });
+
+  it('refuses authorized_keys as a FIFO at once, instead of hanging before kubelet starts', async () => {
+    const { node, ssh } = setup();
+    rmSync(path.join(ssh, 'authorized_keys'));
+    execFileSync('mkfifo', [path.join(ssh, 'authorized_keys')]);
+    await refusal(node, '/home/core/.ssh/authorized_keys', 'it is a FIFO, not a regular file');
+  });
+
+  it.runIf(asRoot)('refuses a folder or a file that another user owns', async () => {
+    const { node, ssh } = setup();
+    chownSync(path.join(ssh, 'authorized_keys'), 4242, 4242);
+    await refusal(node, '/home/core/.ssh/authorized_keys', 'owned by uid 4242, neither core nor root');
+    chownSync(path.join(ssh, 'authorized_keys'), 1000, 1000);
+    chownSync(ssh, 4242, 4242);
+    await refusal(node, '/home/core/.ssh', 'owned by uid 4242, neither core nor root');
   });
 });

@@ -1,28 +1,23 @@
 /**
  * [ssh-keys] The site's SSH keys for the core user, first of all the steps, so that a node whose
  * network change goes wrong can still be reached and debugged. Lines of authorized_keys the agent
- * did not write stay as they are.
+ * did not write stay as they are. core controls its home, so nothing there is followed: a link, FIFO
+ * or foreign file in place of ~/.ssh or authorized_keys is refused (exit 3), naming the path.
  */
-import { chown } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';
-import {
-  describeKey,
-  parseKeyLine,
-  type PasswdEntry,
-  passwdEntry,
-  renderAuthorizedKeys,
-} from '../node/authorized-keys.js';
+import { describeKey, parseKeyLine, passwdEntry, renderAuthorizedKeys } from '../node/authorized-keys.js';
 import { fileDrift, lineDiff, type ManagedFile, writeManagedFile } from '../node/managed-file.js';
 import { expectSettled } from '../node/settled.js';
+import type { FolderOwner } from '../ports/fs.js';
 
 const USER = 'core';
 const DEFAULT_HOME = `/home/${USER}`;
 
 interface Target {
-  user?: PasswdEntry;
+  owner: FolderOwner;
   sshDir: string;
   file: ManagedFile;
   existing: string;
@@ -43,15 +38,18 @@ async function target(ctx: StepContext): Promise<Target> {
   const user = passwdEntry((await ctx.fs.readText('/etc/passwd')) ?? '', USER);
   const sshDir = path.posix.join(user?.home ?? DEFAULT_HOME, '.ssh');
   const filePath = path.posix.join(sshDir, 'authorized_keys');
-  const existing = (await ctx.fs.readText(filePath)) ?? '';
+  // without a core account the folder stays root's
+  const owner: FolderOwner = { name: USER, uid: user?.uid ?? 0, gid: user?.gid ?? 0 };
+  const existing = (await ctx.fs.readUserFile(filePath, owner)) ?? '';
   return {
-    ...(user && { user }),
+    owner,
     sshDir,
     existing,
     file: {
       path: filePath,
       content: renderAuthorizedKeys(existing, ctx.site.sshAuthorizedKeys),
       mode: 0o600,
+      userFolder: owner,
       ...(user && { uid: user.uid, gid: user.gid }),
     },
   };
@@ -100,9 +98,7 @@ export const sshKeysStep: Step = {
 
   async apply(ctx) {
     const t = await target(ctx);
-    await ctx.fs.mkdirp(t.sshDir, 0o700);
-    await ctx.fs.chmod(t.sshDir, 0o700);
-    if (t.user && process.getuid?.() === 0) await chown(ctx.fs.resolve(t.sshDir), t.user.uid, t.user.gid);
+    await ctx.fs.ensureUserDir(t.sshDir, 0o700, t.owner);
     await writeManagedFile(ctx.fs, t.file);
     ctx.log.info({ file: t.file.path, keys: ctx.site.sshAuthorizedKeys.length }, `authorized_keys for ${USER} written`);
   },
