@@ -24,7 +24,8 @@ import { readPublicKey } from '../src/trust/signature.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DEFAULT_INTERNAL_IP = '192.168.127.10/24';
-export const DEFAULT_IMAGE = 'registry.factory.example.com:5000/sno-relocate/agent:0.1.0';
+export const DEFAULT_IMAGE =
+  'registry.factory.example.com:5000/sno-relocate/agent@sha256:0b4d6a7c3e2f1a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b';
 
 export function agentSources(dir = path.join(REPO, 'systemd')): AgentSources {
   const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
@@ -51,10 +52,14 @@ function internalIP(value: string): string {
 
 // the reference goes into install.env, read by systemd: one line of reference characters only
 const IMAGE_REFERENCE = /^[a-z0-9][\w.\-/:@]*$/i;
+// pinned by digest, as the installer requires: a tag could be moved after the factory tested the image
+const BY_DIGEST = /@sha256:[0-9a-f]{64}$/;
 
 function image(value: string): string {
   if (!IMAGE_REFERENCE.test(value))
     throw new Error(`SNO_RELOCATE_IMAGE: not a container image reference: ${JSON.stringify(value)}`);
+  if (!BY_DIGEST.test(value))
+    throw new Error(`SNO_RELOCATE_IMAGE: name the image by digest (...@sha256:<64 hex digits>): ${value}`);
   return value;
 }
 

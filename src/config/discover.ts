@@ -14,6 +14,12 @@ import { SITE_CONFIG_NAMES } from './load.js';
 
 export const ETC_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
 export const CONFIG_LABELS = ['cluster-config', 'relocation-config'] as const;
+/**
+ * The only filesystem types mounted: what config media use (a USB stick's vfat, an ISO image's
+ * iso9660, ext4). The stick is unauthenticated until its site-config is read, so no other kernel
+ * filesystem parser is offered a crafted image.
+ */
+export const MOUNT_TYPES = ['vfat', 'iso9660', 'ext4'] as const;
 /** where the agent mounts a labelled filesystem (and where one mounted there already is read) */
 export const MOUNT_BASE = '/run/sno-relocate';
 
@@ -54,7 +60,14 @@ async function tryLabel(options: DiscoverOptions, label: string, quiet: Set<stri
   if (!(await fs.exists(device))) return undefined;
   await fs.mkdirp(mountPoint, 0o700);
   // read-only and inert: nothing on a stick is executed, no device node or setuid bit is honoured
-  await exec.run('mount', ['-o', 'ro,nosuid,nodev,noexec', fs.resolve(device), fs.resolve(mountPoint)]);
+  await exec.run('mount', [
+    '-t',
+    MOUNT_TYPES.join(','),
+    '-o',
+    'ro,nosuid,nodev,noexec',
+    fs.resolve(device),
+    fs.resolve(mountPoint),
+  ]);
   log[level]({ device, mountPoint }, `mounted ${device} read-only`);
   const release = async () => {
     await exec.run('umount', [fs.resolve(mountPoint)], { allowFailure: true });

@@ -160,6 +160,10 @@ describe('render settings', () => {
       { SNO_RELOCATE_IMAGE: 'registry.example.com/agent:1\nSNO_RELOCATE_IMAGE=evil' },
       'SNO_RELOCATE_IMAGE: not a container image reference',
     ],
+    [
+      { SNO_RELOCATE_IMAGE: 'registry.example.com/agent:0.1.0' },
+      'SNO_RELOCATE_IMAGE: name the image by digest (...@sha256:<64 hex digits>): registry.example.com/agent:0.1.0',
+    ],
     [{ SNO_RELOCATE_TRUST_DIR: '/nonexistent/trust' }, 'SNO_RELOCATE_TRUST_DIR: cannot read /nonexistent/trust'],
   ])('refuse %j, naming the setting', (env, message) => {
     expect(() => optionsFromEnv(env)).toThrow(message);

@@ -9,6 +9,7 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, r
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MOUNT_TYPES } from '../../src/config/discover.js';
 import { REPO } from '../helpers/cli.js';
 
 const SYSTEMD = path.join(REPO, 'systemd');
@@ -185,12 +186,29 @@ describe('systemd units', () => {
         ].sort(),
       );
       expect(agent.Service!.NoNewPrivileges).toEqual(['yes']);
-      expect(agent.Service!.ProtectSystem).toEqual(['true']);
+      // read-only everywhere but the folders its steps write
+      expect(agent.Service!.ProtectSystem).toEqual(['strict']);
+      expect(agent.Service!.ReadWritePaths).toEqual([
+        '-/home/core',
+        '-/var/home/core',
+        '/var/lib/kubelet',
+        '/etc/NetworkManager',
+        '/etc/systemd/system',
+      ]);
+      expect(agent.Service!.StateDirectory).toEqual(['sno-relocate']);
+      expect([agent.Service!.RuntimeDirectory, agent.Service!.RuntimeDirectoryPreserve]).toEqual([
+        ['sno-relocate'],
+        ['yes'],
+      ]);
+      for (const on of ['ProtectKernelModules', 'ProtectKernelLogs', 'RestrictSUIDSGID'])
+        expect(agent.Service![on]).toEqual(['yes']);
+      expect(agent.Service!.UMask).toEqual(['0077']);
+      expect(agent.Service!.MemoryMax).toEqual(['512M']);
     });
 
     it('says why for every sandbox setting it leaves off', () => {
       const text = readFileSync(path.join(SYSTEMD, 'sno-relocate.service'), 'utf8');
-      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelModules', 'ProtectHostname'])
+      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectHostname'])
         expect(text).toMatch(new RegExp(`# No ${off}: \\S`));
       expect(text).toMatch(/# ssh-keys writes \/home\/core\/\.ssh[^\n]*\nProtectHome=no/);
     });
@@ -209,6 +227,7 @@ describe('systemd units', () => {
     expect(watch.Service!.IPAddressDeny).toEqual(['any']);
     expect(watch.Service!.IPAddressAllow).toEqual(['localhost']);
     expect(watch.Service!.CapabilityBoundingSet).toEqual([]);
+    expect([watch.Service!.UMask, watch.Service!.MemoryMax]).toEqual([['0077'], ['256M']]);
   });
 
   it('installs the binary only where it is missing, and starts the agent afterwards', () => {
@@ -232,6 +251,15 @@ describe('systemd units', () => {
     const result = spawnSync('bash', [script], { encoding: 'utf8', env: { PATH: process.env.PATH } });
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain('set SNO_RELOCATE_IMAGE in /etc/sno-relocate/install.env');
+    // a tag can be moved to other content after the factory tested it: only a digest is pulled
+    const tagged = spawnSync('bash', [script], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, SNO_RELOCATE_IMAGE: 'registry.example.com/agent:0.1.0' },
+    });
+    expect(tagged.status).toBe(2);
+    expect(tagged.stderr).toContain(
+      'SNO_RELOCATE_IMAGE must name the image by digest (...@sha256:<64 hex digits>): registry.example.com/agent:0.1.0',
+    );
   });
 });
 
@@ -271,7 +299,7 @@ describe('udev rule', () => {
     .split('\n')
     .filter((l) => l.trim() && !l.startsWith('#'));
 
-  it('wants the agent when a block device labelled cluster-config or relocation-config is added', () => {
+  it('wants the agent when a vfat, ISO 9660 or ext4 filesystem labelled cluster-config or relocation-config is added', () => {
     expect(rule).toHaveLength(1);
     const keys = Object.fromEntries(
       rule[0]!
@@ -283,6 +311,8 @@ describe('udev rule', () => {
       ACTION: ['==', 'add'],
       SUBSYSTEM: ['==', 'block'],
       'ENV{ID_FS_LABEL}': ['==', 'cluster-config|relocation-config'],
+      // the types the agent mounts, and no other
+      'ENV{ID_FS_TYPE}': ['==', MOUNT_TYPES.join('|')],
       TAG: ['+=', 'systemd'],
       'ENV{SYSTEMD_WANTS}': ['+=', 'sno-relocate.service'],
     });
