@@ -73,7 +73,12 @@ function observed(store: StateStore, observer: EngineInput['observer']): Pick<St
 export async function runSteps(input: EngineInput): Promise<RunState> {
   const { ctx, banner } = input;
   const store = observed(input.store, input.observer);
-  const previous = await store.load();
+  // a damaged or newer state file stops the run before anything changes: said in the journal and
+  // on the console, with what to do, as every refusal is
+  const previous = await store.load().catch(async (err: unknown) => {
+    if (err instanceof RefusedError) await announceStop(input, 'refused', errorMessage(err), err);
+    throw err;
+  });
   const resumed = previous !== undefined && previous.configHash === input.configHash;
   const selected = input.steps.filter((s) => input.selected.has(s.name));
   const state: RunState = {

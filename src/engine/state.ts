@@ -7,6 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
+import { RefusedError } from '../base/errors.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -64,12 +65,28 @@ export class StateStore {
   }
 
   /** The last run's state; undefined when there was none. A damaged file is refused, never taken as done. */
-  load(): Promise<RunState | undefined> {
+  async load(): Promise<RunState | undefined> {
+    await this.refuseNewer();
     return readJsonFile(this.fs, this.file, {
       what: 'state file',
       schema: runState,
       advice: 'refusing to guess which steps are done. Move it aside to start the run over from the first step.',
     });
+  }
+
+  /** A state file of a later format version is not damaged: it says so, and what to do. */
+  private async refuseNewer(): Promise<void> {
+    let version: unknown;
+    try {
+      version = (JSON.parse((await this.fs.readText(this.file)) ?? 'null') as { version?: unknown } | null)?.version;
+    } catch {
+      return;
+    }
+    if (typeof version === 'number' && version > 1)
+      throw new RefusedError(
+        `state file ${this.fs.resolve(this.file)} was written by a newer sno-relocate (state version ${version}); ` +
+          'run that version, or move the file aside to start the run over from the first step.',
+      );
   }
 
   async save(state: RunState): Promise<void> {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
+import { MessageId } from '../../src/log/events.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { EXAMPLE, runCli } from '../helpers/cli.js';
 import { snapshotTree } from '../helpers/tree.js';
@@ -130,6 +131,62 @@ describe('sno-relocate (single executable)', () => {
     const plan = runCli(['plan', EXAMPLE, '--only', 'routes', ...common], { env });
     expect([run.code, watch.code, plan.code]).toEqual([1, 1, 0]);
     for (const r of [run, watch, plan]) expect(r.stderr + r.stdout).toContain(why);
+  });
+
+  it.each([
+    ['damaged', 'garbage', 'is damaged (not valid JSON)', 'Move it aside'],
+    [
+      'written by a newer version',
+      JSON.stringify({ version: 2, site: 'store-0042' }),
+      'was written by a newer sno-relocate (state version 2)',
+      'run that version, or move the file aside',
+    ],
+  ])(
+    'refuses a run over a %s state file on the console and in the journal, saying what to do',
+    (_what, text, why, todo) => {
+      const root = factoryRoot();
+      const state = path.join(root, 'var/lib/sno-relocate');
+      mkdirSync(state, { recursive: true });
+      writeFileSync(path.join(state, 'state.json'), text);
+      const consoleFile = path.join(root, 'console');
+      const r = runCli(['run', EXAMPLE, '--root', root, '--console', consoleFile, '--only', 'ssh-keys']);
+      expect(r.code).toBe(3);
+      const shown = readFileSync(consoleFile, 'utf8');
+      expect(shown).toMatch(
+        new RegExp(`^sno-relocate: REFUSED: state file .*state\\.json ${why.replace(/[()]/g, '\\$&')}`),
+      );
+      expect(shown).toContain(todo);
+      expect(r.stderr).toMatch(new RegExp(`ERROR run refused: state file .*${todo}.* msgId=${MessageId.runRefused}`));
+      expect(readFileSync(path.join(state, 'state.json'), 'utf8')).toBe(text);
+    },
+  );
+
+  it('says what is done and what remains when an unfinished run finds no stick', () => {
+    const root = factoryRoot();
+    const state = path.join(root, 'var/lib/sno-relocate');
+    mkdirSync(state, { recursive: true });
+    const step = { status: 'done', inputHash: 'h', attempts: 1, startedAt: '2026-01-01T00:00:00Z' };
+    writeFileSync(
+      path.join(state, 'state.json'),
+      JSON.stringify({
+        version: 1,
+        site: 'store-0042',
+        configHash: 'c',
+        result: 'failed',
+        startedAt: '2026-01-01T00:00:00Z',
+        steps: { 'ssh-keys': step, 'node-pull-secret': step, network: { ...step, status: 'failed' } },
+      }),
+    );
+    const consoleFile = path.join(root, 'console');
+    const r = runCli(['run', '--root', root, '--wait', '0', '--console', consoleFile]);
+    expect(r.code).toBe(0);
+    const line =
+      'no site-config appeared; the run for site store-0042 is unfinished: done ssh-keys, node-pull-secret; ' +
+      'remaining network, internal-ip, hostname, kubelet, csr-approval, domain, routes, cluster-pull-secret, mirrors, ' +
+      'health (plug the stick in again to finish)';
+    expect(readFileSync(consoleFile, 'utf8')).toBe(`sno-relocate: ${line}\n`);
+    expect(r.stderr).toContain(line);
+    expect(r.stderr).not.toContain('nothing was changed');
   });
 
   it('with no PATH and nothing to find, waits no longer than asked and exits 0', () => {

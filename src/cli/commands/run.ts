@@ -33,6 +33,12 @@ async function runLocked(
 ): Promise<CommandResult> {
   const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
   if (!loaded) {
+    const unfinished = await unfinishedRun(new StateStore(rt.fs, rt.stateDir));
+    if (unfinished) {
+      rt.log.warn({ site: unfinished.site, done: unfinished.done, remaining: unfinished.remaining }, unfinished.line);
+      await rt.banner.show(unfinished.line);
+      return { exitCode: 0, stdout: '' };
+    }
     rt.log.warn('no site-config appeared: nothing to do');
     await rt.banner.show('no site-config appeared; nothing was changed (plug in the stick to start)');
     return { exitCode: 0, stdout: '' };
@@ -69,4 +75,22 @@ async function runLocked(
   } finally {
     close();
   }
+}
+
+/**
+ * A run that stopped short (a power cut, a failed step) and now finds no stick: the node is half
+ * way, so say which steps are done and which remain, never "nothing was changed".
+ */
+async function unfinishedRun(
+  store: StateStore,
+): Promise<{ site: string; done: string[]; remaining: string[]; line: string } | undefined> {
+  const state = await store.load().catch(() => undefined);
+  if (!state || state.result === 'succeeded') return undefined;
+  const done = STEPS.filter((s) => state.steps[s.name]?.status === 'done').map((s) => s.name);
+  if (done.length === 0) return undefined;
+  const remaining = STEPS.filter((s) => state.steps[s.name]?.status !== 'done').map((s) => s.name);
+  const line =
+    `no site-config appeared; the run for site ${state.site} is unfinished: done ${done.join(', ')}; ` +
+    `remaining ${remaining.join(', ')} (plug the stick in again to finish)`;
+  return { site: state.site, done, remaining, line };
 }
