@@ -43,7 +43,15 @@ describe('the stick', () => {
     expect(loaded?.site.name).toBe('store-0042');
     const mountPoint = path.join(root, 'run/sno-relocate/relocation-config');
     expect(calls).toEqual([
-      ['mount', '-t', 'vfat,iso9660,ext4', '-o', 'ro,nosuid,nodev,noexec', path.join(root, 'dev/disk/by-label/relocation-config'), mountPoint],
+      [
+        'mount',
+        '-t',
+        'vfat,iso9660,ext4',
+        '-o',
+        'ro,nosuid,nodev,noexec',
+        path.join(root, 'dev/disk/by-label/relocation-config'),
+        mountPoint,
+      ],
       ['umount', mountPoint],
     ]);
   });
