@@ -24,11 +24,24 @@ const fileName = z
   .max(255, 'file name too long')
   .describe('a file beside the site-config; it may not leave that folder');
 
+/*
+ * As strict as the CRDs that receive them (openshift/api config/v1 types_image_digest_mirror_set.go
+ * and types_image_tag_mirror_set.go, their kubebuilder patterns and list types): a host with an
+ * optional port and a lowercase path, no URL scheme, tag or digest; a source may also be a
+ * `*.domain` wildcard; mirrors are a set. ImageContentSourcePolicy, on older clusters, checks less.
+ */
+const HOST_LABEL = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
+const REPOSITORY = `(${HOST_LABEL}(?:(?:\\.${HOST_LABEL})+)?(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?`;
+const REPOSITORY_FORM = 'a registry host[:port] and lowercase path, without a URL scheme, tag or digest';
 const mirror = z.strictObject({
-  source: z.string().min(1).describe('registry or repository the images are normally pulled from'),
+  source: z
+    .string()
+    .regex(new RegExp(`^\\*(?:\\.${HOST_LABEL})+$|^${REPOSITORY}$`), `must be ${REPOSITORY_FORM}, or *.domain`)
+    .describe('registry or repository the images are normally pulled from'),
   mirrors: z
-    .array(z.string().min(1))
+    .array(z.string().regex(new RegExp(`^${REPOSITORY}$`), `must be ${REPOSITORY_FORM}`))
     .min(1, 'at least one mirror is needed')
+    .refine((list) => new Set(list).size === list.length, 'a mirror is listed twice')
     .describe('mirror repositories, tried in order'),
   mirrorSourcePolicy: z
     .enum(['AllowContactingSource', 'NeverContactSource'])
