@@ -6,7 +6,7 @@
  * it: `plan`, `validate` and `status` change nothing.
  */
 import { constants } from 'node:fs';
-import { link, open, readFile, rename, rm } from 'node:fs/promises';
+import { link, open, readFile, rename, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { RefusedError } from '../base/errors.js';
 import type { RootFs } from './fs.js';
@@ -80,12 +80,15 @@ async function create(file: string, me: Owner): Promise<boolean> {
  * (the other run took over in between), it is put back and this run refuses.
  */
 export async function acquireRunLock(fs: RootFs, stateDir: string): Promise<RunLock> {
+  // a state folder made only for the lock goes again with it: a run that changed nothing leaves nothing
+  const madeFolder = !(await fs.exists(stateDir));
   await fs.mkdirp(stateDir, 0o700);
   const file = fs.resolve(path.posix.join(stateDir, LOCK_FILE));
   const me = await currentOwner();
   const release = async () => {
     const owner = parseOwner(await readFile(file, 'utf8').catch(() => ''));
     if (owner?.pid === me.pid && owner.startTime === me.startTime) await rm(file, { force: true });
+    if (madeFolder) await rmdir(fs.resolve(stateDir)).catch(() => undefined);
   };
   for (let attempt = 0; attempt < 3; attempt++) {
     if (await create(file, me)) return { release };

@@ -4,7 +4,7 @@
  * holder died (a kill, a power cut: another boot) is taken over.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -73,7 +73,7 @@ describe('the run lock', () => {
 
   it('is taken over when it was left by a power cut (another boot), even if its pid is alive now', () => {
     const n = node('power-cut');
-    runCli(['run', ...n.args, '--wait', '0']);
+    mkdirSync(path.dirname(n.lock), { recursive: true });
     // pid 1 is alive on every boot: only the boot id tells the lock is stale
     writeFileSync(n.lock, JSON.stringify({ pid: 1, bootId: '00000000-0000-0000-0000-000000000000', startTime: '1' }));
     const next = runCli(['run', ...n.args, '--wait', '0']);
