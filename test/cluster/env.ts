@@ -29,6 +29,7 @@ import {
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
 import { startModels, type Models } from './models/index.js';
 import { testSite } from '../node/context.js';
+import { noteLogLine } from '../helpers/error-log.js';
 
 export const STATE_DIR = '/var/lib/sno-relocate';
 /** the cluster steps the agent runs before health (which is another step's business) */
@@ -128,6 +129,7 @@ export function memoryLogger(onLine?: (line: string) => void): { log: Logger; li
     journal: false,
     write: (line) => {
       lines.push(line);
+      noteLogLine(line);
       onLine?.(line);
     },
   });

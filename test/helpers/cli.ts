@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { noteCliOutput } from './error-log.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BINARY = path.join(REPO, 'dist/sno-relocate');
@@ -29,5 +30,6 @@ export function runCli(
     timeout: options.timeoutMs ?? 30_000,
   });
   if (result.error) throw result.error;
+  noteCliOutput(result.stderr, result.status);
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }

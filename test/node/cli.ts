@@ -6,6 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
+import { noteCliOutput } from '../helpers/error-log.js';
 import { REPO } from './context.js';
 
 export interface CliResult {
@@ -34,6 +35,7 @@ export function runAgent(
     timeout: 120_000,
   });
   if (result.error) throw result.error;
+  noteCliOutput(result.stderr, result.status);
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

@@ -22,6 +22,7 @@ import { createNmstatectl } from '../../src/ports/nmstatectl.js';
 import type { Systemd } from '../../src/ports/systemd.js';
 import { connectSystemdBus } from '../../src/ports/systemd-dbus.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
+import { noteLogLine } from '../helpers/error-log.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const STUBS = path.join(REPO, 'test/stubs');
@@ -105,7 +106,15 @@ export function testNode(options: TestNodeOptions = {}): TestNode {
   const env = { ...stubEnvironment(root), ...options.env };
   if (options.network) writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: options.network }));
   const logs: string[] = [];
-  const log = createLogger({ format: 'json', level: 'debug', journal: false, write: (l) => logs.push(l) });
+  const log = createLogger({
+    format: 'json',
+    level: 'debug',
+    journal: false,
+    write: (l) => {
+      logs.push(l);
+      noteLogLine(l);
+    },
+  });
   const exec = withEnv(createExec(log), env);
   let systemd: Promise<Systemd> | undefined;
   const clock = options.clock ?? instantClock();
