@@ -7,6 +7,7 @@ import { STATE_DIR, testNode } from '../../test/node/context.js';
 import { StepError } from '../base/errors.js';
 import { MessageId } from '../log/events.js';
 import { kubeletStep } from './kubelet.js';
+import { allowErrorLog } from '../../test/helpers/error-log.js';
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 beforeAll(async () => {
@@ -57,6 +58,7 @@ describe('kubelet gate', () => {
   });
 
   it('fails verification when kubelet did not come up although its start job ended (a skipped condition)', async () => {
+    allowErrorLog(/"event":"kubeletGateFailed"/);
     const node = testNode({ systemd: true });
     await expect(kubeletStep.verify(node.ctx)).rejects.toThrow(
       /^kubelet: not running after the start; ActiveState=inactive/,
@@ -65,6 +67,7 @@ describe('kubelet gate', () => {
   });
 
   it('fails with the unit state and the journal when the start job fails', async () => {
+    allowErrorLog(/"event":"kubeletGateFailed"/);
     await bus.services.configure({ units: { 'kubelet.service': { startResult: 'failed' } } });
     const node = testNode({ systemd: true });
     const run = node.run([kubeletStep]);

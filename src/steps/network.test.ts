@@ -11,6 +11,7 @@ import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './network.js';
+import { allowErrorLog } from '../../test/helpers/error-log.js';
 
 // the gateway is this machine's loopback address, so that the ping check really pings
 const STORE: NmstateState = {
@@ -103,6 +104,7 @@ describe('network', () => {
   });
 
   it('rolls back and fails with the reason when the applied network does not hold', async () => {
+    allowErrorLog(/"event":"networkRollback"/);
     const node = testNode({ site, network: factoryNetwork(), env: { NMSTATECTL_STUB_LOSE_ADDRESSES: '1' } });
     const failed = node.run([networkStep]);
     await expect(failed).rejects.toMatchObject({ exitCode: 1, step: 'network' });
@@ -123,6 +125,7 @@ describe('network', () => {
   });
 
   it("fails with nmstatectl's own reason when apply is refused", async () => {
+    allowErrorLog(/"event":"networkRollback"/);
     const node = testNode({
       site,
       network: factoryNetwork(),
@@ -194,6 +197,7 @@ describe('network', () => {
   });
 
   it('keeps the revert state of the first attempt when a later attempt at the same network starts from a changed one', async () => {
+    allowErrorLog(/"event":"networkRollback"/);
     const node = testNode({ site, network: factoryNetwork(), env: { NMSTATECTL_STUB_LOSE_ADDRESSES: '1' } });
     await expect(node.run([networkStep])).rejects.toThrow();
     const revert = path.join(node.root, STATE_DIR, REVERT_STATE_FILE);
