@@ -185,8 +185,8 @@ describe('apply, commit', () => {
       [SAVE_WITHOUT_AUTOCONNECT, {}],
     ]);
     expect(SAVE_WITHOUT_AUTOCONNECT).toBe(0x21);
-    // the bridge profile with NetworkManager's types: the site address and the internal IP, gateway,
-    // DNS in network byte order
+    // the bridge profile with NetworkManager's types: the internal IP first (OVN-Kubernetes takes the
+    // first address on br-ex as the node IP), then the site address, gateway, DNS in network byte order
     expect(calls[1]!.args[0]).toEqual({
       connection: {
         id: ['s', 'br-ex'],
@@ -200,8 +200,8 @@ describe('apply, commit', () => {
         'address-data': [
           'aa{sv}',
           [
-            { address: '192.0.2.10', prefix: 24 },
             { address: '192.168.127.10', prefix: 24 },
+            { address: '192.0.2.10', prefix: 24 },
           ],
         ],
         gateway: ['s', '192.0.2.1'],
@@ -432,8 +432,8 @@ describe('apply, commit', () => {
     expect(compareNetworkState(desired, state, INTERNAL_IP)).toEqual([]);
     expect(iface(state, 'br-ex', 'ovs-interface')?.ipv4).toMatchObject({
       address: [
-        { ip: '10.42.0.20', 'prefix-length': 24 },
         { ip: '192.168.127.10', 'prefix-length': 24 },
+        { ip: '10.42.0.20', 'prefix-length': 24 },
       ],
     });
     // the port-less bridge leaves the uplink as it was
