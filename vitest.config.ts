@@ -7,7 +7,7 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['test/e2e/**', 'node_modules/**', 'dist/**'],
     // an unexpected error-level log line fails the test, in every tier
-    setupFiles: ['test/helpers/error-log.ts'],
+    setupFiles: ['test/helpers/error-log-hook.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 180_000,

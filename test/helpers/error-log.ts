@@ -1,13 +1,12 @@
 /**
  * Every tier fails a test that logs an unexpected `error`-level line: the in-memory loggers of the
  * cluster and node tiers and the CLI runs report what they see here, and a hook registered for every
- * test file (vitest.config.ts setupFiles) fails the test after it. The engine's report of a stopped
- * run (stepFailed, runFailed, runRefused) always comes with the run's rejection, which the test sees
- * anyway, and a CLI run that exits non-zero is expected to say why at error level; any other error
- * line a test means to cause it names with allowErrorLog.
+ * test file (error-log-hook.ts, vitest.config.ts setupFiles) fails the test after it. This module
+ * imports nothing from vitest, so the demo can use the same harness outside a test run.
+ * The engine's report of a stopped run (stepFailed, runFailed, runRefused) always comes with the
+ * run's rejection, which the test sees anyway, and a CLI run that exits non-zero is expected to say
+ * why at error level; any other error line a test means to cause it names with allowErrorLog.
  */
-import { afterEach } from 'vitest';
-
 const seen: string[] = [];
 let allowed: RegExp[] = [];
 
@@ -33,9 +32,10 @@ export function allowErrorLog(...patterns: RegExp[]): void {
   allowed.push(...patterns);
 }
 
-afterEach(() => {
+/** the lines seen since the last call that no allowErrorLog pattern expected; starts the next test afresh */
+export function takeUnexpectedErrorLines(): string[] {
   const unexpected = seen.filter((l) => !allowed.some((p) => p.test(l)));
   seen.length = 0;
   allowed = [];
-  if (unexpected.length) throw new Error(`unexpected error-level log lines:\n${unexpected.join('\n')}`);
-});
+  return unexpected;
+}
