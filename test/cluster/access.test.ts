@@ -19,7 +19,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
-import { runAgent, writeSiteFolder } from '../node/cli.js';
+import { runAgent, runAgentAsync, writeSiteFolder } from '../node/cli.js';
 import { startFactory, type ClusterEnv } from './env.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -187,11 +187,15 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ namespace: 'kube-system', name: 'kubeadmin' });
     const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-root-'));
-    const run = runAgent(
+    // asynchronously: the models of the operators must go on reconciling in this process meanwhile
+    const run = await runAgentAsync(
       ['run', site, '--only', 'domain,access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath],
       {},
     );
     expect(run.code, run.stderr).toBe(0);
+    // the kube-apiserver operator's model first installs its revisions; this test then rolls out what
+    // the model leaves out, the client CA and the named certificate, as the operator would
+    await env.models!.settled();
     await rollOutKubeApiServer();
 
     // served with the site CA's certificate for its name, and the site's administrator is a cluster admin
@@ -219,13 +223,13 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     const site = siteFolder('site-43', clientCa, opensslCa(work, 'store43-site-ca'));
     const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-root-'));
     const run = () =>
-      runAgent(['run', site, '--only', 'access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath], {});
+      runAgentAsync(['run', site, '--only', 'access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath], {});
 
     await custom.patchClusterCustomObject(
       { ...ref, body: { spec: { clientCA: { name: 'corporate-client-ca' } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    const foreign = run();
+    const foreign = await run();
     expect(foreign.code, foreign.stderr).toBe(3);
     expect(foreign.stderr).toContain('spec.clientCA names ConfigMap corporate-client-ca, which the agent did not make');
 
@@ -234,7 +238,7 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
     await core.deleteNamespacedSecret({ namespace: 'kube-system', name: 'kubeadmin' });
-    const gone = run();
+    const gone = await run();
     expect(gone.code, gone.stderr).toBe(3);
     expect(gone.stderr).toContain('kube-system/kubeadmin does not exist');
     // refused before any change: the client CA is not installed either
