@@ -47,40 +47,48 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
     subscribed = true;
   };
 
+  /** queues a start or restart job for the unit and waits for the job's result */
+  const runJob = async (method: 'StartUnit' | 'RestartUnit', unit: string, timeoutMs: number) => {
+    await subscribe();
+    // Subscribe to JobRemoved before the job is queued: the bus applies the match rule before it
+    // routes the call, so the signal cannot be missed. It may still arrive before the call's
+    // reply names the job, hence the results kept by job path.
+    const finished = new Map<string, string>();
+    let waiting: { job: string; resolve: (result: string) => void } | undefined;
+    const onJobRemoved = (_id: number, job: string, _unit: string, result: string) => {
+      if (waiting?.job === job) waiting.resolve(result);
+      else finished.set(job, result);
+    };
+    manager.on('JobRemoved', onJobRemoved);
+    try {
+      const job = (await call(
+        `${method}(${unit}, replace)`,
+        () => manager[method]!(unit, 'replace') as Promise<string>,
+      )) as string;
+      log.debug({ unit, job }, `${method === 'StartUnit' ? 'start' : 'restart'} job queued`);
+      const early = finished.get(job);
+      const jobResult =
+        early ??
+        (await bounded(
+          new Promise<string>((resolve) => (waiting = { job, resolve })),
+          timeoutMs,
+          `waiting for the ${method === 'StartUnit' ? 'start' : 'restart'} job of ${unit} (${job})`,
+        ));
+      return { jobResult };
+    } finally {
+      manager.off('JobRemoved', onJobRemoved);
+    }
+  };
+
   return {
     async startAndWait(unit, timeoutMs) {
       // drop-ins written before (the node IP) take effect only after a daemon reload
       await call('Reload()', () => manager.Reload!() as Promise<unknown>);
-      await subscribe();
+      return runJob('StartUnit', unit, timeoutMs);
+    },
 
-      // Subscribe to JobRemoved before StartUnit is sent: the bus applies the match rule before it
-      // routes the call, so the signal cannot be missed. It may still arrive before StartUnit's
-      // reply names the job, hence the results kept by job path.
-      const finished = new Map<string, string>();
-      let waiting: { job: string; resolve: (result: string) => void } | undefined;
-      const onJobRemoved = (_id: number, job: string, _unit: string, result: string) => {
-        if (waiting?.job === job) waiting.resolve(result);
-        else finished.set(job, result);
-      };
-      manager.on('JobRemoved', onJobRemoved);
-      try {
-        const job = (await call(
-          `StartUnit(${unit}, replace)`,
-          () => manager.StartUnit!(unit, 'replace') as Promise<string>,
-        )) as string;
-        log.debug({ unit, job }, 'start job queued');
-        const early = finished.get(job);
-        const jobResult =
-          early ??
-          (await bounded(
-            new Promise<string>((resolve) => (waiting = { job, resolve })),
-            timeoutMs,
-            `waiting for the start job of ${unit} (${job})`,
-          ));
-        return { jobResult };
-      } finally {
-        manager.off('JobRemoved', onJobRemoved);
-      }
+    async restartAndWait(unit, timeoutMs) {
+      return runJob('RestartUnit', unit, timeoutMs);
     },
 
     async unitStatus(unit) {

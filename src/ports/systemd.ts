@@ -13,6 +13,8 @@ export interface Systemd {
    * job's result; the unit's enablement is left as it is
    */
   startAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
+  /** restarts the unit (starts it when it is not running), waiting for the restart job's result */
+  restartAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
   unitStatus(unit: string): Promise<UnitStatus>;
   staticHostname(): Promise<string>;
   setStaticHostname(name: string): Promise<void>;

@@ -161,6 +161,14 @@ class Manager extends Interface {
   }
   StartUnit(name: string, mode: string) {
     record('StartUnit', name, mode);
+    return this.queueJob(name, mode);
+  }
+  /** systemd's RestartUnit: stops the unit when it runs, then starts it; one job either way */
+  RestartUnit(name: string, mode: string) {
+    record('RestartUnit', name, mode);
+    return this.queueJob(name, mode);
+  }
+  private queueJob(name: string, mode: string) {
     if (!JOB_MODES.has(mode))
       throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Job mode ${mode} invalid.`);
     const unit = loadUnit(name);
@@ -201,6 +209,7 @@ Manager.configureMembers({
     GetUnit: { inSignature: 's', outSignature: 'o' },
     EnableUnitFiles: { inSignature: 'asbb', outSignature: 'ba(sss)' },
     StartUnit: { inSignature: 'ss', outSignature: 'o' },
+    RestartUnit: { inSignature: 'ss', outSignature: 'o' },
   },
   signals: {
     JobNew: { signature: 'uos' },
