@@ -15,6 +15,7 @@ import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
 import { oldNodeStep } from './old-node.js';
 import { routesStep } from './routes.js';
+import { siteNamesStep } from './site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
 
 export const STEPS: readonly Step[] = [
@@ -26,6 +27,9 @@ export const STEPS: readonly Step[] = [
   networkStep,
   // after the network: br-ex must exist before its internal address is pinned
   internalIpStep,
+  // after internal-ip, whose address the names resolve to; before the cluster steps: the OAuth route's
+  // availability check requests the site's host from inside the cluster
+  siteNamesStep,
   // before kubelet: the node registers under this name
   hostnameStep,
   // the gate: kubelet starts only once every node step has succeeded

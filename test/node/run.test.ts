@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
 import { allowErrorLog } from '../helpers/error-log.js';
-import { layFactoryNode } from '../fixtures/factory-node.js';
+import { layFactoryNode, laySingleNodeDnsmasq } from '../fixtures/factory-node.js';
 import { startTestBus } from '../dbus/bus.js';
 import { loopbackStoreSpec, runAgent, STORE_KEY, writeSiteFolder } from './cli.js';
 import { STATE_DIR, stubEnvironment } from './context.js';
@@ -33,6 +33,7 @@ afterAll(() => bus?.stop());
 beforeEach(async () => {
   root = mkdtempSync(path.join(tmpdir(), 'run-node-'));
   layFactoryNode(root);
+  laySingleNodeDnsmasq(root);
   site = writeSiteFolder(mkdtempSync(path.join(tmpdir(), 'site-')), 'store-0042', SPEC);
   env = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
   writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));

@@ -1,0 +1,160 @@
+/**
+ * The site-names step against a real dnsmasq reading the node's /etc/dnsmasq.d, with dnsmasq's
+ * restart going through a real dbus-daemon to the test systemd (test/dbus).
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBus } from '../../test/dbus/bus.js';
+import { startDnsmasq } from '../../test/helpers/dnsmasq.js';
+import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
+import { FACTORY_DNSMASQ as FACTORY, laySingleNodeDnsmasq } from '../../test/fixtures/factory-node.js';
+import { renderKubeletNodeIpDropIn, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
+import { FACTORY_DNSMASQ_FILE, SITE_DNSMASQ_FILE } from '../node/dnsmasq.js';
+import { siteNamesStep } from './site-names.js';
+
+const site = (parts: Parameters<typeof testSite>[0] = {}) =>
+  testSite({ baseDomain: 'store42.example.com', network: { internalIP: '192.168.127.10/24' }, ...parts });
+
+let bus: Awaited<ReturnType<typeof startTestBus>>;
+beforeAll(async () => {
+  bus = await startTestBus();
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+});
+afterAll(() => bus?.stop());
+
+function dnsmasqNode(options: Parameters<typeof testNode>[0] = {}) {
+  const node = testNode({ site: site(), systemd: true, ...options });
+  const put = (file: string, content: string) => {
+    mkdirSync(path.dirname(path.join(node.root, file)), { recursive: true });
+    writeFileSync(path.join(node.root, file), content);
+  };
+  laySingleNodeDnsmasq(node.root);
+  return { node, put, read: (file: string) => readFileSync(path.join(node.root, file), 'utf8') };
+}
+
+const restarts = async () => (await bus.services.calls()).filter((c) => c.member === 'RestartUnit');
+
+describe('site-names', () => {
+  it("adds the site's names beside the factory's, restarts dnsmasq once, and dnsmasq answers both", async () => {
+    const { node, read } = dnsmasqNode();
+    await bus.services.configure({ root: node.root });
+    const state = await node.run([siteNamesStep]);
+    expect(state.steps['site-names']?.status).toBe('done');
+    expect(read(FACTORY_DNSMASQ_FILE)).toBe(FACTORY);
+    expect(await restarts()).toEqual([{ member: 'RestartUnit', args: ['dnsmasq.service', 'replace'] }]);
+
+    const dnsmasq = await startDnsmasq(path.join(node.root, 'etc/dnsmasq.d'));
+    try {
+      for (const name of [
+        'api.sno.store42.example.com',
+        'api-int.sno.store42.example.com',
+        'oauth-openshift.apps.sno.store42.example.com',
+        'console-openshift-console.apps.sno.store42.example.com',
+        // the factory's names, which the on-node kubeconfigs use
+        'api-int.sno.factory.example.com',
+        'api.sno.factory.example.com',
+      ])
+        expect([name, await dnsmasq.resolve4(name)]).toEqual([name, ['192.168.127.10']]);
+      expect(await dnsmasq.resolve4('registry.store42.example.com')).not.toEqual(['192.168.127.10']);
+    } finally {
+      await dnsmasq.stop();
+    }
+
+    // a second run: nothing to do, and dnsmasq is left alone
+    expect(await siteNamesStep.plan(node.ctx)).toEqual({
+      action: 'noop',
+      reason:
+        'dnsmasq resolves api.sno.store42.example.com, api-int.sno.store42.example.com and *.apps.sno.store42.example.com to 192.168.127.10',
+    });
+    await bus.services.configure({
+      root: node.root,
+      units: { 'dnsmasq.service': { activeState: 'active', subState: 'running' } },
+    });
+    await node.run([siteNamesStep]);
+    await siteNamesStep.verify(node.ctx);
+    expect(await restarts()).toEqual([]);
+    node.close();
+  });
+
+  it('restarts dnsmasq on the next run when a run was cut off between the file and the restart', async () => {
+    const { node, put, read } = dnsmasqNode();
+    await bus.services.configure({ root: node.root });
+    await node.run([siteNamesStep]);
+    const written = read(SITE_DNSMASQ_FILE);
+    // the state a power cut leaves after the write: the marker, the file, no restart, no record
+    put(path.join(STATE_DIR, 'dnsmasq-restart-pending'), `${SITE_DNSMASQ_FILE}\n`);
+    await expect(siteNamesStep.verify(node.ctx)).rejects.toThrow(
+      'site-names: dnsmasq was not restarted after the file changed',
+    );
+    expect(await siteNamesStep.plan(node.ctx)).toMatchObject({
+      action: 'change',
+      changes: [
+        {
+          action: 'start',
+          target: 'dnsmasq.service',
+          summary: 'restart: a previous run changed its files but did not restart it',
+        },
+      ],
+    });
+    await bus.services.configure({ root: node.root });
+    await siteNamesStep.apply(node.ctx, { action: 'change', summary: '', changes: [] });
+    expect(await restarts()).toHaveLength(1);
+    expect(read(SITE_DNSMASQ_FILE)).toBe(written);
+    await siteNamesStep.verify(node.ctx);
+    node.close();
+  });
+
+  it('puts the previous file back when dnsmasq does not restart with the new one', async () => {
+    const { node, put, read } = dnsmasqNode();
+    const before = '# names of an earlier site\naddress=/api.sno.old.example.com/192.168.127.10\n';
+    put(SITE_DNSMASQ_FILE, before);
+    await bus.services.configure({ root: node.root, units: { 'dnsmasq.service': { startResult: 'failed' } } });
+    await expect(node.run([siteNamesStep])).rejects.toThrow(
+      `site-names: dnsmasq.service did not restart with ${SITE_DNSMASQ_FILE} (failed); the previous file is back, but dnsmasq did not restart with it either (failed)`,
+    );
+    expect(read(SITE_DNSMASQ_FILE)).toBe(before);
+    expect(read(FACTORY_DNSMASQ_FILE)).toBe(FACTORY);
+    // dnsmasq restarts again with what it ran before; the marker keeps the next run's restart
+    expect(await restarts()).toHaveLength(2);
+    expect(existsSync(path.join(node.root, STATE_DIR, 'dnsmasq-restart-pending'))).toBe(true);
+    node.close();
+  });
+
+  it('refuses a cluster name other than the one dnsmasq serves', async () => {
+    const { node } = dnsmasqNode({ site: site({ clusterName: 'other' }) });
+    expect(await siteNamesStep.plan(node.ctx)).toEqual({
+      action: 'conflict',
+      reason: `spec.clusterName is other, but ${FACTORY_DNSMASQ_FILE} names the cluster sno: renaming the cluster is not supported`,
+    });
+  });
+
+  it("takes the kubelet drop-in's internal IP when the site-config sets none", async () => {
+    const { node, put } = dnsmasqNode({ site: site({ network: {} }) });
+    put(KUBELET_NODE_IP_DROP_IN, renderKubeletNodeIpDropIn('192.168.127.20/24'));
+    expect(await siteNamesStep.plan(node.ctx)).toMatchObject({
+      action: 'change',
+      summary:
+        'resolve api.sno.store42.example.com, api-int.sno.store42.example.com and *.apps.sno.store42.example.com to 192.168.127.20 on the node',
+    });
+  });
+
+  it("leaves dnsmasq alone where the factory's names are the site's, and on nodes without the configuration", async () => {
+    const same = dnsmasqNode({ site: site({ baseDomain: 'factory.example.com' }) }).node;
+    expect(await siteNamesStep.plan(same.ctx)).toMatchObject({ action: 'noop' });
+    expect(await siteNamesStep.plan(testNode({ site: site() }).ctx)).toEqual({
+      action: 'noop',
+      reason: `no ${FACTORY_DNSMASQ_FILE}: the node has no single-node dnsmasq configuration`,
+    });
+  });
+
+  it('removes its file when a later site uses the factory domain again', async () => {
+    const { node, put } = dnsmasqNode({ site: site({ baseDomain: 'factory.example.com' }) });
+    put(SITE_DNSMASQ_FILE, '# names of an earlier site\n');
+    await bus.services.configure({ root: node.root });
+    await node.run([siteNamesStep]);
+    expect(existsSync(path.join(node.root, SITE_DNSMASQ_FILE))).toBe(false);
+    expect(await restarts()).toHaveLength(1);
+    node.close();
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * A real dnsmasq (Debian's dnsmasq-base) serving a folder of configuration files on a loopback
+ * port, as the node's dnsmasq serves /etc/dnsmasq.d: what the site-names step writes is read by
+ * dnsmasq itself, not by a parser of ours.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { promises as dns } from 'node:dns';
+
+export interface RunningDnsmasq {
+  /** host:port to hand a resolver */
+  server: string;
+  /** A records of a name, or the resolver's error code (ENOTFOUND, EREFUSED, ...) */
+  resolve4(name: string): Promise<string[] | string>;
+  stop(): Promise<void>;
+}
+
+async function freeUdpPort(): Promise<number> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+  const { port } = socket.address();
+  await new Promise<void>((resolve) => socket.close(() => resolve()));
+  return port;
+}
+
+export async function resolve4With(server: string, name: string): Promise<string[] | string> {
+  const resolver = new dns.Resolver({ timeout: 2000, tries: 1 });
+  resolver.setServers([server]);
+  try {
+    return await resolver.resolve4(name);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? String(err);
+  }
+}
+
+/** Starts dnsmasq on 127.0.0.1 with exactly the files of `confDir`; resolves once it answers. */
+export async function startDnsmasq(confDir: string): Promise<RunningDnsmasq> {
+  const port = await freeUdpPort();
+  const child: ChildProcess = spawn(
+    'dnsmasq',
+    [
+      '--keep-in-foreground',
+      '--conf-file=/dev/null',
+      `--conf-dir=${confDir}`,
+      `--port=${port}`,
+      '--listen-address=127.0.0.1',
+      '--bind-interfaces',
+      '--no-resolv',
+      '--no-hosts',
+      '--pid-file',
+      '--log-facility=-',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // dnsmasq logs "started" once its sockets are bound
+  await new Promise<void>((resolve, reject) => {
+    const onData = () => {
+      if (stderr.includes('started, version')) resolve();
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`dnsmasq exited (${code}): ${stderr}`)));
+    child.once('error', reject);
+  });
+  const server = `127.0.0.1:${port}`;
+  return {
+    server,
+    resolve4: (name) => resolve4With(server, name),
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
