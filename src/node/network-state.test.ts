@@ -46,14 +46,38 @@ describe('desiredNetworkState', () => {
     expect(site.interfaces![0]!.ipv4!.address).toHaveLength(1);
   });
 
-  it('leaves DHCP, other interfaces and the other family alone', () => {
+  it('adds the internal IP first beside DHCP on br-ex, keeping the method automatic', () => {
     const dhcp: NmstateState = {
       interfaces: [
-        { name: 'br-ex', ipv4: { enabled: true, dhcp: true } },
+        { name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: true } },
+        { name: 'ens3', ipv4: { enabled: true, dhcp: true } },
+      ],
+    };
+    const desired = desiredNetworkState(dhcp, '192.168.127.10/24');
+    expect(desired.interfaces![0]!.ipv4).toEqual({
+      enabled: true,
+      dhcp: true,
+      address: [{ ip: '192.168.127.10', 'prefix-length': 24 }],
+    });
+    expect(desired.interfaces![1]).toEqual(dhcp.interfaces![1]);
+    expect(desiredNetworkState(desired, '192.168.127.10/24')).toEqual(desired);
+    // IPv6 autoconf takes the same path
+    const slaac: NmstateState = {
+      interfaces: [{ name: 'br-ex', ipv6: { enabled: true, autoconf: true, dhcp: false } }],
+    };
+    expect(desiredNetworkState(slaac, 'fd00::10/64').interfaces![0]!.ipv6!.address).toEqual([
+      { ip: 'fd00::10', 'prefix-length': 64 },
+    ]);
+  });
+
+  it('leaves other interfaces, a disabled family and the other family alone', () => {
+    const other: NmstateState = {
+      interfaces: [
+        { name: 'br-ex', ipv4: { enabled: false } },
         { name: 'ens3', ipv4: { enabled: true, address: [] } },
       ],
     };
-    expect(desiredNetworkState(dhcp, '192.168.127.10/24')).toEqual(dhcp);
+    expect(desiredNetworkState(other, '192.168.127.10/24')).toEqual(other);
     expect(desiredNetworkState(site, 'fd00::10/64')).toEqual(site);
     expect(desiredNetworkState(site, undefined)).toBe(site);
   });

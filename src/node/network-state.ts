@@ -22,10 +22,13 @@ export interface Difference {
 const familyKey = (family: 4 | 6) => (family === 4 ? 'ipv4' : 'ipv6');
 
 /**
- * The state the network step applies: the site's nmstate, with the internal IP added to br-ex when
- * the site gives br-ex static addresses of that family. nmstate sets exactly the addresses it is
- * given, so without this it would remove the internal IP (and its own verification would trip
- * over the copy the dispatcher script puts back).
+ * The state the network step applies: the site's nmstate, with the internal IP added first to
+ * br-ex's addresses of that family, whether the site gives br-ex static addresses or DHCP. nmstate
+ * sets exactly the addresses it is given, so without this it would remove the internal IP (and its
+ * own verification would trip over the copy the dispatcher script puts back). With DHCP the profile
+ * keeps its method (auto) and carries the internal IP as a static address beside the lease, as the
+ * factory's br-ex profile does for nodeip-configuration and ovs-configuration: NetworkManager adds
+ * it when the profile activates, before the lease arrives.
  */
 export function desiredNetworkState(nmstate: NmstateState, internalIP: string | undefined): NmstateState {
   if (internalIP === undefined || !nmstate.interfaces) return nmstate;
@@ -33,25 +36,25 @@ export function desiredNetworkState(nmstate: NmstateState, internalIP: string | 
   const key = familyKey(internal.family);
   const interfaces = nmstate.interfaces.map((iface) => {
     const block = iface[key] as IpBlock | undefined;
-    const static_ =
+    const dynamic = block?.dhcp === true || block?.autoconf === true;
+    const carries =
       iface.name === BR_EX &&
       iface.state !== 'absent' &&
       iface.state !== 'down' &&
       block !== undefined &&
       block.enabled !== false &&
-      block.dhcp !== true &&
-      block.autoconf !== true &&
-      Array.isArray(block.address);
+      (dynamic || Array.isArray(block.address));
+    const addresses = block?.address ?? [];
     if (
-      !static_ ||
-      block.address!.some((a) => formatCidr(parseCidr(`${a.ip}/${a['prefix-length']}`)) === formatCidr(internal))
+      !carries ||
+      addresses.some((a) => formatCidr(parseCidr(`${a.ip}/${a['prefix-length']}`)) === formatCidr(internal))
     )
       return iface;
     return {
       ...iface,
       // first: OVN-Kubernetes takes br-ex's first address (netlink order) as the node IP, and
       // NetworkManager adds a profile's addresses in the profile's order
-      [key]: { ...block, address: [{ ip: internal.ip, 'prefix-length': internal.prefix }, ...block.address!] },
+      [key]: { ...block, address: [{ ip: internal.ip, 'prefix-length': internal.prefix }, ...addresses] },
     };
   });
   return { ...nmstate, interfaces };

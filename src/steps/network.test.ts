@@ -137,6 +137,29 @@ describe('network', () => {
     expect(events(node.logs).map((e) => e.event)).toContain('networkRollback');
   });
 
+  it('keeps the internal IP first in a br-ex profile that takes its site address from DHCP', async () => {
+    const dhcp: NmstateState = {
+      interfaces: [{ name: 'br-ex', type: 'ovs-interface', state: 'up', ipv4: { enabled: true, dhcp: true } }],
+    };
+    // a node relocated before to a site with a static address, now moved to a DHCP site
+    const node = testNode({ site, network: factoryNetwork() });
+    await node.run([networkStep]);
+    node.ctx.site = testSite({
+      network: {
+        nmstate: dhcp,
+        internalIP: '192.168.127.10/24',
+        verify: { pingGateway: false, resolve: [], timeoutSeconds: 30 },
+      },
+    });
+    const state = await node.run([networkStep]);
+    expect(state.steps.network?.status).toBe('done');
+    // what NetworkManager activates: method auto for the lease, the internal IP as the first static address
+    expect(readFileSync(path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection'), 'utf8')).toContain(
+      '[ipv4]\nmethod=auto\naddress1=192.168.127.10/24\n',
+    );
+    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+  });
+
   it('repairs keyfiles a power cut left empty, though the run was recorded as done', async () => {
     const node = testNode({ site, network: factoryNetwork() });
     await node.run([networkStep]);
