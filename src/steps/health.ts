@@ -16,6 +16,8 @@ import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
 import { unsettled } from './rollout.js';
+import { checkSiteNames, nameservers, type SiteNamesResult } from '../node/site-names-check.js';
+import { siteNamesOnNode } from './site-names.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
 const SYNC_TIMEOUT_MS = 120_000;
@@ -24,7 +26,21 @@ const SHOWN = 10;
 const errorsIn = (findings: readonly Finding[]) => findings.filter((f) => f.severity === 'error');
 const line = (f: Finding) => `${f.object}: ${f.reason}`;
 
-/** What keeps the cluster from being done: the watcher's errors, then what has not settled. */
+/**
+ * On a node with the single-node dnsmasq configuration: the site's names resolve and answer on the
+ * node, and whether the site's own DNS has them (a warning only).
+ */
+async function siteNames(ctx: StepContext, withSiteDns: boolean): Promise<SiteNamesResult> {
+  const target = await siteNamesOnNode(ctx);
+  if (!target) return { blocking: [], warnings: [] };
+  return checkSiteNames({
+    ...target,
+    nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')),
+    siteServers: withSiteDns ? (ctx.site.network.nmstate['dns-resolver']?.config?.server ?? []) : [],
+  });
+}
+
+/** What keeps the cluster from being done: the watcher's errors, what has not settled, the site's names. */
 async function blockers(ctx: StepContext, view: ClusterView): Promise<{ findings: Finding[]; blocking: string[] }> {
   const { findings } = view.evaluate();
   const errors = errorsIn(findings);
@@ -32,7 +48,8 @@ async function blockers(ctx: StepContext, view: ClusterView): Promise<{ findings
   const rollout = (await unsettled(await ctx.kube(), ctx.site)).filter(
     (u) => !errors.some((f) => u.startsWith(`${f.object} `)),
   );
-  return { findings, blocking: [...errors.map(line), ...rollout] };
+  const names = await siteNames(ctx, false);
+  return { findings, blocking: [...errors.map(line), ...rollout, ...names.blocking] };
 }
 
 async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise<T>): Promise<T> {
@@ -122,6 +139,8 @@ export const healthStep: Step = {
         );
       logNonErrors(ctx, healthy);
     });
+    // once, at the end: the site's DNS servers may be slow to say no
+    for (const warning of (await siteNames(ctx, true)).warnings) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
   },
 
   async verify(ctx) {

@@ -17,6 +17,7 @@ import { parseCidr } from '../base/addresses.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';
 import {
+  type ClusterNames,
   clusterNames,
   DNSMASQ_UNIT,
   FACTORY_DNSMASQ_FILE,
@@ -34,7 +35,7 @@ type Wanted =
   | { kind: 'none'; reason: string }
   | { kind: 'conflict'; reason: string }
   /** file undefined: the factory's file already names the site's domain, so the agent's must go */
-  | { kind: 'names'; file?: ManagedFile; summary: string };
+  | { kind: 'names'; file?: ManagedFile; summary: string; names: ClusterNames; address: string };
 
 /** The cluster domain of the site, and the address its names should resolve to. */
 async function wanted(ctx: StepContext): Promise<Wanted> {
@@ -59,13 +60,21 @@ async function wanted(ctx: StepContext): Promise<Wanted> {
     };
   const names = clusterNames(`${cluster}.${ctx.site.baseDomain}`);
   const summary = `${names.api}, ${names.apiInt} and *.${names.apps} to ${address}`;
-  if (names.domain === factory.domain && factory.address === address) return { kind: 'names', summary };
+  if (names.domain === factory.domain && factory.address === address) return { kind: 'names', summary, names, address };
   // root-owned and world-readable, as dnsmasq's own configuration files
   return {
     kind: 'names',
     summary,
+    names,
+    address,
     file: { path: SITE_DNSMASQ_FILE, content: renderSiteNames(names, address), mode: 0o644, uid: 0, gid: 0 },
   };
+}
+
+/** The site's names on a node with the single-node dnsmasq configuration, and their address. */
+export async function siteNamesOnNode(ctx: StepContext): Promise<{ names: ClusterNames; address: string } | undefined> {
+  const want = await wanted(ctx);
+  return want.kind === 'names' ? { names: want.names, address: want.address } : undefined;
 }
 
 const pendingFile = (ctx: StepContext) => path.join(ctx.stateDir, PENDING);

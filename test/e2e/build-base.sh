@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the base image of the VM end-to-end suite: a Debian bookworm node with systemd, dbus, udev,
-# NetworkManager and sshd, the host's node binary, a user `core`, and a stand-in kubelet.service that
-# nothing starts (the agent starts it over D-Bus).
+# NetworkManager, sshd, dnsmasq (disabled) and dig, the host's node binary, a user `core`, and a
+# stand-in kubelet.service that nothing starts (the agent starts it over D-Bus).
 #
 # Output, in ${SNO_RELOCATE_VM_CACHE:-/var/cache/sno-relocate-vm}/<key>/, key = sha256 of this script
 # and `node --version`:
@@ -107,6 +107,8 @@ chmod 0755 "$WORK/essential-hook"
 
 PACKAGES=systemd,systemd-sysv,dbus,udev,network-manager,iproute2,linux-image-amd64,kmod,e2fsprogs
 PACKAGES=$PACKAGES,dosfstools,openssh-server,procps,iputils-ping,util-linux
+# dnsmasq: the single-node DNS of OpenShift's dnsmasq configuration; dig to query it
+PACKAGES=$PACKAGES,dnsmasq,bind9-dnsutils
 
 log "mmdebstrap bookworm (minbase + $PACKAGES)"
 mmdebstrap --variant=minbase --mode=root --quiet \
@@ -229,6 +231,9 @@ ExecStart=/bin/sleep infinity
 [Install]
 WantedBy=multi-user.target
 EOF
+
+# dnsmasq stays off until a test lays out the single-node dnsmasq configuration and starts it
+chroot "$ROOT" systemctl disable -q dnsmasq.service
 
 # less background work under emulation
 for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer \

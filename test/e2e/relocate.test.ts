@@ -1,7 +1,8 @@
 // The relocation on a real node: the VM boots with the site's stick in, the agent applies the site
 // network through the real NetworkManager, pins the internal IP, sets the hostname over D-Bus and
-// only then lets kubelet start. Its journal carries every step with message ids and no secret. Then
-// the same relocation with power cuts at three points converges to exactly the same node.
+// only then lets kubelet start; with the single-node dnsmasq configuration, the site's names
+// resolve on the node beside the factory's. Its journal carries every step with message ids and no
+// secret. Then the same relocation with power cuts at three points converges to the same node.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -35,6 +36,7 @@ import {
   waitAgentSucceeded,
   waitKubeletActive,
 } from './scenario.js';
+import { expectSiteNames, laySingleNodeDnsmasq } from './sno-dnsmasq.js';
 import { INTERNAL_IP, newSecret, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -59,6 +61,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
 
   beforeAll(async () => {
     image = await buildNodeImage();
+    await laySingleNodeDnsmasq(image.disk);
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-relocate-'));
     stick = await siteStick(stickDir, 'site.img', siteSpec(secret));
   }, 15 * MIN);
@@ -83,6 +86,8 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     await waitAgentSucceeded(v);
     const gate = await expectKubeletGated(v);
     await expectSiteNetwork(v);
+    // the site's names in dnsmasq beside the factory's, dnsmasq restarted, both resolving on the node
+    await expectSiteNames(v, 'sno.vm-store-0007.example.com');
 
     // no nmstatectl on this node, so the agent went through NetworkManager's D-Bus API
     expect((await v.ssh('command -v nmstatectl')).code).not.toBe(0);

@@ -1,0 +1,129 @@
+/**
+ * The health step's check of the site's names against real dnsmasq servers (the node's, the
+ * site's) and real TLS listeners standing in for the API server and the router.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDnsmasq, type RunningDnsmasq } from '../../test/helpers/dnsmasq.js';
+import { clusterNames, renderSiteNames } from './dnsmasq.js';
+import { checkSiteNames, nameservers } from './site-names-check.js';
+
+const names = clusterNames('sno.store42.example.com');
+const ADDRESS = '127.0.0.1';
+const dir = mkdtempSync(path.join(tmpdir(), 'site-names-check-'));
+const servers: (RunningDnsmasq | tls.Server)[] = [];
+let node: RunningDnsmasq;
+let factoryOnly: RunningDnsmasq;
+let siteWithRecords: RunningDnsmasq;
+let siteWithout: RunningDnsmasq;
+let api = 0;
+let router = 0;
+
+function confDir(name: string, content: string): string {
+  const d = path.join(dir, name);
+  mkdirSync(d);
+  writeFileSync(path.join(d, 'names.conf'), content);
+  return d;
+}
+
+async function tlsListener(): Promise<number> {
+  execFileSync('openssl', [
+    ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1'],
+    ...['-subj', '/CN=listener', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
+  ]);
+  const server = tls.createServer({
+    key: readFileSync(path.join(dir, 'key.pem')),
+    cert: readFileSync(path.join(dir, 'cert.pem')),
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, ADDRESS, resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+/** a port where nothing listens */
+async function closedPort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, ADDRESS, resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+beforeAll(async () => {
+  node = await startDnsmasq(confDir('node', renderSiteNames(names, ADDRESS)));
+  factoryOnly = await startDnsmasq(confDir('factory', 'address=/api.sno.factory.example.com/127.0.0.1\n'));
+  siteWithRecords = await startDnsmasq(
+    confDir('site', `address=/api.${names.domain}/10.42.0.20\naddress=/apps.${names.domain}/10.42.0.20\n`),
+  );
+  siteWithout = await startDnsmasq(confDir('site-without', 'address=/registry.store42.example.com/10.42.0.30\n'));
+  servers.push(node, factoryOnly, siteWithRecords, siteWithout);
+  api = await tlsListener();
+  router = await tlsListener();
+});
+afterAll(async () => {
+  for (const s of servers)
+    if ('stop' in s) await s.stop();
+    else await new Promise<void>((resolve) => s.close(() => resolve()));
+});
+
+describe('checkSiteNames', () => {
+  it('passes when the node resolves and serves the names and the site DNS has them', async () => {
+    expect(
+      await checkSiteNames({
+        names,
+        address: ADDRESS,
+        nodeServers: [node.server],
+        siteServers: [siteWithRecords.server],
+        ports: { api, router },
+      }),
+    ).toEqual({ blocking: [], warnings: [] });
+  });
+
+  it("warns, naming the records to add, when the site's DNS lacks them", async () => {
+    expect(
+      await checkSiteNames({
+        names,
+        address: ADDRESS,
+        nodeServers: [node.server],
+        siteServers: [siteWithout.server],
+        ports: { api, router },
+      }),
+    ).toEqual({
+      blocking: [],
+      warnings: [
+        `the site's DNS (${siteWithout.server}) does not resolve api.sno.store42.example.com and *.apps.sno.store42.example.com: add A records for api.sno.store42.example.com and *.apps.sno.store42.example.com pointing at the node's site address, or clients at the site cannot reach the cluster`,
+      ],
+    });
+  });
+
+  it('blocks while the node does not resolve the names or nothing answers on them', async () => {
+    const closed = await closedPort();
+    const result = await checkSiteNames({
+      names,
+      address: ADDRESS,
+      nodeServers: [factoryOnly.server],
+      siteServers: [],
+      ports: { api, router: closed },
+      timeoutMs: 1000,
+    });
+    expect(result.warnings).toEqual([]);
+    expect(result.blocking).toEqual([
+      'api.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
+      'api-int.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
+      'console-openshift-console.apps.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
+      `console-openshift-console.apps.sno.store42.example.com: nothing answers on 127.0.0.1:${closed} (ECONNREFUSED)`,
+    ]);
+  });
+
+  it("reads the node's nameservers from resolv.conf", () => {
+    expect(
+      nameservers('# forcedns\nsearch example.com\nnameserver 192.168.127.10\nnameserver fe80::1%br-ex\n'),
+    ).toEqual(['192.168.127.10', 'fe80::1%br-ex']);
+    expect(nameservers(undefined)).toEqual([]);
+  });
+});

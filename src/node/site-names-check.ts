@@ -1,0 +1,109 @@
+/**
+ * Whether the site's names work, for the health step: on the node they resolve to the internal
+ * address (through the node's own nameservers, dnsmasq on a single-node dnsmasq node) and answer
+ * there (the API on 6443, the router on 443 for an apps host, by a TLS handshake naming the host);
+ * at the site, its own DNS servers resolve them, else the site's clients cannot reach the cluster:
+ * a warning naming the records to add, not a failure, since the node itself works.
+ */
+import { promises as dns } from 'node:dns';
+import { isIP } from 'node:net';
+import tls from 'node:tls';
+import type { ClusterNames } from './dnsmasq.js';
+
+export interface SiteNamesInput {
+  names: ClusterNames;
+  /** the internal address the names resolve to on the node */
+  address: string;
+  /** the node's nameservers (its /etc/resolv.conf) */
+  nodeServers: string[];
+  /** the site's DNS servers (the site-config's dns-resolver) */
+  siteServers: string[];
+  ports?: { api: number; router: number };
+  timeoutMs?: number;
+}
+
+export interface SiteNamesResult {
+  /** what keeps the names from working on the node */
+  blocking: string[];
+  /** records the site's DNS lacks */
+  warnings: string[];
+}
+
+/** An apps host every cluster serves through its router: the console's */
+export const appsProbeHost = (names: ClusterNames) => `console-openshift-console.${names.apps}`;
+
+async function resolve4(servers: string[], name: string, timeoutMs: number): Promise<string[] | string> {
+  const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
+  resolver.setServers(servers);
+  try {
+    return await resolver.resolve4(name);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? String(err);
+  }
+}
+
+/** Completes a TLS handshake with `host` named (SNI) at address:port; the reason when it cannot. */
+function handshake(address: string, port: number, host: string, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    // the certificate is the domain step's business and checked there; this asks only whether
+    // something serves the name
+    const socket = tls.connect({ host: address, port, servername: host, rejectUnauthorized: false });
+    const done = (reason: string | undefined) => {
+      socket.destroy();
+      resolve(reason);
+    };
+    socket.setTimeout(timeoutMs, () => done(`no answer within ${timeoutMs} ms`));
+    socket.once('secureConnect', () => done(undefined));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
+  });
+}
+
+/** `nameserver` lines of a resolv.conf */
+export function nameservers(resolvConf: string | undefined): string[] {
+  return (resolvConf ?? '')
+    .split('\n')
+    .map((l) => /^\s*nameserver\s+(\S+)/.exec(l)?.[1])
+    .filter((s): s is string => s !== undefined && isIP(s.replace(/%.*$/, '')) !== 0);
+}
+
+export async function checkSiteNames(input: SiteNamesInput): Promise<SiteNamesResult> {
+  const { names, address } = input;
+  const ports = input.ports ?? { api: 6443, router: 443 };
+  const timeoutMs = input.timeoutMs ?? 3000;
+  const blocking: string[] = [];
+  const warnings: string[] = [];
+  const apps = appsProbeHost(names);
+
+  if (input.nodeServers.length === 0) blocking.push('the node has no nameserver to resolve the site names with');
+  else
+    for (const name of [names.api, names.apiInt, apps]) {
+      const got = await resolve4(input.nodeServers, name, timeoutMs);
+      if (!(Array.isArray(got) && got.includes(address)))
+        blocking.push(
+          `${name}: does not resolve to ${address} on the node (${Array.isArray(got) ? got.join(', ') || 'no address' : got})`,
+        );
+    }
+  for (const [host, port] of [
+    [names.api, ports.api],
+    [apps, ports.router],
+  ] as const) {
+    const reason = await handshake(address, port, host, timeoutMs);
+    if (reason) blocking.push(`${host}: nothing answers on ${address}:${port} (${reason})`);
+  }
+
+  if (input.siteServers.length > 0) {
+    const missing: string[] = [];
+    for (const [name, record] of [
+      [names.api, names.api],
+      [apps, `*.${names.apps}`],
+    ] as const) {
+      const got = await resolve4(input.siteServers, name, timeoutMs);
+      if (!Array.isArray(got) || got.length === 0) missing.push(record);
+    }
+    if (missing.length > 0)
+      warnings.push(
+        `the site's DNS (${input.siteServers.join(', ')}) does not resolve ${missing.join(' and ')}: add ${missing.length === 1 ? 'an A record' : 'A records'} for ${missing.join(' and ')} pointing at the node's site address, or clients at the site cannot reach the cluster`,
+      );
+  }
+  return { blocking, warnings };
+}
