@@ -4,7 +4,7 @@
  * watcher's journal lines, status file, metrics and SIGTERM, recording and replay, and the run's
  * health step.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -17,6 +17,7 @@ import { writeContextFile } from '../../src/watch/context.js';
 import type { Finding, WatchContext } from '../../src/watch/model.js';
 import { ClusterView } from '../../src/watch/view.js';
 import { agent, startFactory, STATE_DIR, storeSite, type ClusterEnv } from '../cluster/env.js';
+import { laySingleNodeDnsmasq } from '../fixtures/factory-node.js';
 import { applyCrds } from '../kube/install.js';
 import { FACTORY_REGISTRY } from '../kube/factory-cluster.js';
 import { runAgent } from '../node/cli.js';
@@ -319,6 +320,28 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       });
       const kept = JSON.parse(readFileSync(path.join(a.root, STATE_DIR, 'watch-context.json'), 'utf8')) as WatchContext;
       expect(kept.tagMirrorSources).toEqual(['registry.redhat.io/redhat']);
+    });
+
+    it("waits while the site's names do not resolve or answer on a single-node dnsmasq node", async () => {
+      const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-names-'));
+      laySingleNodeDnsmasq(root);
+      // nothing serves DNS, the API or the router on this loopback address: what a node shows
+      // while dnsmasq lacks the names
+      writeFileSync(path.join(root, 'etc/resolv.conf'), 'nameserver 127.0.0.2\n');
+      const site = storeSite();
+      const a = await agent(env, { ...site, network: { ...site.network, internalIP: '127.0.0.2/8' } }, root);
+      const plan = await healthStep.plan(a.ctx);
+      if (plan.action !== 'change') throw new Error(`expected a change, got ${JSON.stringify(plan)}`);
+      const names = plan.changes.filter((c) => c.target.endsWith('.sno.store42.example.com'));
+      expect(names.map((c) => c.target)).toEqual([
+        'api.sno.store42.example.com',
+        'api-int.sno.store42.example.com',
+        'console-openshift-console.apps.sno.store42.example.com',
+        'api.sno.store42.example.com',
+        'console-openshift-console.apps.sno.store42.example.com',
+      ]);
+      expect(names[0]!.summary).toMatch(/^wait until it clears: does not resolve to 127\.0\.0\.2 on the node \(/);
+      expect(names[3]!.summary).toBe('wait until it clears: nothing answers on 127.0.0.2:6443 (ECONNREFUSED)');
     });
 
     it('fails after the timeout, listing the findings', async () => {
