@@ -32,7 +32,8 @@ export interface SiteNamesResult {
 /** An apps host every cluster serves through its router: the console's */
 export const appsProbeHost = (names: ClusterNames) => `console-openshift-console.${names.apps}`;
 
-async function resolve4(servers: string[], name: string, timeoutMs: number): Promise<string[] | string> {
+/** A records of a name from these servers, or the resolver's error code (ENOTFOUND, EREFUSED, ...) */
+export async function resolve4(servers: string[], name: string, timeoutMs: number): Promise<string[] | string> {
   const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
   resolver.setServers(servers);
   try {

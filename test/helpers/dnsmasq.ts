@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { promises as dns } from 'node:dns';
+import { resolve4 } from '../../src/node/site-names-check.js';
 
 export interface RunningDnsmasq {
   /** host:port to hand a resolver */
@@ -21,16 +21,6 @@ async function freeUdpPort(): Promise<number> {
   const { port } = socket.address();
   await new Promise<void>((resolve) => socket.close(() => resolve()));
   return port;
-}
-
-export async function resolve4With(server: string, name: string): Promise<string[] | string> {
-  const resolver = new dns.Resolver({ timeout: 2000, tries: 1 });
-  resolver.setServers([server]);
-  try {
-    return await resolver.resolve4(name);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? String(err);
-  }
 }
 
 /** Starts dnsmasq on 127.0.0.1 with exactly the files of `confDir`; resolves once it answers. */
@@ -67,7 +57,7 @@ export async function startDnsmasq(confDir: string): Promise<RunningDnsmasq> {
   const server = `127.0.0.1:${port}`;
   return {
     server,
-    resolve4: (name) => resolve4With(server, name),
+    resolve4: (name) => resolve4([server], name, 2000),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
