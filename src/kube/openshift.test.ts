@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { diffLines } from './openshift.js';
+import { diffLines, domainsOf, siteHostsProblem } from './openshift.js';
 
 describe('diffLines', () => {
   it('shows changed, added and removed leaves by path', () => {
@@ -15,5 +15,22 @@ describe('diffLines', () => {
   it('is empty for equal values and shows a creation as additions only', () => {
     expect(diffLines({ a: [1] }, { a: [1] })).toEqual([]);
     expect(diffLines(undefined, { a: 1 }, 'spec')).toEqual(['+ spec.a: 1']);
+  });
+});
+
+describe('siteHostsProblem', () => {
+  const base = (labels: number) => Array.from({ length: 4 }, () => 'a'.repeat(labels)).join('.');
+
+  it('names the longest host and its length when it is over 253 characters', () => {
+    expect(siteHostsProblem(domainsOf('sno', base(53)))).toBeUndefined();
+    // downloads-openshift-console.apps.sno. and four labels of 55 with their dots
+    expect(siteHostsProblem(domainsOf('sno', base(55)))).toMatch(
+      /^downloads-openshift-console\.apps\.sno\.a+\.\.\. would be 260 characters, over the 253/,
+    );
+  });
+
+  it('counts the cluster name', () => {
+    expect(siteHostsProblem(domainsOf('x', base(53)))).toBeUndefined();
+    expect(siteHostsProblem(domainsOf('long-cluster-name', base(53)))).toContain('would be 266 characters');
   });
 });

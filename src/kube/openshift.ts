@@ -177,13 +177,54 @@ export interface SiteDomains {
   api: string;
 }
 
+/** The component routes OpenShift lets a cluster admin rename, and the secret each is served with. */
+export const COMPONENT_ROUTES = [
+  {
+    namespace: 'openshift-console',
+    name: 'console',
+    host: 'console-openshift-console',
+    secret: `${SECRET_PREFIX}console`,
+  },
+  {
+    namespace: 'openshift-console',
+    name: 'downloads',
+    host: 'downloads-openshift-console',
+    secret: `${SECRET_PREFIX}downloads`,
+  },
+  {
+    namespace: 'openshift-authentication',
+    name: 'oauth-openshift',
+    host: 'oauth-openshift',
+    secret: `${SECRET_PREFIX}oauth`,
+  },
+] as const;
+
+/** The most characters a host name may have (RFC 1123; the Route CRD's spec.host maxLength). */
+const MAX_HOST = 253;
+
+/**
+ * Why the site's names cannot be hosts, or undefined. The longest is the API's name or a component
+ * route's host under the apps domain; a longer one is refused by the Route CRD half way through a run.
+ */
+export function siteHostsProblem(domains: SiteDomains): string | undefined {
+  const hosts = [domains.api, ...COMPONENT_ROUTES.map((r) => `${r.host}.${domains.apps}`)];
+  const longest = hosts.reduce((a, b) => (b.length > a.length ? b : a));
+  return longest.length > MAX_HOST
+    ? `${longest.slice(0, 40)}... would be ${longest.length} characters, over the ${MAX_HOST} a host name may have`
+    : undefined;
+}
+
 export async function siteDomains(
   kube: Kube,
   site: { clusterName?: string; baseDomain: string },
   ingress: IngressConfig,
 ): Promise<SiteDomains> {
-  const cluster = await clusterName(kube, site.clusterName, ingress);
-  return { cluster, apps: `apps.${cluster}.${site.baseDomain}`, api: `api.${cluster}.${site.baseDomain}` };
+  return domainsOf(await clusterName(kube, site.clusterName, ingress), site.baseDomain);
+}
+
+/** The cluster's names under a base domain. */
+export function domainsOf(cluster: string, baseDomain: string): SiteDomains {
+  return { cluster, apps: `apps.${cluster}.${baseDomain}`, api: `api.${cluster}.${baseDomain}` };
 }
 
 /**

@@ -31,6 +31,7 @@ import { pollUntil } from '../ports/clock.js';
 import {
   admittedFor,
   APISERVER_CONFIG,
+  COMPONENT_ROUTES,
   CONFIG_NAMESPACE,
   INGRESS_CONTROLLER,
   OPERATOR_ROUTES,
@@ -44,6 +45,7 @@ import {
   rememberAppsDomain,
   SECRET_PREFIX,
   siteDomains,
+  siteHostsProblem,
   type APIServerConfig,
   type ComponentRoute,
   type IngressConfig,
@@ -64,27 +66,6 @@ interface WantedSecret {
   field?: string;
 }
 
-/** The component routes OpenShift lets a cluster admin rename, and the secret each is served with. */
-const COMPONENT_ROUTES = [
-  {
-    namespace: 'openshift-console',
-    name: 'console',
-    host: 'console-openshift-console',
-    secret: `${SECRET_PREFIX}console`,
-  },
-  {
-    namespace: 'openshift-console',
-    name: 'downloads',
-    host: 'downloads-openshift-console',
-    secret: `${SECRET_PREFIX}downloads`,
-  },
-  {
-    namespace: 'openshift-authentication',
-    name: 'oauth-openshift',
-    host: 'oauth-openshift',
-    secret: `${SECRET_PREFIX}oauth`,
-  },
-] as const;
 export const API_SECRET = `${SECRET_PREFIX}api`;
 /** the router's default certificate, in openshift-ingress */
 export const APPS_SECRET = `${SECRET_PREFIX}apps-wildcard`;
@@ -240,6 +221,8 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   };
   const named = namedCertificateProblem(s.namedCertificates, domains);
   if (named) s.conflicts.push(named);
+  const tooLong = siteHostsProblem(domains);
+  if (tooLong) s.conflicts.push(`spec.baseDomain with the cluster's name ${domains.cluster}: ${tooLong}`);
   if (!ingressController)
     s.conflicts.push(
       `${describeRef(INGRESS_CONTROLLER)} not found: the router's default certificate cannot be set without the ingress operator's IngressController`,

@@ -60,6 +60,12 @@ const cases: [string, Rule, (d: Doc) => void, string[]][] = [
   ],
   ['dns: valid names', dnsNames, () => undefined, []],
   ['dns: single-label base domain', dnsNames, (d) => (d.spec.baseDomain = 'store'), ['$.spec.baseDomain']],
+  [
+    'dns: base domain too long for the console hosts',
+    dnsNames,
+    (d) => (d.spec.baseDomain = Array.from({ length: 4 }, () => 'a'.repeat(55)).join('.')),
+    ['$.spec.baseDomain'],
+  ],
   ['dns: localhost hostname', dnsNames, (d) => (d.spec.hostname = 'localhost.localdomain'), ['$.spec.hostname']],
   [
     'dns: resolve entry',

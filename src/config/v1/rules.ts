@@ -4,6 +4,7 @@
  */
 import { BlockList, isIPv4 } from 'node:net';
 import type { Finding } from '../../base/findings.js';
+import { domainsOf, siteHostsProblem } from '../../kube/openshift.js';
 import { isDnsName, type Mirror, type SiteConfigV1 } from './schema.js';
 import { type NmstateState } from '../../base/nmstate.js';
 import { minutes, worstCase } from './budget.js';
@@ -90,6 +91,12 @@ export const dnsNames: Rule = {
     const { baseDomain, hostname, network } = config.spec;
     if (!baseDomain.includes('.'))
       out.push(error('$.spec.baseDomain', 'needs at least two labels, e.g. store42.example.com'));
+    // without spec.clusterName the cluster keeps its name, unknown here: counted as one character,
+    // and the domain step's plan checks again with the real one
+    const { clusterName } = config.spec;
+    const tooLong = siteHostsProblem(domainsOf(clusterName ?? 'x', baseDomain));
+    const counted = clusterName === undefined ? " (the cluster's name counted as one character)" : '';
+    if (tooLong) out.push(error('$.spec.baseDomain', `too long: ${tooLong}${counted}`));
     if (hostname !== undefined && (hostname === 'localhost' || hostname.startsWith('localhost.')))
       out.push(error('$.spec.hostname', 'localhost is not a usable node name'));
     if (hostname !== undefined && hostname.split('.')[0]!.length > 63)
