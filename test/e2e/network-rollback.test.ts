@@ -1,14 +1,16 @@
 // A site network that cuts the node off (its gateway never answers): the agent's verification
 // fails, NetworkManager's checkpoint is rolled back, the uplink has its factory address again, the
 // management link never lost the node, kubelet stays stopped and the agent exits 1 with the reason.
+// The next boot, with a stick whose br-ex takes its address from DHCP, relocates the node: the
+// br-ex profile keeps method auto and carries the internal IP, which comes first on br-ex.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events, journal, unitProps } from './node-checks.js';
-import { announceSkip, KUBELET, MIN, skipVm } from './scenario.js';
-import { DEAD_GATEWAY, FACTORY_UPLINK_ADDRESS, GATEWAY, newSecret, siteSpec, siteStick } from './sites.js';
+import { announceSkip, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { DEAD_GATEWAY, FACTORY_UPLINK_ADDRESS, GATEWAY, INTERNAL_IP, newSecret, siteSpec, siteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('network rollback scenario');
@@ -17,6 +19,7 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
   let image: NodeImage | undefined;
   let vm: Vm | undefined;
   let stickDir = '';
+  let dhcpStick = '';
 
   beforeAll(async () => {
     image = await buildNodeImage();
@@ -26,6 +29,7 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
       'dead-gateway.img',
       siteSpec(newSecret(), { gateway: DEAD_GATEWAY, verifyTimeoutSeconds: 20 }),
     );
+    dhcpStick = await siteStick(stickDir, 'dhcp.img', siteSpec(newSecret(), { dhcp: true }));
     vm = await bootVm({ name: 'network-rollback', disk: image.disk, sticks: [stick] });
     await vm.waitSsh();
   }, 15 * MIN);
@@ -77,5 +81,24 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
     );
     const steps = (await journal(v, `-b 0 -u ${AGENT_UNIT}`)).map((e) => e.SNO_RELOCATE_STEP);
     expect(steps).not.toContain('hostname');
+  });
+
+  it('relocates at the next boot to a site whose br-ex uses DHCP, the internal IP first in the profile and on br-ex', async () => {
+    const v = vm!;
+    await v.shutdown();
+    await v.bootAgain({ sticks: [dhcpStick] });
+    await v.waitSsh();
+    await waitKubeletActive(v);
+    await waitAgentSucceeded(v);
+    // the profile NetworkManager activates: the lease (method auto) and the internal IP as a static address
+    expect(await v.sshOk('nmcli -g ipv4.method,ipv4.addresses connection show br-ex')).toBe(`auto\n${INTERNAL_IP}\n`);
+    const addrs = JSON.parse(await v.sshOk('ip -j -4 addr show dev br-ex')) as {
+      addr_info: { local: string; prefixlen: number; dynamic?: boolean }[];
+    }[];
+    const onBrEx = addrs[0]!.addr_info;
+    // first: OVN-Kubernetes takes br-ex's first address as the node IP; the lease is behind it
+    expect(`${onBrEx[0]!.local}/${onBrEx[0]!.prefixlen}`).toBe(INTERNAL_IP);
+    expect(onBrEx.filter((a) => a.dynamic && a.local.startsWith('192.0.2.'))).toHaveLength(1);
+    expect((await v.ssh(`ping -c 1 -W 5 ${GATEWAY}`)).code).toBe(0);
   });
 });

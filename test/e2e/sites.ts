@@ -42,6 +42,8 @@ export function newSecret(): SiteSecret {
 
 export interface SiteOptions {
   gateway?: string;
+  /** br-ex takes its site address from qemu's DHCP server instead of SITE_ADDRESS */
+  dhcp?: boolean;
   verifyTimeoutSeconds?: number;
 }
 
@@ -57,7 +59,9 @@ export function siteSpec(secret: SiteSecret, opts: SiteOptions = {}): Record<str
             type: 'linux-bridge',
             state: 'up',
             bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
-            ipv4: { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
+            ipv4: opts.dhcp
+              ? { enabled: true, dhcp: true }
+              : { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
             ipv6: { enabled: false },
           },
           { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
