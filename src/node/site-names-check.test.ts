@@ -11,7 +11,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsmasq, type RunningDnsmasq } from '../../test/helpers/dnsmasq.js';
 import { clusterNames, renderSiteNames } from './dnsmasq.js';
-import { checkSiteNames, nameservers } from './site-names-check.js';
+import { checkNodeNames, checkSiteDns, nameservers } from './site-names-check.js';
 
 const names = clusterNames('sno.store42.example.com');
 const ADDRESS = '127.0.0.1';
@@ -71,48 +71,32 @@ afterAll(async () => {
     else await new Promise<void>((resolve) => s.close(() => resolve()));
 });
 
-describe('checkSiteNames', () => {
-  it('passes when the node resolves and serves the names and the site DNS has them', async () => {
+describe('checkNodeNames and checkSiteDns', () => {
+  it('pass when the node resolves and serves the names and the site DNS has them', async () => {
     expect(
-      await checkSiteNames({
-        names,
-        address: ADDRESS,
-        nodeServers: [node.server],
-        siteServers: [siteWithRecords.server],
-        ports: { api, router },
-      }),
-    ).toEqual({ blocking: [], warnings: [] });
+      await checkNodeNames({ names, address: ADDRESS, nodeServers: [node.server], ports: { api, router } }),
+    ).toEqual([]);
+    expect(await checkSiteDns(names, [siteWithRecords.server])).toBeUndefined();
+    expect(await checkSiteDns(names, [])).toBeUndefined();
   });
 
-  it("warns, naming the records to add, when the site's DNS lacks them", async () => {
-    expect(
-      await checkSiteNames({
-        names,
-        address: ADDRESS,
-        nodeServers: [node.server],
-        siteServers: [siteWithout.server],
-        ports: { api, router },
-      }),
-    ).toEqual({
-      blocking: [],
-      warnings: [
-        `the site's DNS (${siteWithout.server}) does not resolve api.sno.store42.example.com and *.apps.sno.store42.example.com: add A records for api.sno.store42.example.com and *.apps.sno.store42.example.com pointing at the node's site address, or clients at the site cannot reach the cluster`,
-      ],
-    });
+  it("warn, naming the records to add, when the site's DNS lacks them", async () => {
+    expect(await checkSiteDns(names, [siteWithout.server])).toBe(
+      `the site's DNS (${siteWithout.server}) does not resolve api.sno.store42.example.com and *.apps.sno.store42.example.com: add A records for api.sno.store42.example.com and *.apps.sno.store42.example.com pointing at the node's site address, or clients at the site cannot reach the cluster`,
+    );
   });
 
-  it('blocks while the node does not resolve the names or nothing answers on them', async () => {
+  it('block while the node does not resolve the names or nothing answers on them', async () => {
     const closed = await closedPort();
-    const result = await checkSiteNames({
-      names,
-      address: ADDRESS,
-      nodeServers: [factoryOnly.server],
-      siteServers: [],
-      ports: { api, router: closed },
-      timeoutMs: 1000,
-    });
-    expect(result.warnings).toEqual([]);
-    expect(result.blocking).toEqual([
+    expect(
+      await checkNodeNames({
+        names,
+        address: ADDRESS,
+        nodeServers: [factoryOnly.server],
+        ports: { api, router: closed },
+        timeoutMs: 1000,
+      }),
+    ).toEqual([
       'api.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
       'api-int.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
       'console-openshift-console.apps.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',

@@ -10,23 +10,16 @@ import { isIP } from 'node:net';
 import tls from 'node:tls';
 import type { ClusterNames } from './dnsmasq.js';
 
-export interface SiteNamesInput {
+const TIMEOUT_MS = 3000;
+
+export interface NodeNamesInput {
   names: ClusterNames;
   /** the internal address the names resolve to on the node */
   address: string;
   /** the node's nameservers (its /etc/resolv.conf) */
   nodeServers: string[];
-  /** the site's DNS servers (the site-config's dns-resolver) */
-  siteServers: string[];
   ports?: { api: number; router: number };
   timeoutMs?: number;
-}
-
-export interface SiteNamesResult {
-  /** what keeps the names from working on the node */
-  blocking: string[];
-  /** records the site's DNS lacks */
-  warnings: string[];
 }
 
 /** An apps host every cluster serves through its router: the console's */
@@ -67,14 +60,13 @@ export function nameservers(resolvConf: string | undefined): string[] {
     .filter((s): s is string => s !== undefined && isIP(s.replace(/%.*$/, '')) !== 0);
 }
 
-export async function checkSiteNames(input: SiteNamesInput): Promise<SiteNamesResult> {
+/** What keeps the site's names from working on the node; empty when they resolve and answer. */
+export async function checkNodeNames(input: NodeNamesInput): Promise<string[]> {
   const { names, address } = input;
   const ports = input.ports ?? { api: 6443, router: 443 };
-  const timeoutMs = input.timeoutMs ?? 3000;
+  const timeoutMs = input.timeoutMs ?? TIMEOUT_MS;
   const blocking: string[] = [];
-  const warnings: string[] = [];
   const apps = appsProbeHost(names);
-
   if (input.nodeServers.length === 0) blocking.push('the node has no nameserver to resolve the site names with');
   else
     for (const name of [names.api, names.apiInt, apps]) {
@@ -91,20 +83,24 @@ export async function checkSiteNames(input: SiteNamesInput): Promise<SiteNamesRe
     const reason = await handshake(address, port, host, timeoutMs);
     if (reason) blocking.push(`${host}: nothing answers on ${address}:${port} (${reason})`);
   }
+  return blocking;
+}
 
-  if (input.siteServers.length > 0) {
-    const missing: string[] = [];
-    for (const [name, record] of [
-      [names.api, names.api],
-      [apps, `*.${names.apps}`],
-    ] as const) {
-      const got = await resolve4(input.siteServers, name, timeoutMs);
-      if (!Array.isArray(got) || got.length === 0) missing.push(record);
-    }
-    if (missing.length > 0)
-      warnings.push(
-        `the site's DNS (${input.siteServers.join(', ')}) does not resolve ${missing.join(' and ')}: add ${missing.length === 1 ? 'an A record' : 'A records'} for ${missing.join(' and ')} pointing at the node's site address, or clients at the site cannot reach the cluster`,
-      );
+/** A warning naming the records the site's DNS servers lack, or undefined when they have them. */
+export async function checkSiteDns(
+  names: ClusterNames,
+  siteServers: string[],
+  timeoutMs = TIMEOUT_MS,
+): Promise<string | undefined> {
+  if (siteServers.length === 0) return undefined;
+  const missing: string[] = [];
+  for (const [name, record] of [
+    [names.api, names.api],
+    [appsProbeHost(names), `*.${names.apps}`],
+  ] as const) {
+    const got = await resolve4(siteServers, name, timeoutMs);
+    if (!Array.isArray(got) || got.length === 0) missing.push(record);
   }
-  return { blocking, warnings };
+  if (missing.length === 0) return undefined;
+  return `the site's DNS (${siteServers.join(', ')}) does not resolve ${missing.join(' and ')}: add ${missing.length === 1 ? 'an A record' : 'A records'} for ${missing.join(' and ')} pointing at the node's site address, or clients at the site cannot reach the cluster`;
 }

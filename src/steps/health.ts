@@ -3,9 +3,10 @@
  * settled (src/steps/rollout.ts: the kube-apiserver's latest revision installed and naming the site's
  * API host, every ClusterOperator Available, not Progressing and not Degraded, the master pool
  * updated) and the watcher's checks find no error (catalogs connected, builds sound, ...), and all of
- * it has held for --health-stable: a rollout passes through moments that look settled. Only then is
- * the run done. Leaves the site's context in the state folder for the companion watcher that keeps
- * watching after the run.
+ * it has held for --health-stable: a rollout passes through moments that look settled. On a node
+ * with the single-node dnsmasq configuration, the site's names must also resolve and answer on the
+ * node. Only then is the run done; a site DNS that lacks the site's names is then a warning. Leaves
+ * the site's context in the state folder for the companion watcher that keeps watching after the run.
  */
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
@@ -16,7 +17,9 @@ import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
 import { unsettled } from './rollout.js';
-import { checkSiteNames, nameservers, type SiteNamesResult } from '../node/site-names-check.js';
+import { clusterNames } from '../node/dnsmasq.js';
+import { checkNodeNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
+import { readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { siteNamesOnNode } from './site-names.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
@@ -26,18 +29,24 @@ const SHOWN = 10;
 const errorsIn = (findings: readonly Finding[]) => findings.filter((f) => f.severity === 'error');
 const line = (f: Finding) => `${f.object}: ${f.reason}`;
 
-/**
- * On a node with the single-node dnsmasq configuration: the site's names resolve and answer on the
- * node, and whether the site's own DNS has them (a warning only).
- */
-async function siteNames(ctx: StepContext, withSiteDns: boolean): Promise<SiteNamesResult> {
-  const target = await siteNamesOnNode(ctx);
-  if (!target) return { blocking: [], warnings: [] };
-  return checkSiteNames({
-    ...target,
-    nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')),
-    siteServers: withSiteDns ? (ctx.site.network.nmstate['dns-resolver']?.config?.server ?? []) : [],
-  });
+/** On a node with the single-node dnsmasq configuration: what keeps the site's names from working there. */
+async function nodeNames(ctx: StepContext): Promise<string[]> {
+  const onNode = await siteNamesOnNode(ctx);
+  if (!onNode) return [];
+  return checkNodeNames({ ...onNode, nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')) });
+}
+
+/** Whether the site's own DNS servers (the site-config's) resolve the site's names: a warning only. */
+async function siteDnsWarning(ctx: StepContext): Promise<string | undefined> {
+  const servers = ctx.site.network.nmstate['dns-resolver']?.config?.server ?? [];
+  if (servers.length === 0) return undefined;
+  const kube = await ctx.kube();
+  const names =
+    (await siteNamesOnNode(ctx))?.names ??
+    clusterNames(
+      `${(await siteDomains(kube, ctx.site, await readIngressConfig(kube))).cluster}.${ctx.site.baseDomain}`,
+    );
+  return checkSiteDns(names, servers);
 }
 
 /** What keeps the cluster from being done: the watcher's errors, what has not settled, the site's names. */
@@ -48,8 +57,7 @@ async function blockers(ctx: StepContext, view: ClusterView): Promise<{ findings
   const rollout = (await unsettled(await ctx.kube(), ctx.site)).filter(
     (u) => !errors.some((f) => u.startsWith(`${f.object} `)),
   );
-  const names = await siteNames(ctx, false);
-  return { findings, blocking: [...errors.map(line), ...rollout, ...names.blocking] };
+  return { findings, blocking: [...errors.map(line), ...rollout, ...(await nodeNames(ctx))] };
 }
 
 async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise<T>): Promise<T> {
@@ -140,7 +148,8 @@ export const healthStep: Step = {
       logNonErrors(ctx, healthy);
     });
     // once, at the end: the site's DNS servers may be slow to say no
-    for (const warning of (await siteNames(ctx, true)).warnings) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
+    const warning = await siteDnsWarning(ctx);
+    if (warning) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
   },
 
   async verify(ctx) {

@@ -364,5 +364,27 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       );
       await setOperator('authentication', healthyOperator());
     });
+
+    it("warns once settled, naming the records, when the site's DNS does not resolve the site's names", async () => {
+      const site = storeSite();
+      // nothing serves DNS on this loopback address: a site DNS that cannot say where the cluster is
+      const a = await agent(
+        env,
+        { ...site, network: { ...site.network, nmstate: { 'dns-resolver': { config: { server: ['127.0.0.2'] } } } } },
+        undefined,
+        undefined,
+        { healthTimeoutSeconds: 30, healthStableSeconds: 0 },
+      );
+      await healthStep.apply(a.ctx, { action: 'change', summary: '', changes: [] });
+      const warnings = a.logs
+        .map((l) => JSON.parse(l) as { level: number; msg: string })
+        .filter((l) => l.msg.includes("site's DNS"));
+      expect(warnings.map((w) => [w.level, w.msg])).toEqual([
+        [
+          40,
+          "health: the site's DNS (127.0.0.2) does not resolve api.sno.store42.example.com and *.apps.sno.store42.example.com: add A records for api.sno.store42.example.com and *.apps.sno.store42.example.com pointing at the node's site address, or clients at the site cannot reach the cluster",
+        ],
+      ]);
+    });
   });
 });
