@@ -12,9 +12,17 @@ import { FACTORY_DNSMASQ as FACTORY, laySingleNodeDnsmasq } from '../../test/fix
 import { renderKubeletNodeIpDropIn, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { FACTORY_DNSMASQ_FILE, SITE_DNSMASQ_FILE } from '../node/dnsmasq.js';
 import { siteNamesStep } from './site-names.js';
+import { sshKeysStep } from './ssh-keys.js';
 
 const site = (parts: Parameters<typeof testSite>[0] = {}) =>
-  testSite({ baseDomain: 'store42.example.com', network: { internalIP: '192.168.127.10/24' }, ...parts });
+  testSite({
+    baseDomain: 'store42.example.com',
+    network: { internalIP: '192.168.127.10/24' },
+    sshAuthorizedKeys: [
+      'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH0dPb1uZ0d2H5oF4Jt2p0Q9m0cY3o3c8o7y9dJm3G8x site@store42',
+    ],
+    ...parts,
+  });
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 beforeAll(async () => {
@@ -121,8 +129,13 @@ describe('site-names', () => {
     node.close();
   });
 
-  it('refuses a cluster name other than the one dnsmasq serves', async () => {
-    const { node } = dnsmasqNode({ site: site({ clusterName: 'other' }) });
+  it('refuses a cluster name other than the one dnsmasq serves, before the first node step changes anything', async () => {
+    const { node, read } = dnsmasqNode({ site: site({ clusterName: 'other' }) });
+    await bus.services.configure({ root: node.root });
+    await expect(node.run([sshKeysStep, siteNamesStep])).rejects.toMatchObject({ exitCode: 3 });
+    expect(read('/home/core/.ssh/authorized_keys')).not.toContain('site@');
+    expect(existsSync(path.join(node.root, SITE_DNSMASQ_FILE))).toBe(false);
+    expect(await restarts()).toEqual([]);
     expect(await siteNamesStep.plan(node.ctx)).toEqual({
       action: 'conflict',
       reason: `spec.clusterName is other, but ${FACTORY_DNSMASQ_FILE} names the cluster sno: renaming the cluster is not supported`,
