@@ -52,4 +52,18 @@ describe('writeAtomic', () => {
       'node-ip.conf.4242.tmp',
     ]);
   });
+
+  it("creates missing folders readable by the services that read them, under the unit's umask 0077", async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'rootfs-'));
+    const before = process.umask(0o077);
+    try {
+      await createRootFs(root).writeAtomic('/etc/systemd/system/crio.service.d/a.conf', 'x\n', { mode: 0o644 });
+    } finally {
+      process.umask(before);
+    }
+    const mode = (p: string) => statSync(path.join(root, p)).mode & 0o777;
+    const made = ['etc/systemd', 'etc/systemd/system', 'etc/systemd/system/crio.service.d'];
+    expect(made.map(mode)).toEqual([0o755, 0o755, 0o755]);
+    expect(mode('etc/systemd/system/crio.service.d/a.conf')).toBe(0o644);
+  });
 });

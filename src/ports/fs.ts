@@ -94,6 +94,16 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
   }
 }
 
+/**
+ * mkdir -p whose new folders get `mode` whatever the process's umask (the agent's unit has 0077,
+ * and a folder such as a unit's drop-in folder must stay readable by the services that read it).
+ */
+async function makeFolders(real: string, mode: number): Promise<void> {
+  const first = await mkdir(real, { recursive: true, mode });
+  if (first === undefined) return;
+  for (let dir = real; dir.length >= first.length; dir = path.dirname(dir)) await chmod(dir, mode);
+}
+
 async function fsyncPath(real: string, flags: number): Promise<void> {
   const handle = await open(real, flags);
   try {
@@ -130,7 +140,7 @@ export function createRootFs(root: string): RootFs {
     async writeAtomic(hostPath, data, { mode, uid, gid }) {
       const real = resolve(hostPath);
       const dir = path.dirname(real);
-      await mkdir(dir, { recursive: true, mode: 0o755 });
+      await makeFolders(dir, 0o755);
       const name = path.basename(real);
       const temp = path.join(dir, tempName(name, process.pid));
       await removeStaleTemps(dir, name);
@@ -186,7 +196,7 @@ export function createRootFs(root: string): RootFs {
     },
     async ensureUserDir(hostPath, mode, owner) {
       const real = resolve(hostPath);
-      await mkdir(path.dirname(real), { recursive: true, mode: 0o755 });
+      await makeFolders(path.dirname(real), 0o755);
       await mkdir(real, { mode }).catch((err: unknown) => {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       });
@@ -209,9 +219,7 @@ export function createRootFs(root: string): RootFs {
     mode: async (p) => (await orUndefined(() => stat(resolve(p))))?.mode,
     size: async (p) => (await orUndefined(() => stat(resolve(p))))?.size,
     list: async (p) => (await orUndefined(() => readdir(resolve(p)))) ?? [],
-    mkdirp: async (p, mode = 0o755) => {
-      await mkdir(resolve(p), { recursive: true, mode });
-    },
+    mkdirp: (p, mode = 0o755) => makeFolders(resolve(p), mode),
     remove: (p) => rm(resolve(p), { force: true, recursive: true }),
     chmod: (p, mode) => chmod(resolve(p), mode),
     syncDir,

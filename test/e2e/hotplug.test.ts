@@ -7,7 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
-import { diffSnapshots, events, journal, networkView, NODE_TREES, snapshotTrees, waitEvent } from './node-checks.js';
+import {
+  diffSnapshots,
+  events,
+  journal,
+  networkView,
+  NODE_TREES,
+  shq,
+  snapshotTrees,
+  waitEvent,
+} from './node-checks.js';
 import {
   announceSkip,
   expectKubeletGated,
@@ -115,5 +124,39 @@ describe.skipIf(skipVm)('a node booted without a stick', () => {
       guestAttachToKubeletMs: Math.round((gate.kubeletActiveUs - lastAttach) / 1000),
       guestAgentProcessMs: Math.round((gate.agentExitUs - gate.agentStartUs) / 1000),
     });
+  });
+  it("keeps the agent's unit in its sandbox: only the folders the steps write are writable", async () => {
+    const v = vm!;
+    const show = await v.sshOk(
+      `systemctl show ${AGENT_UNIT} -p ProtectSystem -p UMask -p MemoryMax -p ProtectKernelModules -p ProtectKernelLogs -p RestrictSUIDSGID`,
+    );
+    expect(show.trim().split('\n').sort()).toEqual([
+      `MemoryMax=${512 * 1024 * 1024}`,
+      'ProtectKernelLogs=yes',
+      'ProtectKernelModules=yes',
+      'ProtectSystem=strict',
+      'RestrictSUIDSGID=yes',
+      'UMask=0077',
+    ]);
+    // the agent's own unit, sandbox and all, with a probe in place of the agent
+    const targets = [
+      '/etc/sno-probe',
+      '/usr/local/sno-probe',
+      '/var/lib/sno-relocate/sno-probe',
+      '/home/core/sno-probe',
+    ];
+    const probe = `for f in ${targets.join(' ')}; do touch "$f" || true; done`;
+    await v.sshOk(`printf '%s\\n' ${shq(probe)} >/run/sno-probe.sh`);
+    await v.sshOk(
+      `sed -e 's|^ExecStart=.*|ExecStart=/bin/sh /run/sno-probe.sh|' -e '/^Restart/d' -e '/^Condition/d' ` +
+        `"$(systemctl show -P FragmentPath ${AGENT_UNIT})" >/run/systemd/system/sno-probe.service && ` +
+        'systemctl daemon-reload && systemctl start sno-probe.service',
+    );
+    const present = await v.sshOk(`for f in ${targets.join(' ')}; do test -e $f && echo $f; done; true`);
+    expect(present.split('\n').filter(Boolean)).toEqual(['/var/lib/sno-relocate/sno-probe', '/home/core/sno-probe']);
+    const refused = (await journal(v, '-b 0 -u sno-probe.service')).map((e) => e.MESSAGE ?? '').join('\n');
+    expect(refused).toContain("cannot touch '/etc/sno-probe': Read-only file system");
+    await v.sshOk(`rm -f ${targets.join(' ')} /run/sno-probe.sh /run/systemd/system/sno-probe.service`);
+    await v.sshOk('systemctl daemon-reload');
   });
 });

@@ -12,7 +12,7 @@ export const NM_CONNECTIONS = '/etc/NetworkManager/system-connections';
 /** the trees a run may change, and the only ones: compared whole before and after */
 export const NODE_TREES = ['/etc', '/home/core', '/var/lib/kubelet', '/root/.ssh'];
 
-const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+export const shq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** `systemctl show` properties of a unit, as strings. */
 export async function unitProps(vm: Vm, unit: string, props: string[]): Promise<Record<string, string>> {

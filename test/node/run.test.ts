@@ -4,7 +4,16 @@
  * and a support engineer would see: exit codes, the console output, the files on the node, the state
  * file, and no secret anywhere.
  */
-import { existsSync, mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -13,7 +22,7 @@ import { allowErrorLog } from '../helpers/error-log.js';
 import { layFactoryNode, laySingleNodeDnsmasq } from '../fixtures/factory-node.js';
 import { startTestBus } from '../dbus/bus.js';
 import { loopbackStoreSpec, runAgent, STORE_KEY, writeSiteFolder } from './cli.js';
-import { STATE_DIR, stubEnvironment } from './context.js';
+import { REPO, STATE_DIR, stubEnvironment } from './context.js';
 import { factoryNetwork } from './factory-network.js';
 
 const SECRET = 'c3RvcmU0MjpzM2NyZXQtcGFzc3dvcmQtOTk=';
@@ -39,6 +48,30 @@ beforeEach(async () => {
   writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
   await bus.services.configure({ root });
 });
+
+/** Every file under `root` (as a host path) with its size, mode and modification time. */
+function snapshot(dir: string, out = new Map<string, string>(), rel = ''): Map<string, string> {
+  for (const entry of readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+    const file = path.posix.join(rel, entry.name);
+    if (entry.isDirectory()) snapshot(dir, out, file);
+    else {
+      const info = lstatSync(path.join(dir, file));
+      out.set(`/${file}`, `${info.size} ${info.mode} ${info.mtimeMs}`);
+    }
+  }
+  return out;
+}
+
+/** The folders a unit may write under ProtectSystem=strict: ReadWritePaths= and its own directories. */
+function unitWritablePaths(unit: string): string[] {
+  const values = (key: string) =>
+    [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].flatMap((m) => m[1]!.trim().split(/\s+/).filter(Boolean));
+  return [
+    ...values('ReadWritePaths').map((p) => p.replace(/^-/, '')),
+    ...values('StateDirectory').map((d) => `/var/lib/${d}`),
+    ...values('RuntimeDirectory').map((d) => `/run/${d}`),
+  ];
+}
 
 const run = (extra: Record<string, string> = {}) =>
   runAgent(['run', site, '--root', root, '--only', 'node'], { ...env, ...extra });
@@ -92,6 +125,21 @@ describe('run --only node', () => {
     expect(status.stdout).toContain(`Not asked for: ${clusterSteps.join(', ')}`);
     for (const step of clusterSteps) expect(status.stdout).toMatch(new RegExp(`^${step} +not asked for$`, 'm'));
     expect(status.stdout).not.toContain('pending');
+  });
+
+  it("writes only inside the agent unit's writable folders (ProtectSystem=strict)", () => {
+    const before = snapshot(root);
+    expect(run().code).toBe(0);
+    const after = snapshot(root);
+    const changed = [...new Set([...before.keys(), ...after.keys()])].filter((f) => before.get(f) !== after.get(f));
+    // written by the services the agent asks over D-Bus, outside its sandbox, and the stub's own state
+    const byOthers = ['/etc/hostname', `/${path.basename(env.NMSTATECTL_STUB_STATE!)}`];
+    const writable = unitWritablePaths(readFileSync(path.join(REPO, 'systemd/sno-relocate.service'), 'utf8'));
+    const outside = changed.filter(
+      (f) => !byOthers.includes(f) && !writable.some((w) => f === w || f.startsWith(`${w}/`)),
+    );
+    expect(changed.length).toBeGreaterThan(5);
+    expect(outside).toEqual([]);
   });
 
   it('rolls the network back, keeps kubelet shut and exits 1 when the site network does not hold; the next run resumes', async () => {
