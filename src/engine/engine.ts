@@ -63,8 +63,8 @@ function observed(store: StateStore, observer: EngineInput['observer']): Pick<St
   if (!observer) return store;
   return {
     load: () => store.load(),
-    save: async (state) => {
-      await store.save(state);
+    save: async (state, point) => {
+      await store.save(state, point);
       await observer(state);
     },
   };
@@ -114,6 +114,7 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     for (const [index, step] of selected.entries()) {
       await banner.show(`[${index + 1}/${selected.length}] ${step.name} ...`);
       await runOne(step, stepContext(ctx, step), state, store);
+      await ctx.hold?.(`after:${step.name}`);
     }
   } catch (err) {
     state.result = err instanceof RefusedError ? 'refused' : 'failed';
@@ -153,7 +154,7 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
       }),
       ...(message !== undefined && { message: scrubText(message) }),
     };
-    return store.save(state);
+    return store.save(state, `state-write:${step.name}:${status}`);
   };
   try {
     // the plan is read from the real host every time: a recorded "done" alone is not trusted

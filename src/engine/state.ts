@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { RefusedError } from '../base/errors.js';
+import type { HoldAt } from './hold.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -60,6 +61,7 @@ export class StateStore {
   constructor(
     private readonly fs: RootFs,
     stateDir: string,
+    private readonly hold?: HoldAt,
   ) {
     this.file = path.posix.join(stateDir, STATE_FILE);
   }
@@ -89,7 +91,12 @@ export class StateStore {
       );
   }
 
-  async save(state: RunState): Promise<void> {
-    await this.fs.writeAtomic(this.file, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  /** `point`: the hold point of this write (hold.ts), for power-cut tests */
+  async save(state: RunState, point?: string): Promise<void> {
+    const hold = this.hold;
+    await this.fs.writeAtomic(this.file, `${JSON.stringify(state, null, 2)}\n`, {
+      mode: 0o600,
+      ...(hold && point !== undefined && { beforeRename: () => hold(point) }),
+    });
   }
 }

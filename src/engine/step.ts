@@ -9,6 +9,7 @@ import type { RootFs } from '../ports/fs.js';
 import type { Kube } from '../ports/kube.js';
 import type { Nmstate } from '../ports/nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
+import type { HoldAt } from './hold.js';
 
 /** A step's name, as in logs, the state file and --only; the list of steps is src/steps/index.ts. */
 export type StepName = string;
@@ -64,6 +65,8 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   /** hash of the whole site-config (its files' digests): what the kubelet gate is opened for */
   configHash: string;
   options: RunOptions;
+  /** hold points for power-cut tests (hold.ts); absent outside `run` */
+  hold?: HoldAt;
 }
 
 export interface Step<S extends SiteBase = SiteBase> {

@@ -11,6 +11,8 @@ export interface WriteOptions {
   mode: number;
   uid?: number;
   gid?: number;
+  /** called with the temp file written and synced, before it is renamed into place */
+  beforeRename?: () => Promise<void>;
 }
 
 /** The user a folder belongs to (core for its home): files there must be theirs or root's. */
@@ -137,7 +139,7 @@ export function createRootFs(root: string): RootFs {
     resolve,
     read: (p) => orUndefined(() => readFile(resolve(p))),
     readText: (p) => orUndefined(() => readFile(resolve(p), 'utf8')),
-    async writeAtomic(hostPath, data, { mode, uid, gid }) {
+    async writeAtomic(hostPath, data, { mode, uid, gid, beforeRename }) {
       const real = resolve(hostPath);
       const dir = path.dirname(real);
       await makeFolders(dir, 0o755);
@@ -161,6 +163,7 @@ export function createRootFs(root: string): RootFs {
       } finally {
         await handle.close();
       }
+      await beforeRename?.();
       try {
         await rename(temp, real);
       } catch (err) {

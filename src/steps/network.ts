@@ -259,6 +259,7 @@ export const networkStep: Step = {
       });
     }
     ctx.log.info({ checkpoint }, `site network applied under checkpoint ${checkpoint}; checking it`);
+    await ctx.hold?.('network:checkpoint');
 
     const failed = await checkWithRetries(ctx, desired, internalRequired);
     if (failed.length > 0) {

@@ -2,7 +2,7 @@
  * The agent's command line from source, as a user runs it: a separate process with its exit code,
  * stdout and stderr, against a temporary root and the test stand-ins (nmstatectl stub, private D-Bus).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -39,16 +39,21 @@ export function runAgent(
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/** The agent's process, started and left running. */
+export function startAgent(args: readonly string[], env: Record<string, string>): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args], {
+    cwd: REPO,
+    env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...env },
+    timeout: 300_000,
+  });
+}
+
 /**
  * runAgent without blocking the test process: for tests whose models (test/cluster/models) must keep
  * reconciling in this process while the agent runs.
  */
 export function runAgentAsync(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli/main.ts'), ...args], {
-    cwd: REPO,
-    env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...env },
-    timeout: 300_000,
-  });
+  const child = startAgent(args, env);
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));

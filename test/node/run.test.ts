@@ -14,6 +14,7 @@ import {
   truncateSync,
   writeFileSync,
 } from 'node:fs';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -21,7 +22,7 @@ import { STEPS } from '../../src/steps/index.js';
 import { allowErrorLog } from '../helpers/error-log.js';
 import { layFactoryNode, laySingleNodeDnsmasq } from '../fixtures/factory-node.js';
 import { startTestBus } from '../dbus/bus.js';
-import { loopbackStoreSpec, runAgent, STORE_KEY, writeSiteFolder } from './cli.js';
+import { loopbackStoreSpec, runAgent, startAgent, STORE_KEY, writeSiteFolder } from './cli.js';
 import { REPO, STATE_DIR, stubEnvironment } from './context.js';
 import { factoryNetwork } from './factory-network.js';
 
@@ -159,6 +160,26 @@ describe('run --only node', () => {
     const resumed = run();
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(await started()).toBe(true);
+  });
+
+  it('holds at a named point for power-cut tests; killed there, it loses nothing and the next run resumes', async () => {
+    const point = 'state-write:hostname:done';
+    const agent = startAgent(['run', site, '--root', root, '--only', 'node'], { ...env, SNO_RELOCATE_HOLD_AT: point });
+    const exited = once(agent, 'close');
+    const held = path.join(root, 'run/sno-relocate/held');
+    await expect.poll(() => existsSync(held) && readFileSync(held, 'utf8'), { timeout: 60_000 }).toBe(`${point}\n`);
+    agent.kill('SIGKILL');
+    await exited;
+    // the record of hostname done was written beside the state file, never renamed into place
+    expect(state().steps.hostname?.status).toBe('running');
+    const stateDir = path.join(root, STATE_DIR);
+    expect(readdirSync(stateDir).filter((f) => f.endsWith('.tmp'))).toHaveLength(1);
+
+    const resumed = run();
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(state().steps.hostname).toMatchObject({ status: 'done', attempts: 1 });
+    expect(state().steps['ssh-keys']).toMatchObject({ status: 'done', attempts: 1 });
+    expect(readdirSync(stateDir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
   it('repairs NetworkManager keyfiles left empty by a power cut after a run recorded as done', async () => {

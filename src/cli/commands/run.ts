@@ -1,5 +1,6 @@
 import { runSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
+import { holdPoints } from '../../engine/hold.js';
 import { StateStore } from '../../engine/state.js';
 import { hubObserver } from '../../hub/report.js';
 import { logEvent } from '../../log/logger.js';
@@ -60,11 +61,12 @@ async function runLocked(
           `kubelet gate closed until the node steps of site ${loaded.site.name} pass`,
         );
     }
+    ctx.hold = holdPoints(rt.fs, rt.log);
     const state = await runSteps({
       steps: STEPS,
       selected,
       ctx,
-      store: new StateStore(rt.fs, rt.stateDir),
+      store: new StateStore(rt.fs, rt.stateDir, ctx.hold),
       banner: rt.banner,
       configHash: ctx.configHash,
       // the hub reads the run's progress from the cluster's SiteRelocation; a run of node steps
