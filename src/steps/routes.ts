@@ -52,7 +52,21 @@ export function targetHost(route: Route, oldDomains: readonly string[], newDomai
   return movedHost(host, oldDomains, newDomain);
 }
 
-async function survey(ctx: StepContext): Promise<{ moves: Move[]; newDomain: string; oldDomains: string[] }> {
+interface Survey {
+  moves: Move[];
+  newDomain: string;
+  oldDomains: string[];
+}
+
+/**
+ * The plan's survey, for the apply that follows it in the same run: listing every route is the
+ * step's largest request, and apply would only list them again a moment later. A route that moves
+ * in between is patched to the same host (a merge patch of spec.host); one that appears in between
+ * is found by verify, which lists again.
+ */
+const planned = new WeakMap<StepContext, Survey>();
+
+async function survey(ctx: StepContext): Promise<Survey> {
   const kube = await ctx.kube();
   const ingress = await readIngressConfig(kube);
   const { apps } = await siteDomains(kube, ctx.site, ingress);
@@ -74,7 +88,9 @@ export const routesStep: Step = {
   inputs: (site) => ({ baseDomain: site.baseDomain, clusterName: site.clusterName ?? null }),
 
   async plan(ctx) {
-    const { moves, newDomain, oldDomains } = await survey(ctx);
+    const surveyed = await survey(ctx);
+    planned.set(ctx, surveyed);
+    const { moves, newDomain, oldDomains } = surveyed;
     if (moves.length === 0)
       return {
         action: 'noop',
@@ -93,7 +109,8 @@ export const routesStep: Step = {
 
   async apply(ctx) {
     const kube = await ctx.kube();
-    const { moves } = await survey(ctx);
+    const { moves } = planned.get(ctx) ?? (await survey(ctx));
+    planned.delete(ctx);
     const limit = pLimit(ROUTE_CONCURRENCY);
     await Promise.all(
       moves.map((m) =>
