@@ -12,6 +12,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
+import { createListWatch } from '../src/kube/list-watch.js';
 import { createLogger } from '../src/log/logger.js';
 import { systemClock } from '../src/ports/clock.js';
 import { EMPTY_CONTEXT } from '../src/watch/model.js';
@@ -173,7 +174,7 @@ try {
   const syncMs: number[] = [];
   let kept = 0;
   for (let run = 0; run < 3; run++) {
-    const view = new ClusterView(kc, {
+    const view = new ClusterView(createListWatch(kc), {
       clock: systemClock,
       log: createLogger({ level: 'error', journal: false, write: () => undefined }),
       ctx: EMPTY_CONTEXT,

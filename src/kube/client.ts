@@ -31,6 +31,7 @@ import { API_READY_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { timed, type Logger } from '../log/logger.js';
 import { pollUntil, systemClock, type Clock } from '../ports/clock.js';
 import { describeRef, type Kube, type KubeObject, type ListOptions, type ObjectRef } from '../ports/kube.js';
+import { createListWatch } from './list-watch.js';
 import { DEFAULT_RETRY, describeFailure, isTransient, statusOf, withRetry, type RetryPolicy } from './retry.js';
 
 /** re-reads after 409 Conflict before giving up: enough for a busy operator, bounded for a stuck one */
@@ -284,7 +285,7 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
   };
 
   return {
-    config,
+    listWatch: () => createListWatch(config, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
     get,
     async list<T extends KubeObject>(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<T[]> {
       const r = await resourceOf(apiVersion, kind);

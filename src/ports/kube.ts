@@ -3,8 +3,6 @@
  * optimistic-concurrency updates, discovery and CSR approval. The adapter over
  * @kubernetes/client-node is src/kube/client.ts; every call there retries transient failures.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
-
 export interface ObjectMeta {
   name: string;
   namespace?: string;
@@ -45,8 +43,41 @@ export const refOf = (obj: KubeObject): ObjectRef => ({
   ...(obj.metadata.namespace !== undefined && { namespace: obj.metadata.namespace }),
 });
 
+/** A custom resource's collection, cluster-wide: /apis/<group>/<version>/<plural>. */
+export interface ResourcePath {
+  group: string;
+  version: string;
+  plural: string;
+  fieldSelector?: string;
+}
+
+export interface ListPage {
+  items: unknown[];
+  continue?: string;
+  resourceVersion?: string;
+}
+
+/**
+ * What the watcher's informers need of the API: paged lists and watches of one collection. A
+ * list page fails after `requestTimeoutMs`; a watch runs until the server ends it or it is aborted.
+ */
+export interface ListWatch {
+  /** the API server's address, for the watcher's banner */
+  readonly server: string;
+  readonly requestTimeoutMs: number;
+  listPage(resource: ResourcePath, page: { limit: number; continue?: string }): Promise<ListPage>;
+  /** Starts a watch: `onEvent` for each event, `onDone` once when it ends; the controller aborts it. */
+  watch(
+    resource: ResourcePath,
+    query: { resourceVersion: string; timeoutSeconds: number },
+    onEvent: (type: string, object: unknown) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<AbortController>;
+}
+
 export interface Kube {
-  readonly config: KubeConfig;
+  /** lists and watches for the watcher's informers (the health step's view of the cluster) */
+  listWatch(): ListWatch;
   /** undefined when the object (or its kind) does not exist */
   get<T extends KubeObject = KubeObject>(ref: ObjectRef): Promise<T | undefined>;
   list<T extends KubeObject = KubeObject>(apiVersion: string, kind: string, options?: ListOptions): Promise<T[]>;

@@ -64,7 +64,7 @@ async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise
   const kube = await ctx.kube();
   // the watcher's informers load with the client, which the cluster steps have loaded already
   const { ClusterView } = await import('../watch/view.js');
-  const view = new ClusterView(kube.config, {
+  const view = new ClusterView(kube.listWatch(), {
     clock: ctx.clock,
     log: ctx.log,
     ctx: await siteContext(ctx.fs, ctx.stateDir, ctx.site),

@@ -1,14 +1,14 @@
 /**
  * One resource followed the way client-go's reflector does it: a paged list, then a watch from the
  * list's resourceVersion (bookmarks on, server-side timeout), again and again; after any failure a
- * backoff and a fresh list, which is also the periodic resync. Built on client-node's Watch and
- * CustomObjectsApi rather than its ListWatch, which keeps whole objects (a CSV with its icon and
- * install strategy), stops for good after the first error and never resyncs.
+ * backoff and a fresh list, which is also the periodic resync. Built on the ListWatch port (paged
+ * lists and single watches, src/kube/list-watch.ts) rather than client-node's ListWatch, which
+ * keeps whole objects (a CSV with its icon and install strategy), stops for good after the first
+ * error and never resyncs.
  */
-import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
-import { DEFAULT_REQUEST_TIMEOUT_MS, timeoutConfiguration } from '../kube/client.js';
 import { describeFailure } from '../kube/retry.js';
 import type { Clock } from '../ports/clock.js';
+import type { ListWatch } from '../ports/kube.js';
 import type { WatchedObject } from './model.js';
 import type { RawObject, WatchedResource } from './resources.js';
 
@@ -31,11 +31,6 @@ export interface InformerOptions {
   maxBackoffMs: number;
   /** runs each full list; shared, it lets one list at a time hold its pages in memory */
   listGate<T>(list: () => Promise<T>): Promise<T>;
-  /**
-   * bound on each list page, and the grace a watch gets past its server-side timeout: a stuck API
-   * fails the list (backoff, list again) instead of holding the informer for good
-   */
-  requestTimeoutMs?: number;
 }
 
 export const DEFAULT_INFORMER_OPTIONS: Omit<InformerOptions, 'clock' | 'listGate'> = {
@@ -56,22 +51,19 @@ export class Informer {
   private stopped = false;
   private readonly abort = new AbortController();
   private request: AbortController | undefined;
-  private readonly custom: CustomObjectsApi;
-  private readonly watcher: Watch;
   private running: Promise<void> | undefined;
 
+  /**
+   * `api`'s request bound limits each list page, and is the grace a watch gets past its server-side
+   * timeout: a stuck API fails the list (backoff, list again) instead of holding the informer for good
+   */
   constructor(
-    config: KubeConfig,
+    private readonly api: ListWatch,
     private readonly resource: WatchedResource,
     private readonly version: string,
     private readonly sink: InformerSink,
     private readonly options: InformerOptions,
-  ) {
-    this.custom = new CustomObjectsApi(
-      timeoutConfiguration(config, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
-    );
-    this.watcher = new Watch(config);
-  }
+  ) {}
 
   start(): void {
     this.running ??= this.run();
@@ -84,8 +76,9 @@ export class Informer {
     await this.running;
   }
 
-  private get path(): string {
-    return `/apis/${this.resource.group}/${this.version}/${this.resource.plural}`;
+  private get collection() {
+    const { group, plural, fieldSelector } = this.resource;
+    return { group, version: this.version, plural, ...(fieldSelector && { fieldSelector }) };
   }
 
   private async run(): Promise<void> {
@@ -118,20 +111,16 @@ export class Informer {
     let continueToken: string | undefined;
     let resourceVersion = '';
     do {
-      const page = (await this.custom.listClusterCustomObject({
-        group: this.resource.group,
-        version: this.version,
-        plural: this.resource.plural,
+      const page = await this.api.listPage(this.collection, {
         limit: this.options.pageSize,
-        ...(continueToken && { _continue: continueToken }),
-        ...(this.resource.fieldSelector && { fieldSelector: this.resource.fieldSelector }),
-      })) as { items?: RawObject[]; metadata?: { continue?: string; resourceVersion?: string } };
-      for (const item of page.items ?? []) {
+        ...(continueToken && { continue: continueToken }),
+      });
+      for (const item of page.items as RawObject[]) {
         const projected = this.resource.project(item);
         if (projected) objects.push(projected);
       }
-      continueToken = page.metadata?.continue || undefined;
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      continueToken = page.continue;
+      resourceVersion = page.resourceVersion ?? resourceVersion;
     } while (continueToken && !this.stopped);
     this.sink.replace(objects);
     return resourceVersion;
@@ -146,7 +135,7 @@ export class Informer {
     let latest = resourceVersion;
     let gone = false;
     const serverTimeoutSeconds = Math.max(1, Math.min(timeoutSeconds, 300 + Math.floor(Math.random() * 300)));
-    const graceMs = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const graceMs = this.api.requestTimeoutMs;
     return new Promise<string>((resolve, reject) => {
       let request: AbortController | undefined;
       let settled = false;
@@ -161,7 +150,8 @@ export class Informer {
         outcome();
       };
       const onStop = (): void => settle(() => resolve(latest));
-      const onEvent = (type: string, object: WatchEventLine['object']): void => {
+      const onEvent = (type: string, raw: unknown): void => {
+        const object = raw as WatchEventLine['object'];
         if (!object || settled) return;
         if (type === 'ERROR') {
           // 410: the version is too old for a watch; a fresh list follows
@@ -190,12 +180,6 @@ export class Informer {
           else resolve(latest);
         });
       };
-      const query = {
-        resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds: serverTimeoutSeconds,
-        ...(this.resource.fieldSelector && { fieldSelector: this.resource.fieldSelector }),
-      };
       if (this.abort.signal.aborted) return onStop();
       this.abort.signal.addEventListener('abort', onStop, { once: true });
       void this.options.clock.sleep(serverTimeoutSeconds * 1000 + graceMs, watchdog.signal).then(
@@ -209,7 +193,8 @@ export class Informer {
           ),
         () => undefined,
       );
-      void this.watcher.watch(this.path, query, onEvent, onDone).then(
+      const query = { resourceVersion, timeoutSeconds: serverTimeoutSeconds };
+      void this.api.watch(this.collection, query, onEvent, onDone).then(
         (controller) => {
           // a watch that connects after it was given up (or the informer stopped) is closed at once
           if (settled) controller.abort();

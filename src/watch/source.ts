@@ -2,9 +2,9 @@
  * The cluster as an event source: an informer on CRDs decides which watched kinds exist and starts or
  * stops their informers as CRDs come and go; the packages APIService is watched by name.
  */
-import { type KubeConfig } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import type { Clock } from '../ports/clock.js';
+import type { ListWatch } from '../ports/kube.js';
 import { worthKeeping } from './checks/index.js';
 import { DEFAULT_INFORMER_OPTIONS, Informer, type InformerOptions } from './informer.js';
 import type { WatchedObject } from './model.js';
@@ -52,7 +52,7 @@ export class ClusterSource {
   private stopped = false;
 
   constructor(
-    private readonly config: KubeConfig,
+    private readonly api: ListWatch,
     private readonly opts: ClusterSourceOptions,
   ) {
     // lists run one after another: the peak of parsed pages is what the process keeps as its size
@@ -108,7 +108,7 @@ export class ClusterSource {
       version,
       listed: false,
       informer: new Informer(
-        this.config,
+        this.api,
         resource,
         version,
         {

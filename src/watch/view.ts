@@ -2,7 +2,7 @@
  * The cluster as the checks see it: a ClusterSource feeding an ObjectStore (and a recording, when
  * asked), evaluated on demand. Shared by `watch`, `watch --once` and the health step.
  */
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { ListWatch } from '../ports/kube.js';
 import { errorMessage, StepError } from '../base/errors.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
@@ -31,7 +31,7 @@ export class ClusterView {
   private last: Evaluation = { findings: [], firstSeen: new Map() };
 
   constructor(
-    readonly config: KubeConfig,
+    private readonly api: ListWatch,
     private readonly options: ClusterViewOptions,
   ) {
     options.recorder?.write({ type: 'context', context: options.ctx, at: options.clock.now().toISOString() });
@@ -40,7 +40,7 @@ export class ClusterView {
       options.recorder?.write({ ...event, at: options.clock.now().toISOString() });
       options.onChange?.();
     };
-    this.source = new ClusterSource(config, {
+    this.source = new ClusterSource(api, {
       clock: options.clock,
       emit,
       onError: (resource, message) => {
@@ -52,7 +52,7 @@ export class ClusterView {
   }
 
   get server(): string {
-    return this.config.getCurrentCluster()?.server ?? '(no server)';
+    return this.api.server;
   }
 
   start(): void {

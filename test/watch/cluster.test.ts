@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { VerificationError } from '../../src/base/errors.js';
+import { createListWatch } from '../../src/kube/list-watch.js';
 import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createRootFs } from '../../src/ports/fs.js';
@@ -142,7 +143,11 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
   describe('a watcher kept running', () => {
     let view: ClusterView;
     beforeAll(async () => {
-      view = new ClusterView(env.cluster.kubeConfig(), { clock: systemClock, log: quietLog(), ctx: SITE_CONTEXT });
+      view = new ClusterView(createListWatch(env.cluster.kubeConfig()), {
+        clock: systemClock,
+        log: quietLog(),
+        ctx: SITE_CONTEXT,
+      });
       view.start();
       await view.synced(30_000);
     });

@@ -4,6 +4,7 @@
  * SIGTERM, reporting changes to the journal, the status file, the console banner and the metrics.
  */
 import { ExitCode, UsageError } from '../../base/errors.js';
+import type { ListWatch } from '../../ports/kube.js';
 import { EMPTY_CONTEXT, type Finding, type Health, type WatchContext } from '../../watch/model.js';
 import { readContextFile, siteContext } from '../../watch/context.js';
 import { createRecorder, readRecording, replay, type Recorder } from '../../watch/record.js';
@@ -55,15 +56,16 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
 
   const file = await kubeconfigPath(rt);
   // the client library and the watcher load only here: the other commands never pay for them
-  const [{ loadKubeConfig }, { ClusterView }] = await Promise.all([
+  const [{ loadKubeConfig }, { createListWatch }, { ClusterView }] = await Promise.all([
     import('../../kube/client.js'),
+    import('../../kube/list-watch.js'),
     import('../../watch/view.js'),
   ]);
-  const config = loadKubeConfig(file);
+  const api = createListWatch(loadKubeConfig(file));
   const recorder = inv.flags['record-events'] !== undefined ? createRecorder(inv.flags['record-events']) : undefined;
 
   if (inv.flags.once) {
-    const view = new ClusterView(config, { clock: rt.clock, log: rt.log, ctx, ...(recorder && { recorder }) });
+    const view = new ClusterView(api, { clock: rt.clock, log: rt.log, ctx, ...(recorder && { recorder }) });
     try {
       view.start();
       await view.synced(ONCE_SYNC_TIMEOUT_MS);
@@ -73,12 +75,12 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
       await view.stop();
     }
   }
-  return watchUntilStopped(rt, config, ctx, recorder);
+  return watchUntilStopped(rt, api, ctx, recorder);
 }
 
 async function watchUntilStopped(
   rt: Runtime,
-  config: import('@kubernetes/client-node').KubeConfig,
+  api: ListWatch,
   ctx: WatchContext,
   recorder: Recorder | undefined,
 ): Promise<CommandResult> {
@@ -88,7 +90,7 @@ async function watchUntilStopped(
     import('../../watch/metrics.js'),
   ]);
   const metrics = await serveMetrics(rt.flags['metrics-address'] ?? '127.0.0.1:9464');
-  const view = new ClusterView(config, {
+  const view = new ClusterView(api, {
     clock: rt.clock,
     log: rt.log,
     ctx,

@@ -1,0 +1,40 @@
+/**
+ * The list-and-watch adapter over @kubernetes/client-node (its CustomObjectsApi for paged lists,
+ * its Watch for the streams) that the watcher's informers use through the ListWatch port. One per
+ * view: every informer shares its client and connections settings.
+ */
+import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import type { ListPage, ListWatch, ResourcePath } from '../ports/kube.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, timeoutConfiguration } from './client.js';
+
+export function createListWatch(config: KubeConfig, requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS): ListWatch {
+  const custom = new CustomObjectsApi(timeoutConfiguration(config, requestTimeoutMs));
+  const watcher = new Watch(config);
+  return {
+    server: config.getCurrentCluster()?.server ?? '(no server)',
+    requestTimeoutMs,
+    async listPage(r: ResourcePath, page): Promise<ListPage> {
+      const list = (await custom.listClusterCustomObject({
+        group: r.group,
+        version: r.version,
+        plural: r.plural,
+        limit: page.limit,
+        ...(page.continue && { _continue: page.continue }),
+        ...(r.fieldSelector && { fieldSelector: r.fieldSelector }),
+      })) as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
+      return {
+        items: list.items ?? [],
+        ...(list.metadata?.continue && { continue: list.metadata.continue }),
+        ...(list.metadata?.resourceVersion && { resourceVersion: list.metadata.resourceVersion }),
+      };
+    },
+    watch(r, query, onEvent, onDone) {
+      return watcher.watch(
+        `/apis/${r.group}/${r.version}/${r.plural}`,
+        { ...query, allowWatchBookmarks: true, ...(r.fieldSelector && { fieldSelector: r.fieldSelector }) },
+        onEvent,
+        onDone,
+      );
+    },
+  };
+}
