@@ -16,7 +16,7 @@
  *
  *   npx tsx bench/cluster.ts          (needs ./build.sh and scripts/ensure-kube-apiserver.sh once)
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -122,11 +122,18 @@ async function agentOnce(): Promise<AgentRun> {
     });
     const argv = ['run', dir, '--only', 'cluster', '--skip', 'health', '--root', root];
     const t = performance.now();
-    const r = spawnSync(
-      BENCH_BINARY,
-      [...argv, '--kubeconfig', env.cluster.kubeconfigPath, '--log-format', 'json', '--log-level', 'info'],
-      { encoding: 'utf8', env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' }, maxBuffer: 1 << 26 },
-    );
+    // not spawnSync: the OpenShift operator models run in this process and must keep reconciling
+    const r = await new Promise<{ status: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(
+        BENCH_BINARY,
+        [...argv, '--kubeconfig', env.cluster.kubeconfigPath, '--log-format', 'json', '--log-level', 'info'],
+        { env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+      child.on('error', reject);
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
     const processMs = performance.now() - t;
     if (r.status !== 0) throw new Error(`sno-relocate run: exit ${r.status}: ${r.stderr.slice(-2000)}`);
     const finished = r.stderr
