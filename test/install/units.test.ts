@@ -186,14 +186,20 @@ describe('systemd units', () => {
         ].sort(),
       );
       expect(agent.Service!.NoNewPrivileges).toEqual(['yes']);
-      expect(agent.Service!.ProtectSystem).toEqual(['true']);
+      expect(agent.Service!.ProtectSystem).toEqual(['strict']);
+      for (const on of ['ProtectKernelModules', 'ProtectKernelLogs', 'RestrictSUIDSGID'])
+        expect(agent.Service![on], on).toEqual(['yes']);
+      expect(agent.Service!.UMask).toEqual(['0077']);
+      expect(agent.Service!.MemoryMax).toEqual(['512M']);
     });
 
     it('says why for every sandbox setting it leaves off', () => {
       const text = readFileSync(path.join(SYSTEMD, 'sno-relocate.service'), 'utf8');
-      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectKernelModules', 'ProtectHostname'])
+      for (const off of ['MemoryDenyWriteExecute', 'PrivateDevices', 'ProtectHostname'])
         expect(text).toMatch(new RegExp(`# No ${off}: \\S`));
-      expect(text).toMatch(/# ssh-keys writes \/home\/core\/\.ssh[^\n]*\nProtectHome=no/);
+      expect(text).toMatch(/# ssh-keys reads core's home[^\n]*\nProtectHome=no/);
+      // every writable folder with the step that writes it
+      expect(text).toMatch(/# ssh-keys: core's \.ssh\nReadWritePaths=-\/home\/core -\/var\/home\/core\n/);
     });
   });
 
