@@ -19,8 +19,6 @@ done
 
 if [ ! -x node_modules/.bin/tsx ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   phase "npm install (the packages in package-lock.json; about a minute on a fresh machine)"
-  # `npm install` rather than `npm ci`: the lock records only the platform packages the registry serves
-  # here, which `npm ci` counts as out of sync.
   npm install --no-audit --no-fund --prefer-offline
 fi
 
