@@ -13,12 +13,10 @@ failures=0
 
 phase "npm packages"
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  # `npm install` rather than `npm ci`: the lock records only the platform packages the registry
-  # serves here, which `npm ci` counts as out of sync.
   npm install --no-audit --no-fund || exit 1
 fi
 
-phase "Debian packages for the tests (openssl, dbus, etcd, systemd-analyze, dnsmasq)"
+phase "Debian packages for the tests (openssl, dbus, etcd, systemd-analyze, dnsmasq, xorriso)"
 need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v dbus-daemon >/dev/null || need+=(dbus)
@@ -31,6 +29,7 @@ command -v unshare >/dev/null || need+=(util-linux)
 command -v ping >/dev/null || need+=(iputils-ping)
 [ -x /usr/bin/time ] || need+=(time)
 command -v dnsmasq >/dev/null || need+=(dnsmasq-base)
+command -v xorriso >/dev/null || need+=(xorriso) # render --iso packs site folders as ISO 9660 images
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "need root to install: ${need[*]}"; exit 1; }
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" || exit 1
