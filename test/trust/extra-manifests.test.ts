@@ -4,7 +4,16 @@
  * manifest.json, so adding, removing or altering one after signing is refused with exit 3, on
  * either kind of media.
  */
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,5 +84,37 @@ describe.each(Object.entries(MEDIA))('extra manifests on %s media', (_kind, { so
     const refused = runCli(['validate', dir, '--root', root]);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain(reason);
+  });
+});
+
+describe('extra manifests in a fleet template', () => {
+  it('are filled in per site, validated and signed by render', () => {
+    const template = path.join(work, 'template');
+    cpSync(path.join(REPO, 'examples/fleet/template'), template, { recursive: true });
+    mkdirSync(path.join(template, 'extra-manifests'));
+    writeFileSync(path.join(template, 'extra-manifests/10-site.yaml'), CONFIG_MAP('site-{{ site }}'));
+    const out = path.join(work, 'fleet');
+    const rendered = runCli(
+      [
+        'render',
+        '--inventory',
+        path.join(REPO, 'examples/fleet/inventory.csv'),
+        '--template',
+        template,
+        '--out',
+        out,
+        '--key',
+        path.join(work, 'factory.key'),
+      ],
+      { timeoutMs: 60_000 },
+    );
+    expect(rendered.code, rendered.stderr).toBe(0);
+    const site = path.join(out, 'store-0043');
+    expect(readFileSync(path.join(site, 'extra-manifests/10-site.yaml'), 'utf8')).toContain('name: site-store-0043');
+    const signature = JSON.parse(readFileSync(path.join(site, 'site-config.sig'), 'utf8')) as {
+      signed: { files: { name: string }[] };
+    };
+    expect(signature.signed.files.map((f) => f.name)).toContain('extra-manifests/10-site.yaml');
+    expect(runCli(['validate', site, '--root', root]).code).toBe(0);
   });
 });
