@@ -10,6 +10,8 @@ export const KUBELET_START_TIMEOUT_SECONDS = 5 * 60;
 export const API_READY_TIMEOUT_SECONDS = 10 * 60;
 /** csr-approval: kubelet retries its requests every few seconds; a quarter of an hour covers a slow start */
 export const CSR_WAIT_SECONDS = 15 * 60;
+/** a CustomResourceDefinition the agent creates (its report's, an extra manifest's): Established within seconds */
+export const CRD_ESTABLISH_TIMEOUT_SECONDS = 30;
 /** health: --health-timeout */
 export const DEFAULT_HEALTH_TIMEOUT_SECONDS = 10 * 60;
 /** in-service: the site-config's inService.timeoutSeconds, by default */

@@ -21,6 +21,8 @@ export const OPTIONS = {
   inventory: { type: 'string' },
   template: { type: 'string' },
   iso: { type: 'boolean', default: false },
+  'hub-objects': { type: 'string' },
+  placement: { type: 'string' },
   kubeconfigs: { type: 'string' },
   concurrency: { type: 'string', default: '32' },
   timeout: { type: 'string', default: '5' },

@@ -19,6 +19,7 @@ Usage:
   sno-relocate sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER
                                       write FOLDER/site-config.sig over the site-config and every file it names
   sno-relocate render --inventory FILE --template DIR --out DIR [--key NAME.key [--not-after DATE]] [--iso]
+                      [--hub-objects DIR [--placement NAMESPACE/NAME]]
                                       one signed site folder (and ISO image) per inventory row, each validated
   sno-relocate credentials --site DIR --key CLIENT-CA.key --out FILE [--user NAME]
                                       the site's admin kubeconfig, signed by its client CA (-o json|text)

@@ -15,6 +15,7 @@ import { documentRules, networkRules, runRules } from './v1/rules.js';
 import { type DockerConfig, pullSecretSchema, type SiteConfigV1 } from './v1/schema.js';
 import { type NmstateState, nmstateSchema } from '../base/nmstate.js';
 import { readBounded } from './read-bounded.js';
+import { readExtraManifests } from './extra-manifests.js';
 import { DocumentError, decodeText, parseYamlDocument } from './yaml.js';
 import {
   MANIFEST_FILE,
@@ -257,7 +258,7 @@ function toInService(config: SiteConfigV1): InService | undefined {
 function toSite(
   config: SiteConfigV1,
   nmstate: NmstateState,
-  rest: Pick<Site, 'pullSecret' | 'certificates' | 'access'>,
+  rest: Pick<Site, 'pullSecret' | 'certificates' | 'access' | 'extraManifests'>,
 ): Site {
   const { spec } = config;
   return {
@@ -282,6 +283,7 @@ function toSite(
     sshAuthorizedKeys: spec.sshAuthorizedKeys ?? [],
     ...(rest.access && { access: rest.access }),
     ...(spec.inService && { inService: toInService(config) }),
+    extraManifests: rest.extraManifests,
   };
 }
 
@@ -352,6 +354,7 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   const pullSecret = await readPullSecret(config, files, findings);
   const certificates = await readCertificates(config, files, findings);
   const access = await readAccess(config, files, findings);
+  const extraManifests = await readExtraManifests(files, findings);
   const nmstatePath =
     config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
   findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }).map(relabel));
@@ -362,7 +365,12 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
     dir,
     media,
     document: config,
-    site: toSite(config, nmstate, { ...(pullSecret && { pullSecret }), certificates, ...(access && { access }) }),
+    site: toSite(config, nmstate, {
+      ...(pullSecret && { pullSecret }),
+      certificates,
+      ...(access && { access }),
+      extraManifests,
+    }),
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],
     findings,
   };

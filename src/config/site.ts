@@ -2,6 +2,7 @@
 import type { DockerConfig, Mirror, SiteConfigV1, Workload } from './v1/schema.js';
 import type { NmstateState } from '../base/nmstate.js';
 import type { Finding } from '../base/findings.js';
+import type { ExtraManifest } from './extra-manifests.js';
 import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
 
 export interface CertificatePair {
@@ -35,6 +36,8 @@ export interface Site {
   access?: SiteAccess;
   /** what must be ready before the site counts as in service (absent: a healthy cluster is enough) */
   inService?: InService;
+  /** objects applied at the site, in name order (extra-manifests/) */
+  extraManifests: ExtraManifest[];
 }
 
 export interface SiteAccess {

@@ -20,7 +20,11 @@ const EXPANSION_ALLOWANCE = 4096;
 
 /** A file that cannot be read as a document; the message quotes the file, so it is made one inert line. */
 export class DocumentError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** the line (from 1) a YAML syntax error was found on */
+    readonly line?: number,
+  ) {
     super(safeLine(message));
   }
 }
@@ -68,21 +72,38 @@ function checkShape(value: unknown, what: string, fileBytes: number): void {
   visit(value, 0);
 }
 
-export function parseYamlDocument(bytes: Buffer, what: string): unknown {
+function loadYaml(bytes: Buffer, what: string, load: (text: string) => unknown): unknown {
   const text = decodeText(bytes, what);
   let value: unknown;
   try {
-    value = yaml.load(text, { schema: yaml.CORE_SCHEMA, filename: what });
+    value = load(text);
   } catch (err) {
     const reason = err instanceof yaml.YAMLException ? err.reason : String(err);
     const mark =
       err instanceof yaml.YAMLException && err.mark
         ? ` (line ${err.mark.line + 1}, column ${err.mark.column + 1})`
         : '';
-    throw new DocumentError(`${what}: not valid YAML: ${reason}${mark}`);
+    const line = err instanceof yaml.YAMLException && err.mark ? err.mark.line + 1 : undefined;
+    throw new DocumentError(`${what}: not valid YAML: ${reason}${mark}`, line);
   }
   checkShape(value, what, bytes.length);
+  return value;
+}
+
+export function parseYamlDocument(bytes: Buffer, what: string): unknown {
+  const value = loadYaml(bytes, what, (text) => yaml.load(text, { schema: yaml.CORE_SCHEMA, filename: what }));
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     throw new DocumentError(`${what}: expected a mapping at the top level`);
   return value;
+}
+
+/**
+ * Every document of a multi-document YAML file (JSON is one), in order, under the same limits as
+ * one document: the file's size bounds all of them together. Empty documents are kept (as null),
+ * so a document's index is its position in the file.
+ */
+export function parseYamlDocuments(bytes: Buffer, what: string): unknown[] {
+  return loadYaml(bytes, what, (text) =>
+    yaml.loadAll(text, undefined, { schema: yaml.CORE_SCHEMA, filename: what }),
+  ) as unknown[];
 }

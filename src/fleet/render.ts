@@ -7,10 +7,12 @@
 import type { KeyObject } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import yaml from 'js-yaml';
 import pLimit from 'p-limit';
 import { loadSiteConfig } from '../config/load.js';
 import { CONFIG_LABELS } from '../config/discover.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
+import { reportManifestWork, reportManifestWorkReplicaSet } from '../hub/manifestwork.js';
 import type { Exec } from '../ports/exec.js';
 import { SIGNATURE_FILE, signSiteConfig } from '../trust/signature.js';
 import { type Inventory, type InventoryRow, rowProblems, SITE_COLUMN } from './inventory.js';
@@ -152,4 +154,28 @@ export async function renderFleet(options: RenderOptions): Promise<SiteResult[]>
       }),
     ),
   );
+}
+
+export interface HubObjectsOptions {
+  dir: string;
+  /** the Placement a ManifestWorkReplicaSet names; without it, only the per-cluster ManifestWorks */
+  placement?: { namespace: string; name: string };
+}
+
+/**
+ * The hub objects that read the rendered sites' SiteRelocation back: a ManifestWork per rendered
+ * site, in the namespace named after its site id (the ManagedCluster's name when clusters are named
+ * after their sites), and a ManifestWorkReplicaSet for the Placement when one is given. Returns the
+ * files written.
+ */
+export async function writeHubObjects(options: HubObjectsOptions, results: readonly SiteResult[]): Promise<string[]> {
+  await mkdir(options.dir, { recursive: true });
+  const objects = results
+    .filter((r) => r.ok)
+    .map((r) => ({ file: `${r.site}.manifestwork.yaml`, object: reportManifestWork(r.site) }));
+  if (options.placement)
+    objects.push({ file: 'manifestworkreplicaset.yaml', object: reportManifestWorkReplicaSet(options.placement) });
+  for (const { file, object } of objects)
+    await writeFile(path.join(options.dir, file), yaml.dump(object, { noRefs: true, lineWidth: 120 }));
+  return objects.map((o) => path.join(options.dir, o.file));
 }

@@ -11,9 +11,9 @@ import { caPaths } from '../certs/site-certs.js';
 import type { RunState } from '../engine/state.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
-import { pollUntil } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
+import { established, waitForCrd } from '../kube/crd.js';
 import { readWatchStatus } from '../watch/status-file.js';
 
 export const REPORT_GROUP = 'sno-relocate.openshift.io';
@@ -24,7 +24,6 @@ export const REPORT_PLURAL = 'siterelocations';
 /** one per cluster: the name a hub's ManifestWork asks for */
 export const REPORT_NAME = 'sno-relocate';
 const CRD_NAME = `${REPORT_PLURAL}.${REPORT_GROUP}`;
-const ESTABLISH_TIMEOUT_MS = 30_000;
 
 export type Phase = 'Running' | 'Succeeded' | 'Failed' | 'Refused';
 
@@ -162,23 +161,13 @@ export async function reportStatus(ctx: ReportContext, state: RunState): Promise
   };
 }
 
-const established = (crd: KubeObject | undefined): boolean =>
-  ((crd?.status as { conditions?: { type: string; status: string }[] } | undefined)?.conditions ?? []).some(
-    (c) => c.type === 'Established' && c.status === 'True',
-  );
-
 /** Installs the CRD when the cluster lacks it, and waits (bounded) until it is served. */
 export async function ensureReportCrd(kube: Kube, clock: Clock): Promise<void> {
   const ref = { apiVersion: REPORT_CRD.apiVersion, kind: REPORT_CRD.kind, name: CRD_NAME };
-  if (established(await kube.get(ref))) return;
-  if (!(await kube.get(ref))) await kube.create(REPORT_CRD as unknown as KubeObject);
-  const ok = await pollUntil(clock, async () => (established(await kube.get(ref)) ? true : undefined), {
-    timeoutMs: ESTABLISH_TIMEOUT_MS,
-    intervalMs: 200,
-    maxIntervalMs: 1000,
-  });
-  if (!ok)
-    throw new Error(`CustomResourceDefinition ${CRD_NAME} not established after ${ESTABLISH_TIMEOUT_MS / 1000}s`);
+  const crd = await kube.get(ref);
+  if (established(crd)) return;
+  if (!crd) await kube.create(REPORT_CRD as unknown as KubeObject);
+  await waitForCrd(kube, clock, CRD_NAME);
 }
 
 /** Writes the status onto the cluster's SiteRelocation, creating it (and its CRD) the first time. */

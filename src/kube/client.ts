@@ -30,10 +30,19 @@ import { errorMessage, StepError } from '../base/errors.js';
 import { API_READY_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { timed, type Logger } from '../log/logger.js';
 import { pollUntil, systemClock, type Clock } from '../ports/clock.js';
-import { describeRef, type Kube, type KubeObject, type ListOptions, type ObjectRef } from '../ports/kube.js';
+import {
+  type ApplyOptions,
+  describeRef,
+  type Kube,
+  type KubeObject,
+  type ListOptions,
+  type ObjectRef,
+} from '../ports/kube.js';
 import { createListWatch } from './list-watch.js';
 import { DEFAULT_RETRY, describeFailure, isTransient, statusOf, withRetry, type RetryPolicy } from './retry.js';
 
+/** the field manager of every server-side apply */
+export const FIELD_MANAGER = 'sno-relocate';
 /** re-reads after 409 Conflict before giving up: enough for a busy operator, bounded for a stuck one */
 const MAX_CONFLICTS = 10;
 
@@ -221,9 +230,16 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     }
     return found;
   };
-  const serves = async (apiVersion: string, kind: string) => (await resources(apiVersion)).has(kind);
-  const resourceOf = async (apiVersion: string, kind: string) => (await resources(apiVersion)).get(kind);
+  const resourceOf = async (apiVersion: string, kind: string, fresh = false) => {
+    const found = (await resources(apiVersion)).get(kind);
+    if (found || !fresh) return found;
+    served.delete(apiVersion);
+    return (await resources(apiVersion)).get(kind);
+  };
+  const serves = async (apiVersion: string, kind: string, opts: { fresh?: boolean } = {}) =>
+    (await resourceOf(apiVersion, kind, opts.fresh)) !== undefined;
   const mergePatchOptions = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const applyPatchOptions = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
 
   /**
    * Custom resources go through CustomObjectsApi, which hands back the JSON as sent: the generic
@@ -243,6 +259,15 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       (r.namespaced
         ? customApi.replaceNamespacedCustomObject({ ...r, namespace: ref.namespace!, name: ref.name!, body })
         : customApi.replaceClusterCustomObject({ ...r, name: ref.name!, body })) as Promise<T>,
+    apply: (body: object, opts: ApplyOptions) => {
+      const query = { ...r, name: ref.name!, body, fieldManager: FIELD_MANAGER, force: opts.force };
+      const dryRun = opts.dryRun ? { dryRun: 'All' } : {};
+      return (
+        r.namespaced
+          ? customApi.patchNamespacedCustomObject({ ...query, ...dryRun, namespace: ref.namespace! }, applyPatchOptions)
+          : customApi.patchClusterCustomObject({ ...query, ...dryRun }, applyPatchOptions)
+      ) as Promise<T>;
+    },
     patch: (body: object) =>
       (r.namespaced
         ? customApi.patchNamespacedCustomObject(
@@ -390,6 +415,30 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       } catch (err) {
         if (statusOf(err) === 404) return false;
         return fail('delete', describeRef(ref), err);
+      }
+    },
+    async apply<T extends KubeObject>(obj: T, opts: ApplyOptions): Promise<T> {
+      const r = await resourceOf(obj.apiVersion, obj.kind, true);
+      const namespace = r?.namespaced ? (obj.metadata.namespace ?? 'default') : undefined;
+      const body = { ...obj, metadata: { ...obj.metadata, ...(namespace !== undefined && { namespace }) } };
+      const ref = { ...body.metadata, apiVersion: obj.apiVersion, kind: obj.kind };
+      const what = `${opts.dryRun ? 'dry-run apply' : 'apply'} ${describeRef(ref)}`;
+      try {
+        if (!r) throw new StepError(`the cluster does not serve ${obj.apiVersion} ${obj.kind}`);
+        if (r.group !== '') return await retry(what, () => custom<T>(r, ref).apply(body, opts));
+        return (await retry(what, () =>
+          objects.patch(
+            body as unknown as KubernetesObject,
+            undefined,
+            opts.dryRun ? 'All' : undefined,
+            FIELD_MANAGER,
+            opts.force,
+            PatchStrategy.ServerSideApply,
+          ),
+        )) as unknown as T;
+      } catch (err) {
+        if (err instanceof StepError) throw err;
+        return fail(opts.dryRun ? 'dry-run apply' : 'apply', describeRef(ref), err);
       }
     },
     serves,

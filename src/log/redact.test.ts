@@ -55,6 +55,11 @@ describe('redactSecrets', () => {
     expect(JSON.stringify(out)).not.toContain(AUTH);
   });
 
+  it('hides both data fields of a Secret written whole (an extra manifest)', () => {
+    const secret = { kind: 'Secret', data: { token: 'aHVudGVyMg==' }, stringData: { password: 'hunter2' } };
+    expect(redactSecrets(secret)).toEqual({ kind: 'Secret', data: '<redacted>', stringData: '<redacted>' });
+  });
+
   it('survives cycles', () => {
     const a: Record<string, unknown> = { name: 'a' };
     a.self = a;

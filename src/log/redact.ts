@@ -3,7 +3,7 @@
  * messages: applied once at each exit, never left to each caller.
  */
 const SECRET_KEY =
-  /^(pullSecret|auths?|password|passwd|token|bearerToken|secret|privateKey|keyPem|key|identitytoken|registrytoken|tls\.key|data)$/i;
+  /^(pullSecret|auths?|password|passwd|token|bearerToken|secret|privateKey|keyPem|key|identitytoken|registrytoken|tls\.key|data|stringData)$/i;
 const PRIVATE_KEY_BLOCK = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 const DOCKER_AUTH = /("auth"\s*:\s*")[^"]*(")/g;

@@ -75,6 +75,13 @@ export interface ListWatch {
   ): Promise<AbortController>;
 }
 
+export interface ApplyOptions {
+  /** take over fields another field manager owns, rather than fail with 409 */
+  force: boolean;
+  /** the API validates and answers, and stores nothing (dryRun=All) */
+  dryRun?: boolean;
+}
+
 export interface Kube {
   /** lists and watches for the watcher's informers (the health step's view of the cluster) */
   listWatch(): ListWatch;
@@ -92,8 +99,16 @@ export interface Kube {
   update<T extends KubeObject = KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T>;
   /** false when it was already gone */
   delete(ref: ObjectRef): Promise<boolean>;
-  /** whether the cluster serves this kind (discovery, cached per group version) */
-  serves(apiVersion: string, kind: string): Promise<boolean>;
+  /**
+   * Server-side apply under the field manager `sno-relocate`: the object as the API stored it (or,
+   * with dryRun, would store it). A namespaced object without a namespace goes to `default`.
+   */
+  apply<T extends KubeObject = KubeObject>(obj: T, options: ApplyOptions): Promise<T>;
+  /**
+   * whether the cluster serves this kind (discovery, cached per group version; `fresh` asks again
+   * when the cached answer is no, for a kind whose CRD was just established)
+   */
+  serves(apiVersion: string, kind: string, options?: { fresh?: boolean }): Promise<boolean>;
   /** adds an Approved condition through the /approval subresource */
   approveCsr(name: string, reason: string, message: string): Promise<void>;
 }

@@ -6,6 +6,7 @@ import { accessStep } from './access.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
 import { domainStep } from './domain.js';
+import { extraManifestsStep } from './extra-manifests.js';
 import { healthStep } from './health.js';
 import { hostnameStep } from './hostname.js';
 import { inServiceStep } from './in-service.js';
@@ -47,6 +48,9 @@ export const STEPS: readonly Step[] = [
   domainStep,
   // apiserver.config again, right after domain's named certificate: one burst of kube-apiserver changes
   accessStep,
+  // after the agent's own writes, which a manifest's roll-out (a MachineConfig, a PerformanceProfile) and
+  // reboot must not cut short; before health, which waits for that roll-out to settle
+  extraManifestsStep,
   // last: waits for those rollouts to settle, with everything above in place
   healthStep,
   // after health: the site's own workloads run on a healthy cluster; `done` means they are ready

@@ -98,6 +98,11 @@ describe('verifySiteConfig', () => {
       'file pull-secret.json is not covered by the signature',
     ],
     [
+      'a file taken away after signing',
+      () => check(signWith(factory.privatePem), { files: [FILES[0]!] }),
+      'file network.yaml is covered by the signature but missing',
+    ],
+    [
       'an expired signature',
       () => check(signWith(factory.privatePem, { notAfter: new Date('2026-11-21T00:00:00Z') })),
       'signature expired on 2026-11-21T00:00:00.000Z',

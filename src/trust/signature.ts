@@ -195,6 +195,10 @@ export function verifySiteConfig(input: VerifyInput): Verdict {
     if (digest === undefined) return { trusted: false, reason: `file ${file.name} is not covered by the signature` };
     if (digest !== file.sha256) return { trusted: false, reason: `file ${file.name} changed after signing` };
   }
+  // a file taken away (an extra manifest) changes what is applied as much as one altered
+  const present = new Set(input.files.map((f) => f.name));
+  const missing = doc.signed.files.find((f) => !present.has(f.name));
+  if (missing) return { trusted: false, reason: `file ${missing.name} is covered by the signature but missing` };
   if (doc.signed.notAfter && input.now.getTime() > Date.parse(doc.signed.notAfter))
     return { trusted: false, reason: `signature expired on ${doc.signed.notAfter}` };
   const bound = doc.signed.node;

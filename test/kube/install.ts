@@ -41,13 +41,13 @@ export const CRD_SETS: Record<string, readonly string[]> = {
   hypershift: ['hypershift.openshift.io'],
 };
 
-/** Every test CRD, read from test/kube/crds. */
-export function listCrds(): CrdInfo[] {
-  return readdirSync(CRD_DIR)
+/** Every test CRD, read from test/kube/crds (or another folder of them). */
+export function listCrds(dir = CRD_DIR): CrdInfo[] {
+  return readdirSync(dir)
     .filter((f) => f.endsWith('.yaml'))
     .sort()
     .map((f) => {
-      const file = path.join(CRD_DIR, f);
+      const file = path.join(dir, f);
       // Typed, through the client's own deserializer: the typed API serializes by its model, and a
       // plain object's wire names (x-kubernetes-preserve-unknown-fields, ...) would be dropped.
       const manifest = loadYaml<V1CustomResourceDefinition>(readFileSync(file, 'utf8'));
@@ -85,6 +85,8 @@ export interface ApplyCrdsOptions {
   except?: string[];
   /** Bound for all to become Established and served; default 60 s. */
   timeoutMs?: number;
+  /** the folder of CRDs to choose from; default test/kube/crds */
+  dir?: string;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -92,8 +94,8 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** Selects CRDs as applyCrds() would, without touching a cluster. Throws on a selector that selects nothing. */
-export function selectCrds(opts: Pick<ApplyCrdsOptions, 'only' | 'except'> = {}): CrdInfo[] {
-  const all = listCrds();
+export function selectCrds(opts: Pick<ApplyCrdsOptions, 'only' | 'except' | 'dir'> = {}): CrdInfo[] {
+  const all = listCrds(opts.dir);
   for (const sel of [...(opts.only ?? []), ...(opts.except ?? [])]) {
     if (!all.some((c) => matches(c, sel))) throw new Error(`no test CRD matches "${sel}"`);
   }

@@ -51,6 +51,7 @@ export function testSite(parts: Partial<Omit<Site, 'network'>> & { network?: Par
     imageTagMirrors: [],
     certificates: {},
     sshAuthorizedKeys: [],
+    extraManifests: [],
     ...rest,
     network: {
       nmstate: { interfaces: [] },

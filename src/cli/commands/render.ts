@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { UsageError } from '../../base/errors.js';
 import { readInventory } from '../../fleet/inventory.js';
-import { renderFleet, type SiteResult } from '../../fleet/render.js';
+import { type HubObjectsOptions, renderFleet, type SiteResult, writeHubObjects } from '../../fleet/render.js';
 import { readTemplate } from '../../fleet/template.js';
 import { keyId } from '../../trust/signature.js';
 import { type Invocation, oneOf } from '../args.js';
@@ -21,11 +21,12 @@ function progressLine(): ((done: number, total: number) => void) | undefined {
   };
 }
 
-function summary(results: SiteResult[], out: string, signedWith: string | undefined): string {
+function summary(results: SiteResult[], out: string, signedWith: string | undefined, hub: string[]): string {
   const ok = results.filter((r) => r.ok);
   const failed = results.filter((r) => !r.ok);
   const lines = [
     `rendered ${ok.length} of ${results.length} site(s) into ${out}${signedWith ? `, signed with key ${signedWith}` : ''}${ok.some((r) => r.iso) ? ', each packed as <site>.iso' : ''}`,
+    ...(hub.length > 0 ? [`hub objects: ${hub.length} file(s) in ${path.dirname(hub[0]!)}`] : []),
   ];
   if (failed.length > 0) {
     lines.push(`failed ${failed.length}: ${failed.map((r) => r.site || r.where).join(', ')}`);
@@ -34,7 +35,19 @@ function summary(results: SiteResult[], out: string, signedWith: string | undefi
   return `${lines.join('\n')}\n`;
 }
 
-/** `render --inventory FILE --template DIR --out DIR [--key K --not-after D] [--iso]` */
+/** `--hub-objects DIR [--placement NAMESPACE/NAME]` */
+function hubObjectsFlags(inv: Invocation): HubObjectsOptions | undefined {
+  const { 'hub-objects': dir, placement } = inv.flags;
+  if (placement !== undefined && dir === undefined)
+    throw new UsageError('--placement needs --hub-objects DIR: it names the Placement of the ManifestWorkReplicaSet');
+  if (dir === undefined) return undefined;
+  if (placement === undefined) return { dir: path.resolve(dir) };
+  const [namespace, name, ...rest] = placement.split('/');
+  if (!namespace || !name || rest.length > 0) throw new UsageError(`--placement ${placement}: expected NAMESPACE/NAME`);
+  return { dir: path.resolve(dir), placement: { namespace, name } };
+}
+
+/** `render --inventory FILE --template DIR --out DIR [--key K --not-after D] [--iso] [--hub-objects DIR]` */
 export async function renderCommand(inv: Invocation): Promise<CommandResult> {
   const { inventory: inventoryFile, template: templateDir, out, key } = inv.flags;
   if (!inventoryFile || !templateDir || !out)
@@ -43,6 +56,7 @@ export async function renderCommand(inv: Invocation): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
   if (inv.flags['not-after'] && !key) throw new UsageError('--not-after needs --key: only a signature can expire');
   const notAfter = expiryFlag(inv.flags['not-after']);
+  const hubObjects = hubObjectsFlags(inv);
   const privateKey = key ? await signingKeyFlag(key) : undefined;
   const rt = createRuntime(inv.flags);
   const inventory = await readInventory(inventoryFile);
@@ -63,12 +77,13 @@ export async function renderCommand(inv: Invocation): Promise<CommandResult> {
     ...(inv.flags.iso && { iso: { exec: rt.exec } }),
     ...(progress && { progress }),
   });
+  const hub = hubObjects ? await writeHubObjects(hubObjects, results) : [];
   const signedWith = privateKey ? keyId(privateKey) : undefined;
   const exitCode = results.every((r) => r.ok) ? 0 : 2;
   if (format === 'json')
     return {
       exitCode,
-      stdout: `${JSON.stringify({ rendered: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length, signedWith, sites: results }, null, 2)}\n`,
+      stdout: `${JSON.stringify({ rendered: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length, signedWith, sites: results, hubObjects: hub }, null, 2)}\n`,
     };
-  return { exitCode, stdout: summary(results, out, signedWith) };
+  return { exitCode, stdout: summary(results, out, signedWith, hub) };
 }
