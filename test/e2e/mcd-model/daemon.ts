@@ -152,9 +152,8 @@ function observeDesired(): void {
   if (readNode()[DESIRED_KEY] !== mc.metadata.name) setAnnotations({ [DESIRED_KEY]: mc.metadata.name });
 }
 
-/** 4.18 daemon.go getCurrentConfigOnDisk / storeCurrentConfigOnDisk */
+/** 4.18 daemon.go getCurrentConfigOnDisk */
 const getCurrentConfigOnDisk = (): RenderedConfig | undefined => readJson<RenderedConfig>(CURRENT_CONFIG_FILE);
-const storeCurrentConfigOnDisk = (mc: RenderedConfig): void => writeJsonAtomic(CURRENT_CONFIG_FILE, mc);
 
 /** 4.18 daemon.go:2728-2734 forceFileExists */
 const forceFileExists = (): boolean => existsSync(FORCE_FILE);
@@ -381,6 +380,16 @@ function writeFileAtomically(path: string, data: Buffer, dirMode: number, mode: 
   writeFileSync(tmp, data);
   if (uid !== -1 && gid !== -1) chownSync(tmp, uid, gid);
   renameSync(tmp, path);
+}
+
+/** 4.18 daemon.go:1833-1844 storeCurrentConfigOnDisk: the MachineConfig as JSON, 0644 */
+function storeCurrentConfigOnDisk(mc: RenderedConfig): void {
+  writeFileAtomically(
+    CURRENT_CONFIG_FILE,
+    Buffer.from(JSON.stringify(mc)),
+    DEFAULT_DIRECTORY_PERMISSIONS,
+    DEFAULT_FILE_PERMISSIONS,
+  );
 }
 
 /** file_writers.go:227-265 writeFiles (4.17 and 4.18 alike) */

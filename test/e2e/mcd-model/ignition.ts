@@ -43,8 +43,11 @@ export interface RenderedConfig {
 export const MODEL_DIR = '/var/lib/mcd-model';
 /** The desired config: the test drops a rendered config here (the node's desiredConfig annotation). */
 export const DESIRED_FILE = `${MODEL_DIR}/desired.json`;
-/** The config the daemon last applied (upstream: /etc/machine-config-daemon/currentconfig). */
-export const CURRENT_CONFIG_FILE = `${MODEL_DIR}/currentconfig.json`;
+/**
+ * The config the daemon last applied, where the daemon keeps it (4.18 daemon.go:176
+ * currentConfigPath, written by storeCurrentConfigOnDisk :1833-1844): the agent reads it too.
+ */
+export const CURRENT_CONFIG_FILE = '/etc/machine-config-daemon/currentconfig';
 /** The node's annotations as the daemon sets them (machineconfiguration.openshift.io/state, ...). */
 export const NODE_FILE = `${MODEL_DIR}/node.json`;
 /** The Kubernetes events the daemon emits, one JSON object a line. */

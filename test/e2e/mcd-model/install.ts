@@ -19,8 +19,8 @@
  */
 import { posix } from 'node:path';
 import { build } from 'esbuild';
-import { type DiskEntry, installFiles, readFile as readDiskFile } from '../disk.js';
-import type { MachineConfig } from '../node-image.js';
+import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile } from '../disk.js';
+import { installTargets, type MachineConfig, VM_MASKED } from '../node-image.js';
 import { shq } from '../node-checks.js';
 import type { Vm } from '../vm.js';
 import {
@@ -156,6 +156,16 @@ const KUBELET_STARTS_MODEL = `# Test only: the stand-in kubelet runs the machine
 ExecStartPost=/bin/systemctl --no-block start ${MODEL_UNIT}
 `;
 
+// The node image masks the units that have nothing to do in a VM without a cluster (the watcher).
+// The daemon checks every declared unit file, and a mask in its place is drift; so with the model
+// such a unit is laid as declared, enabled, and held by a drop-in whose condition is never met.
+// (Enabled, the watcher's After=sno-relocate.service orders multi-user.target after the agent's
+// run, as on a real node: the scenarios wait for kubelet's job, never for multi-user.target.)
+const HELD_DROP_IN = `# Test only: no cluster in this VM, so nothing for this unit to do
+[Unit]
+ConditionPathExists=/nonexistent/sno-relocate-vm-cluster
+`;
+
 export interface FactoryNode {
   /** the factory's rendered config: what the daemon applied at the factory */
   factory: RenderedConfig;
@@ -180,7 +190,12 @@ export async function installMcdModel(
     renderConfig(name, [...openshiftConfigs(kubeletUnit, pullSecret), ...projectConfigs]);
   const factory = render('rendered-master-factory', factoryPullSecret);
   const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
+  const held = (factory.spec.config.systemd?.units ?? []).filter((u) => VM_MASKED.includes(u.name) && u.contents);
   const entries: DiskEntry[] = [
+    ...held.flatMap((u): DiskEntry[] => [
+      { path: posix.join(UNIT_DIR, u.name), mode: 0o644, contents: u.contents! },
+      { path: posix.join(UNIT_DIR, `${u.name}.d`, '90-vm-no-cluster.conf'), mode: 0o644, contents: HELD_DROP_IN },
+    ]),
     { path: KUBELET_AUTH_FILE, mode: 0o600, contents: factoryPullSecret },
     { path: DAEMON, mode: 0o644, contents: await bundleDaemon() },
     { path: posix.join(UNIT_DIR, MODEL_UNIT), mode: 0o644, contents: MODEL_UNIT_TEXT },
@@ -191,7 +206,7 @@ export async function installMcdModel(
     },
     { path: MODEL_DIR, type: 'dir', mode: 0o700 },
     { path: RELEASE_FILE, contents: `${release}\n` },
-    { path: CURRENT_CONFIG_FILE, contents: json(factory) },
+    { path: CURRENT_CONFIG_FILE, mode: 0o644, contents: JSON.stringify(factory) },
     { path: DESIRED_FILE, contents: json(factory) },
     { path: posix.join(MODEL_DIR, 'configs', `${factory.metadata.name}.json`), contents: json(factory) },
     {
@@ -205,6 +220,7 @@ export async function installMcdModel(
     },
   ];
   await installFiles(disk, entries);
+  for (const u of held) for (const t of installTargets(u.contents!)) if (u.enabled) await enableUnit(disk, u.name, t);
   return { factory, render };
 }
 
