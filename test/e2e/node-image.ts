@@ -13,6 +13,9 @@
  *     steps are exercised against a real API server in test/cluster.
  *   - the watcher unit masked, for the same reason: without an API server it would only restart
  *     every few seconds, each start a Node start-up under emulation (test/watch covers it).
+ *
+ * SNO_RELOCATE_E2E_AGENT names an agent executable to install instead of dist/'s (with
+ * SNO_RELOCATE_E2E_MACHINECONFIGS, to run a release's agent and MachineConfigs).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
@@ -26,7 +29,7 @@ import { REPO_ROOT } from './vm.js';
 export const AGENT_BINARY = '/usr/local/bin/sno-relocate';
 export const AGENT_UNIT = 'sno-relocate.service';
 /** units the MachineConfigs enable that have nothing to do in a VM without a cluster */
-const VM_MASKED = ['sno-relocate-watch.service'];
+export const VM_MASKED = ['sno-relocate-watch.service'];
 const RENDER_SCRIPT = join(REPO_ROOT, 'scripts/render-machineconfigs.ts');
 const UNIT_DIR = '/etc/systemd/system';
 
@@ -56,6 +59,8 @@ async function newestMtime(dir: string): Promise<number> {
  * VM always runs the code under test.
  */
 export async function ensureAgentBuild(): Promise<string> {
+  const given = process.env.SNO_RELOCATE_E2E_AGENT;
+  if (given) return given;
   const binary = join(REPO_ROOT, 'dist/sno-relocate');
   const built = await stat(binary).then(
     (s) => s.mtimeMs,
@@ -234,6 +239,8 @@ export interface NodeImage {
   /** raw image with the agent installed; boot it through an overlay (vm.ts default) */
   disk: string;
   payload: NodePayload;
+  /** the MachineConfigs the image was built from */
+  machineConfigs: MachineConfig[];
   dir: string;
   dispose(): Promise<void>;
 }
@@ -272,6 +279,7 @@ export async function buildNodeImage(): Promise<NodeImage> {
   return {
     disk,
     payload,
+    machineConfigs: mcs,
     dir,
     dispose: async () => {
       if (process.env.VM_KEEP !== '1') await rm(dir, { recursive: true, force: true });

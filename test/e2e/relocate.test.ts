@@ -2,7 +2,10 @@
 // network through the real NetworkManager, pins the internal IP, sets the hostname over D-Bus and
 // only then lets kubelet start; with the single-node dnsmasq configuration, the site's names
 // resolve on the node beside the factory's. Its journal carries every step with message ids and no
-// secret. Then the same relocation with a power cut at each of 12 points converges to the same node.
+// secret. The relocated node under a model of the machine-config daemon (test/e2e/mcd-model): a
+// pull-secret update, the release-4.17 daemon's forced update and reboot without the stick, a second
+// stick at a later boot with a power cut once the gate reopened, br-ex re-activated; nothing Degraded.
+// Then the same relocation with a power cut at each of 12 points converges to the same node.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -38,18 +41,44 @@ import {
   waitKubeletActive,
 } from './scenario.js';
 import { expectSiteNames, laySingleNodeDnsmasq } from './sno-dnsmasq.js';
-import { INTERNAL_IP, newSecret, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
+import { INTERNAL_IP, newSecret, SITE_ADDRESS, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
+import {
+  dropConfig,
+  type FactoryNode,
+  installMcdModel,
+  KUBELET_AUTH_FILE,
+  mcdEvents,
+  mcdJournal,
+  pullSecretJson,
+  switchRelease,
+  touchForceFile,
+  waitMcdSettled,
+  waitMcdStarted,
+} from './mcd-model/install.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('relocation scenarios');
 
 const run = promisify(execFile);
 const UNITS = [AGENT_UNIT, KUBELET];
+const FACTORY_PULL_SECRET = pullSecretJson({
+  'registry.factory.example.com:5000': { auth: Buffer.from('factory-puller:factory-only').toString('base64') },
+});
+const NEXT_HOSTNAME = 'sno-vm-store7b';
 const NODE_IP_FILES = [
   '/etc/NetworkManager/dispatcher.d/30-sno-relocate-internal-ip',
   '/etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf',
   '/etc/systemd/system/crio.service.d/30-sno-relocate-node-ip.conf',
 ];
+
+/** The agent holds at a named point (src/engine/hold.ts) through its unit's environment. */
+const DROP_IN = `/etc/systemd/system/${AGENT_UNIT}.d/95-hold.conf`;
+const holdDropIn = (point: string) => `[Service]\nEnvironment=${HOLD_ENV}=${point}\n`;
+/** a guest command that sets the hold point of the next boot (or clears it) */
+const setHold = (point: string | undefined) =>
+  point
+    ? `mkdir -p ${posix.dirname(DROP_IN)} && printf '%b' ${JSON.stringify(holdDropIn(point))} >${DROP_IN}`
+    : `rm -f ${DROP_IN}`;
 
 /** A power cut: at a hold point of the agent, or the moment a guest-side condition holds. */
 interface Cut {
@@ -65,14 +94,20 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
   let cutVm: Vm | undefined;
   let stickDir = '';
   let stick = '';
+  let secondStick = '';
   let reference: NodeState | undefined;
+  let mcd: FactoryNode | undefined;
+  /** wall-clock ms of each machine-config daemon scenario, for bench/e2e.ts */
+  const mcdTimings: Record<string, number> = {};
   const secret = newSecret();
 
   beforeAll(async () => {
     image = await buildNodeImage();
     await laySingleNodeDnsmasq(image.disk);
+    mcd = await installMcdModel(image.disk, image.machineConfigs, FACTORY_PULL_SECRET, 'release-4.18');
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-relocate-'));
     stick = await siteStick(stickDir, 'site.img', siteSpec(secret));
+    secondStick = await siteStick(stickDir, 'second.img', { ...siteSpec(secret), hostname: NEXT_HOSTNAME });
   }, 15 * MIN);
 
   afterAll(async () => {
@@ -128,7 +163,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       '700 core:core\n600 core:core\n',
     );
     // the node's pull secret is the machine-config daemon's to write, from the cluster's: not the agent's
-    expect((await v.ssh('test -e /var/lib/kubelet/config.json')).code).not.toBe(0);
+    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(FACTORY_PULL_SECRET);
 
     expect((await unitProps(v, KUBELET, ['UnitFileState'])).UnitFileState).toBe('enabled');
     const state = (await readState(v))!;
@@ -195,6 +230,142 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(files.stdout.split('\n').filter(Boolean)).toEqual([]);
   });
 
+  it('the machine-config daemon (release-4.18) finds the relocated node as rendered and applies a pull-secret update without a reboot', async () => {
+    const started = performance.now();
+    const v = vm!;
+    // the daemon is a pod: it started once kubelet ran and validated the node against the factory's config
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: mcd!.factory.metadata.name,
+    });
+    // the cluster-pull-secret step changed openshift-config/pull-secret: the pool's next rendered config
+    const sitePullSecret = pullSecretJson({ [secret.registry]: { auth: secret.auth } });
+    const update = mcd!.render('rendered-master-site-1', sitePullSecret);
+    await dropConfig(v, update);
+    expect(await waitMcdSettled(v, update.metadata.name), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: update.metadata.name,
+    });
+    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(sitePullSecret);
+    const mcdEventsSeen = await mcdEvents(v);
+    expect(mcdEventsSeen.filter((e) => e.type === 'Warning')).toEqual([]);
+    expect(mcdEventsSeen.map((e) => e.reason)).toContain('SkipReboot');
+    expect(await unitProps(v, KUBELET, ['ActiveState', 'UnitFileState'])).toEqual({
+      ActiveState: 'active',
+      UnitFileState: 'enabled',
+    });
+    mcdTimings.pullSecretUpdate = Math.round(performance.now() - started);
+  });
+
+  it('release-4.17: a forced update rewrites every unit and reboots; without the stick kubelet runs, nothing Degraded', async () => {
+    const started = performance.now();
+    const v = vm!;
+    await switchRelease(v, 'release-4.17');
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: 'rendered-master-site-1',
+    });
+    // a second registry in the cluster's pull secret, and the force file an admin sets to get past a drift
+    const update = mcd!.render(
+      'rendered-master-site-2',
+      pullSecretJson({
+        [secret.registry]: { auth: secret.auth },
+        'quay.vm-store-0007.example.com': { auth: secret.auth },
+      }),
+    );
+    await touchForceFile(v);
+    await dropConfig(v, update);
+    await v.waitGuestStopped(5 * MIN);
+    await v.bootAgain({ sticks: [] });
+    await v.waitSsh();
+    // kubelet's boot job is done (queued at boot, after the gate's check; the agent waits for a stick)
+    await v.waitFor(
+      `systemctl list-jobs --no-legend --plain | grep -cE '${KUBELET}|sno-relocate-gate.service'`,
+      (r) => r.stdout.trim() === '0',
+      5 * MIN,
+    );
+    expect(await unitProps(v, KUBELET, ['ActiveState', 'UnitFileState'])).toEqual({
+      ActiveState: 'active',
+      UnitFileState: 'enabled',
+    });
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: update.metadata.name,
+    });
+    // the release-4.17 daemon did rewrite kubelet's unit: disabled it, then enabled it as declared
+    const before = await v.sshOk(`journalctl -b -1 -u mcd-model.service -o cat --no-pager`);
+    expect(before).toContain('Disabling systemd unit kubelet.service before re-writing it');
+    expect(before).toMatch(/^Enabled systemd units: \[.*kubelet\.service/m);
+    expect(before).toContain('initiating reboot: Node will reboot into config rendered-master-site-2');
+    expect((await mcdEvents(v)).filter((e) => e.type === 'Warning')).toEqual([]);
+    mcdTimings.forcedUpdateAndRebootWithoutStick = Math.round(performance.now() - started);
+  });
+
+  it('a second stick at a later boot closes the gate before kubelet starts; cut once it reopened, the run resumes; nothing Degraded', async () => {
+    const started = performance.now();
+    const v = vm!;
+    await switchRelease(v, 'release-4.18');
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({ state: 'Done' });
+    await v.sshOk(`${setHold('after:kubelet')} && sync`);
+    await v.shutdown();
+    await v.bootAgain({ sticks: [secondStick] });
+    await v.waitSsh();
+    await waitInGuest(v, `grep -qx 'after:kubelet' ${HELD_FILE} 2>/dev/null`, 8 * MIN);
+    const [closed] = await events(v, 'kubeletGateClosed');
+    const [opened] = await events(v, 'kubeletGateOpened');
+    const hostnameDone = (await events(v, 'stepFinished')).find((e) => e.SNO_RELOCATE_STEP === 'hostname');
+    expect(closed, 'the gate closed at this boot').toBeDefined();
+    expect(opened, 'the gate opened again').toBeDefined();
+    const kubelet = await unitProps(v, KUBELET, ['ActiveState', 'ActiveEnterTimestampMonotonic']);
+    expect(kubelet.ActiveState).toBe('active');
+    // kubelet did not start at boot: only once the node steps of the new site-config passed
+    expect(Number(kubelet.ActiveEnterTimestampMonotonic)).toBeGreaterThan(mono(closed!));
+    expect(Number(kubelet.ActiveEnterTimestampMonotonic)).toBeGreaterThan(mono(hostnameDone!));
+    expect(Number(kubelet.ActiveEnterTimestampMonotonic)).toBeLessThanOrEqual(mono(opened!));
+    expect(await v.sshOk('hostnamectl hostname')).toBe(`${NEXT_HOSTNAME}\n`);
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({ state: 'Done' });
+
+    // the power goes between the opened gate and the cluster steps
+    await v.sshOk(`${setHold(undefined)} && sync`);
+    await v.powerCut();
+    await v.bootAgain();
+    await v.waitSsh();
+    await waitKubeletActive(v);
+    await waitAgentSucceeded(v);
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: 'rendered-master-site-2',
+    });
+    // the gate stayed open at this boot: its marker names the site-config whose node steps passed
+    expect(await events(v, 'kubeletGateClosed')).toHaveLength(0);
+    expect((await readState(v))!.result).toBe('succeeded');
+    expect((await mcdEvents(v)).filter((e) => e.type === 'Warning')).toEqual([]);
+    mcdTimings.secondStickAndCutAfterGate = Math.round(performance.now() - started);
+  });
+
+  it('br-ex re-activated through NetworkManager keeps the internal IP as its first address', async () => {
+    const started = performance.now();
+    const v = vm!;
+    const primary = (out: string): string[] => {
+      const [link] = JSON.parse(out) as { addr_info: { local: string; prefixlen: number; secondary?: boolean }[] }[];
+      return (link?.addr_info ?? []).filter((a) => !a.secondary).map((a) => `${a.local}/${a.prefixlen}`);
+    };
+    for (const cmd of ['nmcli connection up br-ex', 'nmcli connection down br-ex && nmcli connection up br-ex']) {
+      await v.sshOk(cmd, { timeoutMs: 3 * MIN });
+      const r = await v.waitFor(
+        'ip -j -4 addr show dev br-ex',
+        (x) =>
+          x.code === 0 && primary(x.stdout).includes(`${SITE_ADDRESS}/24`) && primary(x.stdout).includes(INTERNAL_IP),
+        2 * MIN,
+      );
+      expect([cmd, primary(r.stdout)[0]]).toEqual([cmd, INTERNAL_IP]);
+    }
+    expect(await waitMcdSettled(v, 'rendered-master-site-2')).toMatchObject({ state: 'Done' });
+    expect((await mcdEvents(v)).filter((e) => e.type === 'Warning')).toEqual([]);
+    mcdTimings.brExReactivated = Math.round(performance.now() - started);
+    await recordTimings('mcd-model', mcdTimings);
+  });
+
   it('converges after a power cut at each of 12 points of the node steps', async () => {
     // one VM at a time on this machine, and qemu locks the stick image
     if (vm) {
@@ -208,8 +379,6 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     await run('cp', ['--sparse=always', image!.disk, disk]);
     // the agent holds at a named point (src/engine/hold.ts) through its unit's environment; while it
     // holds, the next point is set for the next boot and synced, then the power goes
-    const holdDropIn = (point: string) => `[Service]\nEnvironment=${HOLD_ENV}=${point}\n`;
-    const DROP_IN = `/etc/systemd/system/${AGENT_UNIT}.d/95-hold.conf`;
     const CUTS: Cut[] = [
       { point: 'state-write:ssh-keys:running', expect: { 'ssh-keys': undefined } },
       { point: 'after:ssh-keys', expect: { 'ssh-keys': 'done', network: undefined } },
@@ -228,10 +397,6 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       { watch: `systemctl is-active -q ${KUBELET}`, expect: { hostname: 'done' } },
     ];
     const pointAfter = (i: number) => CUTS.slice(i + 1).find((c) => c.point)?.point;
-    const setHold = (point: string | undefined) =>
-      point
-        ? `mkdir -p ${posix.dirname(DROP_IN)} && printf '%b' ${JSON.stringify(holdDropIn(point))} >${DROP_IN}`
-        : `rm -f ${DROP_IN}`;
     await installFiles(disk, [{ path: DROP_IN, contents: holdDropIn(CUTS[0]!.point!) }]);
     cutVm = await bootVm({ name: 'power-cut', disk, diskMode: 'direct', sticks: [stick] });
     const v = cutVm;

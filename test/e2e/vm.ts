@@ -276,6 +276,18 @@ export class Vm {
     this.qmp?.close();
   }
 
+  /**
+   * Waits for the guest to reboot or power off by itself (qemu runs with -no-reboot, so it exits);
+   * throws after `timeoutMs`. Call bootAgain() next.
+   */
+  async waitGuestStopped(timeoutMs = 300_000): Promise<void> {
+    const proc = this.proc;
+    if (!proc || !this.running) return;
+    const stopped = await Promise.race([exited(proc).then(() => true), deadlineAfter(timeoutMs).then(() => false)]);
+    if (!stopped) throw new Error(`${this.name}: the guest did not stop within ${timeoutMs} ms`);
+    await this.powerCut();
+  }
+
   /** Clean poweroff (systemctl, then ACPI), falling back to a power cut after `timeoutMs`. */
   async shutdown(timeoutMs = 120_000): Promise<void> {
     if (!this.running) return this.powerCut();

@@ -1,0 +1,305 @@
+/**
+ * The host side of the machine-config daemon model (daemon.ts): the rendered configs, as the
+ * Machine Config Operator's controller renders them, the model laid into a node image, and what a
+ * test does with it in a running VM (drop a new rendered config, switch the release, read the
+ * node's state and events).
+ *
+ * Rendering: MCO pkg/controller/common/helpers.go:81-145 MergeMachineConfigs (release-4.17 and
+ * release-4.18 alike): the pool's MachineConfigs sorted by name, each merged onto the ones before
+ * it with Ignition's ign3.Merge (coreos/ignition config/merge: keyed lists, files by path, units
+ * and drop-ins by name, are merged entry by entry, the later config's fields winning where it
+ * sets them). So `{name: kubelet.service, enabled: false}` from a later config keeps the contents
+ * of OpenShift's kubelet unit and overrides only its enablement. Files get overwrite: true.
+ *
+ * OpenShift's own MachineConfigs are represented by what of them touches the node parts the
+ * project's MachineConfigs meet: 00-master's pull secret (templates/common/_base/files/
+ * pull-secret.yaml: /var/lib/kubelet/config.json, 0600, the cluster pull secret) and
+ * 01-master-kubelet's kubelet.service (templates/master/01-master-kubelet/_base/units/
+ * kubelet.service.yaml: enabled: true; its contents here are the VM's stand-in kubelet unit).
+ */
+import { posix } from 'node:path';
+import { build } from 'esbuild';
+import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile } from '../disk.js';
+import { installTargets, type MachineConfig, VM_MASKED } from '../node-image.js';
+import { shq } from '../node-checks.js';
+import type { Vm } from '../vm.js';
+import {
+  CURRENT_CONFIG_FILE,
+  DESIRED_FILE,
+  EVENTS_FILE,
+  FORCE_FILE,
+  type IgnConfig,
+  type IgnFile,
+  type IgnUnit,
+  type McdEvent,
+  MODEL_DIR,
+  MODEL_UNIT,
+  NODE_FILE,
+  type Release,
+  RELEASE_FILE,
+  type RenderedConfig,
+  CURRENT_KEY,
+  DESIRED_KEY,
+  STATE_KEY,
+  REASON_KEY,
+} from './ignition.js';
+
+const DAEMON = '/usr/local/libexec/mcd-model.mjs';
+const UNIT_DIR = '/etc/systemd/system';
+export const KUBELET_AUTH_FILE = '/var/lib/kubelet/config.json';
+
+// ---------------------------------------------------------------------------------------------
+// rendering
+
+type Plain = Record<string, unknown>;
+const isPlain = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** ign3.Merge of one entry: the child's fields win where set, nested structs merged the same way. */
+function mergeEntry<T extends object>(parent: T, child: T): T {
+  const out: Plain = { ...(parent as Plain) };
+  for (const [k, v] of Object.entries(child as Plain)) {
+    if (v === undefined) continue;
+    const p = out[k];
+    if (k === 'dropins' && Array.isArray(p) && Array.isArray(v)) out[k] = mergeKeyed(p, v, 'name');
+    else out[k] = isPlain(p) && isPlain(v) ? mergeEntry(p, v) : v;
+  }
+  return out as T;
+}
+
+/** ign3.Merge of a keyed list: entries with the same key merged in place, new ones appended. */
+function mergeKeyed<T extends object>(parent: T[], child: T[], key: keyof T): T[] {
+  const out = [...parent];
+  for (const c of child) {
+    const i = out.findIndex((p) => p[key] === c[key]);
+    if (i >= 0) out[i] = mergeEntry(out[i]!, c);
+    else out.push(c);
+  }
+  return out;
+}
+
+/** The rendered config of a pool: its MachineConfigs merged in name order (MergeMachineConfigs). */
+export function renderConfig(name: string, mcs: MachineConfig[]): RenderedConfig {
+  let fileList: IgnFile[] = [];
+  let unitList: IgnUnit[] = [];
+  for (const mc of [...mcs].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
+    const c = mc.spec.config;
+    if (c.storage?.directories?.length || c.storage?.links?.length)
+      throw new Error(`${mc.metadata.name}: directories and links are not rendered by this model`);
+    fileList = mergeKeyed(fileList, (c.storage?.files ?? []) as IgnFile[], 'path');
+    unitList = mergeKeyed(unitList, (c.systemd?.units ?? []) as IgnUnit[], 'name');
+  }
+  const config: IgnConfig = {
+    ignition: { version: '3.4.0' },
+    storage: { files: fileList.map((f) => ({ ...f, overwrite: f.overwrite ?? true })) },
+    systemd: { units: unitList },
+  };
+  return { metadata: { name }, spec: { config } };
+}
+
+const dataUrl = (text: string): string => `data:,${encodeURIComponent(text)}`;
+
+/** OpenShift's parts of the rendered config: the cluster pull secret and kubelet.service. */
+export function openshiftConfigs(kubeletUnit: string, pullSecret: string): MachineConfig[] {
+  const labels = { 'machineconfiguration.openshift.io/role': 'master' };
+  return [
+    {
+      metadata: { name: '00-master', labels },
+      spec: {
+        config: {
+          storage: { files: [{ path: KUBELET_AUTH_FILE, mode: 0o600, contents: { source: dataUrl(pullSecret) } }] },
+        },
+      },
+    },
+    {
+      metadata: { name: '01-master-kubelet', labels },
+      spec: { config: { systemd: { units: [{ name: 'kubelet.service', enabled: true, contents: kubeletUnit }] } } },
+    },
+  ];
+}
+
+/** A registry auth file as the cluster's pull secret holds it (the MCO writes its bytes as they are). */
+export const pullSecretJson = (auths: Record<string, { auth: string }>): string => JSON.stringify({ auths });
+
+// ---------------------------------------------------------------------------------------------
+// the node image
+
+async function bundleDaemon(): Promise<string> {
+  const out = await build({
+    entryPoints: [new URL('./daemon.ts', import.meta.url).pathname],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    write: false,
+    logLevel: 'warning',
+  });
+  return out.outputFiles[0]!.text;
+}
+
+const MODEL_UNIT_TEXT = `# Test only: a model of the machine-config daemon (test/e2e/mcd-model/daemon.ts)
+[Unit]
+Description=machine-config daemon model
+After=kubelet.service
+
+[Service]
+Type=exec
+ExecStart=/usr/local/bin/node ${DAEMON}
+# the daemon's pod is restarted when it fails
+Restart=on-failure
+RestartSec=5
+`;
+
+// The daemon is a pod: it runs once kubelet runs. The stand-in kubelet starts it, as the real one
+// starts the daemon's pod; a kubelet held by the gate (its condition unmet) starts nothing.
+const KUBELET_STARTS_MODEL = `# Test only: the stand-in kubelet runs the machine-config daemon as kubelet runs its pod
+[Service]
+ExecStartPost=/bin/systemctl --no-block start ${MODEL_UNIT}
+`;
+
+// The node image masks the units that have nothing to do in a VM without a cluster (the watcher).
+// The daemon checks every declared unit file, and a mask in its place is drift; so with the model
+// such a unit is laid as declared, enabled, and held by a drop-in whose condition is never met.
+// (Enabled, the watcher's After=sno-relocate.service orders multi-user.target after the agent's
+// run, as on a real node: the scenarios wait for kubelet's job, never for multi-user.target.)
+const HELD_DROP_IN = `# Test only: no cluster in this VM, so nothing for this unit to do
+[Unit]
+ConditionPathExists=/nonexistent/sno-relocate-vm-cluster
+`;
+
+export interface FactoryNode {
+  /** the factory's rendered config: what the daemon applied at the factory */
+  factory: RenderedConfig;
+  /** the config from OpenShift's MachineConfigs and the project's: re-render with another pull secret */
+  render(name: string, pullSecret: string): RenderedConfig;
+}
+
+/**
+ * Lays the model into a node image as a factory node has it: the rendered config of the project's
+ * MachineConfigs and OpenShift's applied (the pull secret written, kubelet's unit as on the node),
+ * the node Done in that config, and the daemon started by kubelet. `release` picks the daemon.
+ */
+export async function installMcdModel(
+  disk: string,
+  projectConfigs: MachineConfig[],
+  factoryPullSecret: string,
+  release: Release,
+): Promise<FactoryNode> {
+  const kubeletUnit = (await readDiskFile(disk, posix.join(UNIT_DIR, 'kubelet.service')))?.toString();
+  if (kubeletUnit === undefined) throw new Error('the node image has no kubelet.service');
+  const render = (name: string, pullSecret: string) =>
+    renderConfig(name, [...openshiftConfigs(kubeletUnit, pullSecret), ...projectConfigs]);
+  const factory = render('rendered-master-factory', factoryPullSecret);
+  const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
+  const held = (factory.spec.config.systemd?.units ?? []).filter((u) => VM_MASKED.includes(u.name) && u.contents);
+  const entries: DiskEntry[] = [
+    ...held.flatMap((u): DiskEntry[] => [
+      { path: posix.join(UNIT_DIR, u.name), mode: 0o644, contents: u.contents! },
+      { path: posix.join(UNIT_DIR, `${u.name}.d`, '90-vm-no-cluster.conf'), mode: 0o644, contents: HELD_DROP_IN },
+    ]),
+    { path: KUBELET_AUTH_FILE, mode: 0o600, contents: factoryPullSecret },
+    { path: DAEMON, mode: 0o644, contents: await bundleDaemon() },
+    { path: posix.join(UNIT_DIR, MODEL_UNIT), mode: 0o644, contents: MODEL_UNIT_TEXT },
+    {
+      path: posix.join(UNIT_DIR, 'kubelet.service.d', '99-mcd-model.conf'),
+      mode: 0o644,
+      contents: KUBELET_STARTS_MODEL,
+    },
+    { path: MODEL_DIR, type: 'dir', mode: 0o700 },
+    { path: RELEASE_FILE, contents: `${release}\n` },
+    { path: CURRENT_CONFIG_FILE, mode: 0o644, contents: JSON.stringify(factory) },
+    { path: DESIRED_FILE, contents: json(factory) },
+    { path: posix.join(MODEL_DIR, 'configs', `${factory.metadata.name}.json`), contents: json(factory) },
+    {
+      path: NODE_FILE,
+      contents: json({
+        [CURRENT_KEY]: factory.metadata.name,
+        [DESIRED_KEY]: factory.metadata.name,
+        [STATE_KEY]: 'Done',
+        [REASON_KEY]: '',
+      }),
+    },
+  ];
+  await installFiles(disk, entries);
+  for (const u of held) for (const t of installTargets(u.contents!)) if (u.enabled) await enableUnit(disk, u.name, t);
+  return { factory, render };
+}
+
+// ---------------------------------------------------------------------------------------------
+// in the running VM
+
+export interface McdNode {
+  state: string;
+  reason: string;
+  currentConfig: string;
+  desiredConfig: string;
+}
+
+export async function mcdNode(vm: Vm): Promise<McdNode> {
+  const a = JSON.parse(await vm.sshOk(`cat ${NODE_FILE}`)) as Record<string, string>;
+  return {
+    state: a[STATE_KEY] ?? '',
+    reason: a[REASON_KEY] ?? '',
+    currentConfig: a[CURRENT_KEY] ?? '',
+    desiredConfig: a[DESIRED_KEY] ?? '',
+  };
+}
+
+export async function mcdEvents(vm: Vm): Promise<McdEvent[]> {
+  const out = await vm.sshOk(`cat ${EVENTS_FILE} 2>/dev/null; true`);
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as McdEvent);
+}
+
+/** The controller's side of an update: the pool's new rendered config becomes the node's desired one. */
+export async function dropConfig(vm: Vm, mc: RenderedConfig): Promise<void> {
+  await vm.sshOk(`cat > ${DESIRED_FILE}.new && mv ${DESIRED_FILE}.new ${DESIRED_FILE}`, { input: JSON.stringify(mc) });
+}
+
+/** Runs the other release's daemon from now on: a new daemon pod, which starts with checkStateOnFirstRun. */
+export async function switchRelease(vm: Vm, release: Release): Promise<void> {
+  await vm.sshOk(`echo ${release} > ${RELEASE_FILE} && systemctl restart ${MODEL_UNIT}`);
+}
+
+/** The force file, as an admin creates it to get past a config drift. */
+export const touchForceFile = (vm: Vm): Promise<string> => vm.sshOk(`touch ${FORCE_FILE}`);
+
+/**
+ * Waits until the daemon has settled on `config`: the node Done in it, or Degraded; returns the
+ * node. Fails when the model stops for something it does not model (exit 70).
+ */
+export async function waitMcdSettled(vm: Vm, config: string, timeoutMs = 300_000): Promise<McdNode> {
+  const r = await vm.waitFor(
+    `cat ${NODE_FILE}; echo; systemctl show -p ExecMainStatus -p ActiveState ${MODEL_UNIT}`,
+    (x) =>
+      /ExecMainStatus=70/.test(x.stdout) ||
+      /"machineconfiguration.openshift.io\/state": "Degraded"/.test(x.stdout) ||
+      (x.stdout.includes(`"${CURRENT_KEY}": "${config}"`) && x.stdout.includes(`"${STATE_KEY}": "Done"`)),
+    timeoutMs,
+  );
+  if (/ExecMainStatus=70/.test(r.stdout)) {
+    const tail = await vm.ssh(`journalctl -u ${MODEL_UNIT} -n 30 --no-pager`);
+    throw new Error(`${vm.name}: the machine-config daemon model stopped: ${tail.stdout}`);
+  }
+  return mcdNode(vm);
+}
+
+/** The daemon's journal of this boot, for an assertion message. */
+export const mcdJournal = async (vm: Vm): Promise<string> =>
+  (await vm.ssh(`journalctl -b 0 -u ${shq(MODEL_UNIT)} -o cat --no-pager | tail -n 40`)).stdout;
+
+/**
+ * Waits until the daemon now running has finished its start (checkStateOnFirstRun): validated, or
+ * Degraded; returns the node.
+ */
+export async function waitMcdStarted(vm: Vm, timeoutMs = 300_000): Promise<McdNode> {
+  const r = await vm.waitFor(
+    `journalctl -o cat --no-pager _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value ${MODEL_UNIT}) | ` +
+      `grep -E -m1 '^(Validated on-disk state|Marking Degraded|model: not modelled)'`,
+    (x) => x.code === 0,
+    timeoutMs,
+  );
+  if (r.stdout.startsWith('model: not modelled')) throw new Error(`${vm.name}: ${r.stdout}${await mcdJournal(vm)}`);
+  return mcdNode(vm);
+}
