@@ -203,6 +203,15 @@ describe('systemd units', () => {
     });
   });
 
+  it('holds up no boot: no unit multi-user.target waits for is ordered after the agent, which may wait for a stick', () => {
+    const waitedFor = readdirSync(SYSTEMD)
+      .filter((name) => name.endsWith('.service'))
+      .filter((name) => unit(name).Install?.WantedBy?.includes('multi-user.target'))
+      .filter((name) => !unit(name).Unit?.DefaultDependencies?.includes('no'));
+    expect(waitedFor).toContain('sno-relocate-watch.service');
+    expect(waitedFor.filter((name) => unit(name).Unit?.After?.includes('sno-relocate.service'))).toEqual([]);
+  });
+
   it('runs the watcher read-only, reaching only localhost, and restarts it always', () => {
     const watch = unit('sno-relocate-watch.service');
     expect(watch.Service!.ExecStart).toEqual(['/usr/local/bin/sno-relocate', 'watch']);
