@@ -6,6 +6,7 @@
  * CRI-O, the user CA bundle restarts update-ca-trust and CRI-O, and any other file or any unit
  * reboots the node. A single node is never drained (pkg/daemon/drain.go).
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { MachineConfig } from '../node/machineconfig.js';
 
 export type Disruption = 'none' | 'reload crio' | 'restart crio' | 'reboot';
@@ -41,9 +42,9 @@ type Files = MachineConfig['spec']['config']['storage'];
 type Units = MachineConfig['spec']['config']['systemd'];
 
 function changed<T>(before: T[], after: T[], key: (t: T) => string): string[] {
-  const old = new Map(before.map((t) => [key(t), JSON.stringify(t)]));
-  const now = new Map(after.map((t) => [key(t), JSON.stringify(t)]));
-  return [...new Set([...old.keys(), ...now.keys()])].filter((k) => old.get(k) !== now.get(k)).sort();
+  const old = new Map(before.map((t) => [key(t), t]));
+  const now = new Map(after.map((t) => [key(t), t]));
+  return [...new Set([...old.keys(), ...now.keys()])].filter((k) => !isDeepStrictEqual(old.get(k), now.get(k))).sort();
 }
 
 /** What applying `after` over `before` (undefined: a new MachineConfig) changes, and what that costs the node. */
