@@ -5,7 +5,7 @@
  * is recorded there for `status`.
  */
 import path from 'node:path';
-import { gatePath } from '../node/kubelet-gate.js';
+import { GATE_FILE, gatePath } from '../node/kubelet-gate.js';
 import type { RootFs } from '../ports/fs.js';
 import { z } from 'zod';
 import { readJsonFile } from '../ports/json-file.js';
@@ -23,6 +23,7 @@ export type Shipment = z.infer<typeof ShipmentSchema>;
 
 export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment): Promise<string[]> {
   // the gate first: a power cut from here on boots with kubelet held
+  const gate = (await fs.exists(gatePath(stateDir))) ? [GATE_FILE] : [];
   await fs.remove(gatePath(stateDir));
   let entries: string[] = [];
   try {
@@ -36,7 +37,7 @@ export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment)
     mode: 0o644,
   });
   await fs.syncDir(stateDir);
-  return entries.sort();
+  return [...gate, ...entries].sort();
 }
 
 export async function readShipment(fs: RootFs, stateDir: string): Promise<Shipment | undefined> {
