@@ -40,6 +40,7 @@ export const OPTIONS = {
   image: { type: 'string' },
   trust: { type: 'string' },
   'shelf-days': { type: 'string', default: '30' },
+  'power-off': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
   version: { type: 'boolean', short: 'V', default: false },
 } as const;

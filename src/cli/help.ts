@@ -31,7 +31,7 @@ Usage:
                                       before installation: the MachineConfigs for the installer's manifests
   sno-relocate factory check [--shelf-days N]
                                       fit to ship? cluster, agent, gate, trust, certificates on arrival (-o json|text)
-  sno-relocate factory seal [--shelf-days N]
+  sno-relocate factory seal [--shelf-days N] [--power-off]
                                       check, then the shipping state: state cleared, gate closed, shipment recorded
   sno-relocate --version | --help
 

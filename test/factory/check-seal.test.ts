@@ -24,8 +24,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../../src/factory/check.js';
 import { generateSigningKey } from '../../src/trust/signature.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
+import { startTestBus } from '../dbus/bus.js';
 import { runCli } from '../helpers/cli.js';
-import { applyMachineConfigs, INSTALL_ADDRESS, netnsAvailable, runOnNode, seedRelocatable } from './env.js';
+import {
+  applyMachineConfigs,
+  INSTALL_ADDRESS,
+  netnsAvailable,
+  runCliAsync,
+  runOnNode,
+  seedRelocatable,
+} from './env.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const MCO = { group: 'machineconfiguration.openshift.io', version: 'v1' };
@@ -201,14 +209,37 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     expect(readFileSync(path.join(root, STATE, 'kubelet-gate'), 'utf8')).toBe('factory\n');
   });
 
-  it('seals a fit node: factory run cleared, gate closed for the next boot, shipment shown by status', async () => {
+  it('seals a fit node: factory run cleared, gate closed for the next boot, shipment shown by status, powered off over D-Bus', async () => {
     // a trusted key now, and a test relocation's leftovers in the state folder
     const { publicPem } = generateSigningKey();
     mkdirSync(path.join(root, 'etc/sno-relocate/trust'), { recursive: true });
     writeFileSync(path.join(root, 'etc/sno-relocate/trust/factory.pub'), publicPem);
     writeFileSync(path.join(root, STATE, 'state.json'), '{}');
-    const r = cli(['factory', 'seal', '--shelf-days', '20']);
+    const bus = await startTestBus();
+    let r;
+    try {
+      r = await runCliAsync(
+        [
+          'factory',
+          'seal',
+          '--shelf-days',
+          '20',
+          '--power-off',
+          '--root',
+          root,
+          '--kubeconfig',
+          env.cluster.kubeconfigPath,
+        ],
+        { DBUS_SYSTEM_BUS_ADDRESS: bus.address },
+      );
+      expect((await bus.services.calls()).filter((c) => c.member === 'StartUnit')).toEqual([
+        { member: 'StartUnit', args: ['poweroff.target', 'replace-irreversibly'] },
+      ]);
+    } finally {
+      await bus.stop();
+    }
     expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('powering off: poweroff.target started over D-Bus');
     expect(lineOf(r.stdout, 'trust anchors')).toMatch(/^ok +trust anchors: 1 key\(s\)/);
     expect(r.stdout).toMatch(/sealed at \S+: cleared kubelet-gate, state\.json from \/var\/lib\/sno-relocate/);
     expect(readdirSync(path.join(root, STATE))).toEqual(['shipment.json']);

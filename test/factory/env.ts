@@ -115,8 +115,16 @@ net.createServer((c) => {
     'kill $relay',
     'exit $code',
   ].join('\n');
-  const child = spawn('unshare', ['-rn', 'sh', '-c', script], {
-    env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' },
+  try {
+    return await spawnAsync('unshare', ['-rn', 'sh', '-c', script], {});
+  } finally {
+    relay.close();
+  }
+}
+
+async function spawnAsync(command: string, args: string[], env: Record<string, string>): Promise<CliResult> {
+  const child = spawn(command, args, {
+    env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...env },
     timeout: 120_000,
   });
   let stdout = '';
@@ -127,10 +135,13 @@ net.createServer((c) => {
     child.on('error', reject);
     child.on('close', resolve);
   });
-  relay.close();
   noteCliOutput(stderr, code);
   return { code, stdout, stderr };
 }
+
+/** The built executable without blocking this process (whose D-Bus client or relay it may need). */
+export const runCliAsync = (args: string[], env: Record<string, string> = {}): Promise<CliResult> =>
+  spawnAsync(BINARY, args, env);
 
 const decode = (source: string): string =>
   Buffer.from(source.replace(/^data:[^,]*;base64,/, ''), 'base64').toString('utf8');
