@@ -55,7 +55,19 @@ export const REGENERATED_AT_START: readonly string[] = [
 ];
 
 function report(source: string, pem: string, arrival: Date, whenExpired: Fate): CertificateReport | undefined {
-  const [leaf] = certificatesIn(pem);
+  let leaf;
+  try {
+    [leaf] = certificatesIn(pem);
+  } catch {
+    // a certificate nobody can read renews nothing: a person has to look at it
+    return {
+      source,
+      subject: '(not a readable certificate)',
+      notAfter: '',
+      expiredOnArrival: true,
+      fate: 'needs a person',
+    };
+  }
   if (!leaf) return undefined;
   const notAfter = new Date(leaf.validTo);
   const expiredOnArrival = notAfter.getTime() <= arrival.getTime();

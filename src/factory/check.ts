@@ -18,6 +18,7 @@ import { TRUST_DIR, trustAnchors } from '../trust/check.js';
 import { EMPTY_CONTEXT } from '../watch/model.js';
 import { readContextFile } from '../watch/context.js';
 import { type CertificateReport, certificateReports } from './certificates.js';
+import { DEFAULT_INTERNAL_IP } from './options.js';
 import { readFactoryRecord } from './record.js';
 
 export type Verdict = 'ok' | 'warning' | 'fail';
@@ -203,7 +204,7 @@ async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; want
     ),
   );
   // the MachineConfig names prepare renders, whatever its settings
-  const wanted = renderMachineConfigs(ctx.sources, { internalIP: record?.internalIP ?? '127.0.0.1/8' }).map(
+  const wanted = renderMachineConfigs(ctx.sources, { internalIP: record?.internalIP ?? DEFAULT_INTERNAL_IP }).map(
     (mc) => mc.metadata.name,
   );
   return { items, wanted };
