@@ -101,6 +101,14 @@ describe('factory prepare --manifests (before installation)', () => {
     ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--internal-ip: not an IP address with prefix length (CIDR)');
+    const onNode = runCli(['factory', 'prepare', '--internal-ip', '192.168.127.10/24']);
+    expect(onNode.code).toBe(2);
+    expect(onNode.stderr).toContain(
+      "--internal-ip is for --manifests (before installation); on the node the internal IP is br-ex's install address",
+    );
+    const tag = runCli(['factory', 'prepare', '--image', 'registry.example.com/sno-relocate/agent:latest']);
+    expect(tag.code).toBe(2);
+    expect(tag.stderr).toContain('--image: name the image by digest');
   });
 });
 

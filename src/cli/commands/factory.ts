@@ -25,21 +25,20 @@ const API_WAIT_MS = 30_000;
 type Format = 'text' | 'json';
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
-function settings(setting: string, check: () => string | Record<string, string>): ReturnType<typeof check> {
+/** A setting checked by src/factory/options.ts; its error (naming the flag) is a usage error. */
+function usage<T>(check: () => T): T {
   try {
     return check();
   } catch (err) {
-    throw new UsageError(errorMessage(err).replace(/^[^:]+/, setting));
+    throw new UsageError(errorMessage(err));
   }
 }
 
 function machineConfigOptions(inv: Invocation): Omit<MachineConfigOptions, 'internalIP'> {
   const { image, trust } = inv.flags;
   return {
-    ...(image !== undefined && { image: settings('--image', () => checkImage('--image', image)) as string }),
-    ...(trust !== undefined && {
-      trustAnchors: settings('--trust', () => readTrustAnchors('--trust', trust)) as Record<string, string>,
-    }),
+    ...(image !== undefined && { image: usage(() => checkImage('--image', image)) }),
+    ...(trust !== undefined && { trustAnchors: usage(() => readTrustAnchors('--trust', trust)) }),
   };
 }
 
@@ -82,7 +81,7 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
     throw new UsageError(
       'factory prepare --manifests DIR needs --install-config FILE (checked for a relocatable cluster) and --internal-ip CIDR (the address the installation gives br-ex)',
     );
-  const ip = settings('--internal-ip', () => checkInternalIP('--internal-ip', internalIP)) as string;
+  const ip = usage(() => checkInternalIP('--internal-ip', internalIP));
   let doc: unknown;
   try {
     doc = parseYamlDocument(await readFile(installConfig), installConfig);
@@ -115,6 +114,11 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
 
 async function prepare(inv: Invocation, format: Format): Promise<CommandResult> {
   if (inv.flags.manifests !== undefined) return prepareManifests(inv, format, inv.flags.manifests);
+  for (const flag of ['internal-ip', 'install-config'] as const)
+    if (inv.flags[flag] !== undefined)
+      throw new UsageError(
+        `--${flag} is for --manifests (before installation); on the node the internal IP is br-ex's install address`,
+      );
   const rt = createRuntime(inv.flags);
   const options = machineConfigOptions(inv);
   const kube = await connect(rt);
