@@ -17,8 +17,12 @@ npx esbuild src/cli/main.ts --bundle --platform=node --target=node20 --format=cj
   --legal-comments=none --log-level=warning --outfile=dist/sno-relocate.cjs
 
 step "making the single executable dist/sno-relocate"
+# the agent's units go in as an asset: `factory prepare` renders the MachineConfigs from them
+npx tsx -e 'import { agentSources } from "./src/factory/agent-sources.ts";
+process.stdout.write(JSON.stringify(agentSources("systemd")));' > dist/agent-sources.json
 cat > dist/sea-config.json <<JSON
-{ "main": "dist/sno-relocate.cjs", "output": "dist/sea-prep.blob", "disableExperimentalSEAWarning": true, "useCodeCache": true }
+{ "main": "dist/sno-relocate.cjs", "output": "dist/sea-prep.blob", "disableExperimentalSEAWarning": true, "useCodeCache": true,
+  "assets": { "agent-sources.json": "dist/agent-sources.json" } }
 JSON
 node --experimental-sea-config dist/sea-config.json >/dev/null
 cp "$(command -v node)" dist/sno-relocate.tmp
@@ -27,7 +31,7 @@ chmod u+w dist/sno-relocate.tmp
 npx postject dist/sno-relocate.tmp NODE_SEA_BLOB dist/sea-prep.blob \
   --sentinel-fuse NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2 >dist/postject.log 2>&1 || { cat dist/postject.log; exit 1; }
 mv dist/sno-relocate.tmp dist/sno-relocate
-rm -f dist/sea-prep.blob dist/sea-config.json dist/postject.log
+rm -f dist/sea-prep.blob dist/sea-config.json dist/postject.log dist/agent-sources.json
 
 step "writing dist/site-config.v1.schema.json"
 npx tsx scripts/json-schema.ts > dist/site-config.v1.schema.json

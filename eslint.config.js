@@ -20,6 +20,7 @@ const LAYERS = [
   'watch',
   'hub',
   'steps',
+  'factory',
   'fleet',
   'cli',
 ];

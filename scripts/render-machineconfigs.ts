@@ -8,10 +8,11 @@
  *   SNO_RELOCATE_IMAGE        the agent's container image for the binary installer
  *   SNO_RELOCATE_TRUST_DIR    a folder of *.pub signing keys to install as trust anchors
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseCidr } from '../src/base/addresses.js';
+import { agentSources as readAgentSources } from '../src/factory/agent-sources.js';
+import { checkImage, checkInternalIP, DEFAULT_INTERNAL_IP, readTrustAnchors } from '../src/factory/options.js';
 import {
   type AgentSources,
   machineConfigPayloads,
@@ -20,78 +21,24 @@ import {
   type Payload,
   renderMachineConfigs,
 } from '../src/node/machineconfig.js';
-import { readPublicKey } from '../src/trust/signature.js';
 
+export { DEFAULT_INTERNAL_IP };
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const DEFAULT_INTERNAL_IP = '192.168.127.10/24';
 export const DEFAULT_IMAGE =
   'registry.factory.example.com:5000/sno-relocate/agent@sha256:0b4d6a7c3e2f1a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b';
 
-export function agentSources(dir = path.join(REPO, 'systemd')): AgentSources {
-  const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
-  const units = Object.fromEntries(
-    readdirSync(dir)
-      .filter((n) => n.endsWith('.service'))
-      .map((n) => [n, read(n)]),
-  );
-  return { units, udevRule: read('99-sno-relocate.rules'), installScript: read('sno-relocate-install') };
-}
-
-function internalIP(value: string): string {
-  const invalid = new Error(
-    `SNO_RELOCATE_INTERNAL_IP: not an IP address with prefix length (CIDR), e.g. ${DEFAULT_INTERNAL_IP}: ${JSON.stringify(value)}`,
-  );
-  if (!value.includes('/')) throw invalid;
-  try {
-    parseCidr(value);
-  } catch {
-    throw invalid;
-  }
-  return value;
-}
-
-// the reference goes into install.env, read by systemd: one line of reference characters only
-const IMAGE_REFERENCE = /^[a-z0-9][\w.\-/:@]*$/i;
-// pinned by digest, as the installer requires: a tag could be moved after the factory tested the image
-const BY_DIGEST = /@sha256:[0-9a-f]{64}$/;
-
-function image(value: string): string {
-  if (!IMAGE_REFERENCE.test(value))
-    throw new Error(`SNO_RELOCATE_IMAGE: not a container image reference: ${JSON.stringify(value)}`);
-  if (!BY_DIGEST.test(value))
-    throw new Error(`SNO_RELOCATE_IMAGE: name the image by digest (...@sha256:<64 hex digits>): ${value}`);
-  return value;
-}
-
-/** Every *.pub of the folder, each checked to be a public key the agent will accept. */
-function trustAnchors(dir: string): Record<string, string> {
-  let names: string[];
-  try {
-    names = readdirSync(dir).filter((n) => n.endsWith('.pub'));
-  } catch (err) {
-    throw new Error(`SNO_RELOCATE_TRUST_DIR: cannot read ${dir}: ${(err as Error).message}`);
-  }
-  if (names.length === 0) throw new Error(`SNO_RELOCATE_TRUST_DIR: no *.pub key in ${dir}`);
-  return Object.fromEntries(
-    names.map((n) => {
-      const pem = readFileSync(path.join(dir, n), 'utf8');
-      try {
-        readPublicKey(pem, path.join(dir, n));
-      } catch (err) {
-        throw new Error(`SNO_RELOCATE_TRUST_DIR: ${(err as Error).message}`);
-      }
-      return [n, pem];
-    }),
-  );
-}
-
 export function optionsFromEnv(env: NodeJS.ProcessEnv): MachineConfigOptions {
   return {
-    internalIP: internalIP(env.SNO_RELOCATE_INTERNAL_IP ?? DEFAULT_INTERNAL_IP),
-    image: image(env.SNO_RELOCATE_IMAGE ?? DEFAULT_IMAGE),
-    ...(env.SNO_RELOCATE_TRUST_DIR ? { trustAnchors: trustAnchors(env.SNO_RELOCATE_TRUST_DIR) } : {}),
+    internalIP: checkInternalIP('SNO_RELOCATE_INTERNAL_IP', env.SNO_RELOCATE_INTERNAL_IP ?? DEFAULT_INTERNAL_IP),
+    image: checkImage('SNO_RELOCATE_IMAGE', env.SNO_RELOCATE_IMAGE ?? DEFAULT_IMAGE),
+    ...(env.SNO_RELOCATE_TRUST_DIR
+      ? { trustAnchors: readTrustAnchors('SNO_RELOCATE_TRUST_DIR', env.SNO_RELOCATE_TRUST_DIR) }
+      : {}),
   };
 }
+
+/** The units and scripts of systemd/ in this repository. */
+export const agentSources = (dir = path.join(REPO, 'systemd')): AgentSources => readAgentSources(dir);
 
 /**
  * The files and units the MachineConfigs carry, decoded, for images built without the Machine

@@ -36,6 +36,13 @@ export const OPTIONS = {
   'metrics-address': { type: 'string', default: '127.0.0.1:9464' },
   'record-events': { type: 'string' },
   replay: { type: 'string' },
+  manifests: { type: 'string' },
+  'install-config': { type: 'string' },
+  'internal-ip': { type: 'string' },
+  image: { type: 'string' },
+  trust: { type: 'string' },
+  'shelf-days': { type: 'string', default: '30' },
+  'power-off': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
   version: { type: 'boolean', short: 'V', default: false },
 } as const;

@@ -25,6 +25,15 @@ Usage:
                                       the site's admin kubeconfig, signed by its client CA (-o json|text)
   sno-relocate fleet status --kubeconfigs DIR [--concurrency N] [--timeout SECONDS]
                                       each cluster's SiteRelocation, read concurrently (-o json|text)
+  sno-relocate factory prepare [--image REF] [--trust DIR]
+                                      on the installed node: br-ex's install address becomes the internal IP;
+                                      preconditions checked, MachineConfigs applied (each reboot shown)
+  sno-relocate factory prepare --manifests DIR --install-config FILE --internal-ip CIDR
+                                      before installation: the MachineConfigs for the installer's manifests
+  sno-relocate factory check [--shelf-days N]
+                                      fit to ship? cluster, agent, gate, trust, certificates on arrival (-o json|text)
+  sno-relocate factory seal [--shelf-days N] [--power-off]
+                                      check, then the shipping state: state cleared, gate closed, shipment recorded
   sno-relocate --version | --help
 
 Steps, in order (for --only and --skip; groups: ${STEP_GROUPS.join(', ')}):

@@ -26,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   fleet: async () => (await import('./commands/fleet.js')).fleetCommand,
   credentials: async () => (await import('./commands/credentials.js')).credentialsCommand,
   gate: async () => (await import('./commands/gate.js')).gateCommand,
+  factory: async () => (await import('./commands/factory.js')).factoryCommand,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -18,6 +18,7 @@ import { selectNmstate } from '../ports/select-nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
 import { connectSystemdBus } from '../ports/systemd-dbus.js';
 import { checkTrust } from '../trust/check.js';
+import { checkSiteAgainstRecord } from '../factory/record.js';
 import { type Flags, oneOf, seconds } from './args.js';
 
 /** The kubeconfig every OpenShift node carries for its own API server on localhost. */
@@ -71,6 +72,8 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
     for (const f of loaded.findings) rt.log.warn({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
     // who wrote it is settled before anything but validation looks at its contents
     await checkTrust(rt, loaded);
+    // a node prepared at the factory keeps its install subnet for the internal IP
+    await checkSiteAgainstRecord(rt.fs, loaded.site);
     return loaded;
   } catch (err) {
     if (err instanceof ConfigError) {

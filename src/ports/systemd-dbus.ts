@@ -104,6 +104,13 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
       return status;
     },
 
+    async powerOff() {
+      await call(
+        'StartUnit(poweroff.target, replace-irreversibly)',
+        () => manager.StartUnit!('poweroff.target', 'replace-irreversibly') as Promise<unknown>,
+      );
+    },
+
     async staticHostname() {
       return property(await hostnameProperties(), HOSTNAMED, 'StaticHostname');
     },

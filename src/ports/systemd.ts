@@ -16,6 +16,8 @@ export interface Systemd {
   /** restarts the unit (starts it when it is not running), waiting for the restart job's result */
   restartAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
   unitStatus(unit: string): Promise<UnitStatus>;
+  /** queues poweroff.target as `systemctl poweroff` does (replace-irreversibly), without waiting */
+  powerOff(): Promise<void>;
   staticHostname(): Promise<string>;
   setStaticHostname(name: string): Promise<void>;
   close(): void;

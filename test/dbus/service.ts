@@ -22,7 +22,18 @@ const { Interface } = dbus.interface;
 const DBusError = dbus.DBusError;
 
 const MANAGER_PATH = '/org/freedesktop/systemd1';
-const JOB_MODES = new Set(['replace', 'fail', 'isolate', 'ignore-dependencies', 'ignore-requirements']);
+// systemd's job modes (systemd src/core/job-mode.c job_mode_table)
+const JOB_MODES = new Set([
+  'replace',
+  'fail',
+  'isolate',
+  'ignore-dependencies',
+  'ignore-requirements',
+  'flush',
+  'triggering',
+  'restart-dependencies',
+  'replace-irreversibly',
+]);
 
 interface UnitRecord {
   name: string;

@@ -1,5 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { siteCaCertificate } from '../../certs/site-certs.js';
+import { readShipment } from '../../factory/seal.js';
 import { safeLine } from '../../log/safe-text.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
@@ -57,6 +58,10 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const rt = createRuntime(inv.flags);
   const state = await new StateStore(rt.fs, rt.stateDir).load();
   const watch = await readWatchStatus(rt.fs, rt.stateDir);
+  const shipment = (await readShipment(rt.fs, rt.stateDir)) ?? null;
+  const shipped = shipment
+    ? `Shipped:  ${shipment.shippedAt} (factory seal; certificates checked for ${shipment.shelfDays} days on the shelf)\n`
+    : '';
   // the CA generated on the node signs the API certificate: a kubeconfig at the site must trust it
   const siteCA = (await siteCaCertificate(rt.fs, rt.stateDir)) ?? null;
   const caLine = siteCA
@@ -64,8 +69,8 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
     : '';
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA }, null, 2)}\n`
+      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA, shipment }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `${renderRunState(state)}${caLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `${shipped}${renderRunState(state)}${caLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }

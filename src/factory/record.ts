@@ -1,0 +1,101 @@
+/**
+ * What `factory prepare` decided on the node, kept at /etc/sno-relocate/factory.json: the address
+ * the installation gave br-ex, its subnet, and the internal IP pinned to it. The node's etcd
+ * member, its serving certificates and its Node object keep that address, so a site-config that
+ * moves the internal IP off the install subnet is refused (exit 3) before anything changes.
+ */
+import { BlockList } from 'node:net';
+import { z } from 'zod';
+import { formatCidr, parseCidr } from '../base/addresses.js';
+import { RefusedError } from '../base/errors.js';
+import type { Site } from '../config/site.js';
+import type { RootFs } from '../ports/fs.js';
+import { readJsonFile } from '../ports/json-file.js';
+
+export const FACTORY_RECORD = '/etc/sno-relocate/factory.json';
+
+const RecordSchema = z.object({
+  version: z.literal(1),
+  node: z.string(),
+  installAddress: z.string(),
+  installSubnet: z.string(),
+  internalIP: z.string(),
+  preparedAt: z.string(),
+});
+export type FactoryRecord = z.infer<typeof RecordSchema>;
+
+/** The subnet a CIDR address lies in, as network/prefix. */
+export function subnetOf(cidr: string): string {
+  const { ip, prefix, family } = parseCidr(cidr);
+  if (family === 4) {
+    const n = ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const net = prefix === 0 ? 0 : Math.floor(n / 2 ** (32 - prefix)) * 2 ** (32 - prefix);
+    return `${[24, 16, 8, 0].map((s) => Math.floor(net / 2 ** s) % 256).join('.')}/${prefix}`;
+  }
+  const full = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  const groups = expandV6(full);
+  let bits = groups.map((g) => g.toString(2).padStart(16, '0')).join('');
+  bits = bits.slice(0, prefix).padEnd(128, '0');
+  const out = Array.from({ length: 8 }, (_, i) => parseInt(bits.slice(i * 16, i * 16 + 16), 2).toString(16));
+  return formatCidr(parseCidr(`${out.join(':')}/${prefix}`));
+}
+
+function expandV6(ip: string): number[] {
+  const [head, tail] = ip.split('::') as [string, string | undefined];
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const fill = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
+  return [...h, ...fill, ...t].map((g) => parseInt(g, 16));
+}
+
+export function makeRecord(node: string, installAddress: string, now: Date): FactoryRecord {
+  const cidr = formatCidr(parseCidr(installAddress));
+  return {
+    version: 1,
+    node,
+    installAddress: cidr,
+    installSubnet: subnetOf(cidr),
+    internalIP: cidr,
+    preparedAt: now.toISOString(),
+  };
+}
+
+export async function readFactoryRecord(fs: RootFs): Promise<FactoryRecord | undefined> {
+  return readJsonFile(fs, FACTORY_RECORD, {
+    what: 'factory record',
+    schema: RecordSchema,
+    advice: 'run factory prepare again',
+  });
+}
+
+export async function writeFactoryRecord(fs: RootFs, record: FactoryRecord): Promise<void> {
+  await fs.mkdirp('/etc/sno-relocate', 0o755);
+  await fs.writeAtomic(FACTORY_RECORD, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o644 });
+}
+
+/** Whether an address (CIDR) lies in a subnet with the subnet's prefix length. */
+export function inSubnet(address: string, subnet: string): boolean {
+  const a = parseCidr(address);
+  const net = parseCidr(subnet);
+  const family = net.family === 4 ? 'ipv4' : 'ipv6';
+  const block = new BlockList();
+  block.addSubnet(net.ip, net.prefix, family);
+  return a.family === net.family && a.prefix === net.prefix && block.check(a.ip, family);
+}
+
+/** Why this site's internal IP cannot be used on the prepared node, or undefined when it can. */
+export function offInstallSubnet(record: FactoryRecord, internalIP: string): string | undefined {
+  if (inSubnet(internalIP, record.installSubnet)) return undefined;
+  const wanted = parseCidr(internalIP);
+  const address = parseCidr(record.installAddress).ip;
+  return `$.spec.network.internalIP: ${formatCidr(wanted)} is off the install subnet ${record.installSubnet} of this node (recorded by factory prepare in ${FACTORY_RECORD}): the node's etcd member, serving certificates and Node object keep the install address ${address}; leave internalIP out or set it to ${record.internalIP}`;
+}
+
+/** Refuses (exit 3) a site-config that moves the internal IP off the prepared node's install subnet. */
+export async function checkSiteAgainstRecord(fs: RootFs, site: Site): Promise<void> {
+  const internalIP = site.network.internalIP;
+  if (internalIP === undefined) return;
+  const record = await readFactoryRecord(fs);
+  const reason = record && offInstallSubnet(record, internalIP);
+  if (reason) throw new RefusedError(`site-config refused: ${reason}; nothing on the host was changed`);
+}

@@ -1,0 +1,49 @@
+/**
+ * `factory seal`: the node's shipping state, once `factory check` found it fit. The state folder
+ * is cleared of the factory run (its state, the watcher's files, the kubelet gate's marker, so the
+ * gate is closed for the next boot: kubelet waits for the site's node steps), and the shipment time
+ * is recorded there for `status`.
+ */
+import path from 'node:path';
+import { GATE_FILE, gatePath } from '../node/kubelet-gate.js';
+import type { RootFs } from '../ports/fs.js';
+import { z } from 'zod';
+import { readJsonFile } from '../ports/json-file.js';
+
+export const SHIPMENT_FILE = 'shipment.json';
+
+const ShipmentSchema = z.object({
+  shippedAt: z.string(),
+  /** the shelf time the check was made for */
+  shelfDays: z.number(),
+  /** what the check warned about, kept for whoever unpacks the node */
+  warnings: z.array(z.string()),
+});
+export type Shipment = z.infer<typeof ShipmentSchema>;
+
+export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment): Promise<string[]> {
+  // the gate first: a power cut from here on boots with kubelet held
+  const gate = (await fs.exists(gatePath(stateDir))) ? [GATE_FILE] : [];
+  await fs.remove(gatePath(stateDir));
+  let entries: string[] = [];
+  try {
+    entries = await fs.list(stateDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  for (const entry of entries) await fs.remove(path.posix.join(stateDir, entry));
+  await fs.mkdirp(stateDir, 0o700);
+  await fs.writeAtomic(path.posix.join(stateDir, SHIPMENT_FILE), `${JSON.stringify(shipment, null, 2)}\n`, {
+    mode: 0o644,
+  });
+  await fs.syncDir(stateDir);
+  return [...gate, ...entries].sort();
+}
+
+export async function readShipment(fs: RootFs, stateDir: string): Promise<Shipment | undefined> {
+  return readJsonFile(fs, path.posix.join(stateDir, SHIPMENT_FILE), {
+    what: 'shipment record',
+    schema: ShipmentSchema,
+    advice: 'run factory seal again',
+  });
+}
