@@ -51,9 +51,11 @@ export function testSite(parts: Partial<Omit<Site, 'network'>> & { network?: Par
     imageTagMirrors: [],
     certificates: {},
     sshAuthorizedKeys: [],
+    nodeLabels: {},
     ...rest,
     network: {
       nmstate: { interfaces: [] },
+      machineNetworks: [],
       verify: { pingGateway: false, resolve: [], timeoutSeconds: 5 },
       ...network,
     },
