@@ -13,6 +13,7 @@ import { internalIpStep } from './internal-ip.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
+import { nodeLabelsStep } from './node-labels.js';
 import { oldNodeStep } from './old-node.js';
 import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
@@ -38,6 +39,8 @@ export const STEPS: readonly Step[] = [
   csrApprovalStep,
   // needs the new Node Ready, so its requests approved: only then the former Node goes
   oldNodeStep,
+  // the Node registered and its former self gone; a label rolls out no control-plane component
+  nodeLabelsStep,
   // while the API servers are stable: nothing before it rolls out a control-plane component
   routesStep,
   // back to back: one render of the master pool, no reboot, a crio reload
