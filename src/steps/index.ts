@@ -15,6 +15,7 @@ import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
 import { nodeLabelsStep } from './node-labels.js';
 import { oldNodeStep } from './old-node.js';
+import { proxyStep } from './proxy.js';
 import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
@@ -50,6 +51,9 @@ export const STEPS: readonly Step[] = [
   domainStep,
   // apiserver.config again, right after domain's named certificate: one burst of kube-apiserver changes
   accessStep,
+  // the last write: for a proxy the machine-config daemon reboots the node, so every other write is
+  // in before it; health, in the run that resumes after that boot, waits for the master pool
+  proxyStep,
   // last: waits for those rollouts to settle, with everything above in place
   healthStep,
   // after health: the site's own workloads run on a healthy cluster; `done` means they are ready
