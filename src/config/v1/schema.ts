@@ -124,7 +124,9 @@ export const accessSchema = z
 
 /** A label key as Kubernetes takes it: an optional DNS-subdomain prefix and "/", then a name of 1-63 characters. */
 const LABEL_NAME = '[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?';
-const LABEL_KEY = new RegExp(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*/)?${LABEL_NAME}$`);
+const LABEL_KEY = new RegExp(
+  `^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*/)?${LABEL_NAME}$`,
+);
 const LABEL_VALUE = new RegExp(`^(${LABEL_NAME})?$`);
 
 export const nodeLabelsSchema = z
