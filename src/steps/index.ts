@@ -13,7 +13,9 @@ import { internalIpStep } from './internal-ip.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
+import { nodeIpHintStep } from './node-ip-hint.js';
 import { nodeLabelsStep } from './node-labels.js';
+import { ntpStep } from './ntp.js';
 import { oldNodeStep } from './old-node.js';
 import { proxyStep } from './proxy.js';
 import { routesStep } from './routes.js';
@@ -29,11 +31,15 @@ export const STEPS: readonly Step[] = [
   networkStep,
   // after the network: br-ex must exist before its internal address is pinned
   internalIpStep,
+  // after internal-ip, which pins kubelet and CRI-O apart from the site network the hint names
+  nodeIpHintStep,
   // after internal-ip, whose address the names resolve to; before the cluster steps: the OAuth route's
   // availability check requests the site's host from inside the cluster
   siteNamesStep,
   // before kubelet: the node registers under this name
   hostnameStep,
+  // after the network, which reaches the site's time servers; before kubelet, which checks certificates
+  ntpStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
   // needs kubelet: it is kubelet that files these requests
