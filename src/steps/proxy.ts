@@ -19,12 +19,11 @@
 import { VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import { CONFIG_NAMESPACE, diffLines, managedLabels } from '../kube/openshift.js';
+import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
 
 export const PROXY_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Proxy', name: 'cluster' };
-/** the installer's name for the additional trust bundle, and the key the network operator reads */
-export const USER_CA_BUNDLE = 'user-ca-bundle';
+/** the key the network operator reads */
 export const CA_BUNDLE_KEY = 'ca-bundle.crt';
 const userCaBundleRef: ObjectRef = {
   apiVersion: 'v1',
