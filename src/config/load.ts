@@ -400,7 +400,10 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   const pullSecret = await readPullSecret(config, files, findings);
   const certificates = await readCertificates(config, files, findings);
   const access = await readAccess(config, files, findings);
-  const trustBundle = await readTrustBundle(config, files, findings);
+  // an inline bundle may come from manifest.json's additionalTrustBundle: its findings name that field
+  const bundleFindings: Finding[] = [];
+  const trustBundle = await readTrustBundle(config, files, bundleFindings);
+  findings.push(...bundleFindings.map(relabel));
   const nmstatePath =
     config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
   findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }).map(relabel));

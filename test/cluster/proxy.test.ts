@@ -13,6 +13,7 @@ import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { opensslCa } from '../helpers/openssl.js';
 import { runAgentAsync, writeSiteFolder } from '../node/cli.js';
 import { startFactory, type ClusterEnv } from './env.js';
+import { REPO } from '../helpers/cli.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const PASSWORD = 'pr0xy-pa55';
@@ -99,6 +100,42 @@ describe.skipIf(kubeSkipped)('proxy and trust bundle on a real API', () => {
     });
     const again = await agent(['plan', '-o', 'json'], folder);
     expect(JSON.parse(again.stdout).steps).toMatchObject([{ step: 'proxy', action: 'noop' }]);
+  });
+
+  it("plans the config media's cluster services on the API: manifest.json to the steps that write them", async () => {
+    // the installer's kubeadmin secret, which the hash replaces in place
+    await env.cluster
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({
+        namespace: 'kube-system',
+        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory-hash').toString('base64') } },
+      });
+    const plan = await runAgentAsync(
+      [
+        'plan',
+        path.join(REPO, 'examples/ibi-config-media'),
+        '--only',
+        'node-labels,access,proxy',
+        '--root',
+        path.join(work, 'root'),
+        '--kubeconfig',
+        env.cluster.kubeconfigPath,
+        '-o',
+        'json',
+      ],
+      {},
+    );
+    expect(plan.code, plan.stderr).toBe(0);
+    const steps = (
+      JSON.parse(plan.stdout) as { steps: { step: string; action: string; changes: { target: string }[] }[] }
+    ).steps;
+    expect(steps.map((st) => [st.step, st.action, st.changes.map((c) => c.target)])).toEqual([
+      // the media's hostname: the Node kubelet registers under it once the node steps have run
+      ['node-labels', 'change', ['Node sno-store43 label store.example.com/id']],
+      ['access', 'change', ['Secret kube-system/kubeadmin']],
+      ['proxy', 'change', ['ConfigMap openshift-config/user-ca-bundle', 'Proxy cluster']],
+    ]);
   });
 
   it('clears what the site leaves out of its proxy, and leaves the proxy alone without one', async () => {
