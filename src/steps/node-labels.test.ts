@@ -9,6 +9,8 @@ describe('node-labels step', () => {
       action: 'noop',
       reason: 'the site-config sets no node labels (any an earlier one set stay)',
     });
+    // verified as well, with no Node to look at (the engine verifies a step whose plan was noop)
+    await expect(nodeLabelsStep.verify(ctx)).resolves.toBeUndefined();
   });
 
   it('reruns when a label changes: its inputs hold the labels', () => {

@@ -9,6 +9,7 @@ describe('proxy step', () => {
       action: 'noop',
       reason: "the site-config gives no proxy and no trust bundle: the cluster's stay as they are",
     });
+    await expect(proxyStep.verify(ctx)).resolves.toBeUndefined();
   });
 
   it('reruns when the proxy or the bundle changes: its inputs hold both', () => {

@@ -140,6 +140,7 @@ export const proxyStep: Step = {
   },
 
   async verify(ctx) {
+    if (!ctx.site.proxy && !ctx.site.trustBundle) return;
     const s = await survey(ctx, await ctx.kube());
     if (s.conflict || s.changes.length > 0)
       throw new VerificationError(`proxy: still to do: ${s.conflict ?? s.changes.map((c) => c.target).join('; ')}`, {
