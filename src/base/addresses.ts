@@ -28,6 +28,28 @@ export function parseCidr(text: string): Cidr {
 
 export const formatCidr = (c: Cidr): string => `${c.ip}/${c.prefix}`;
 
+/** The network address of a CIDR (its host bits cleared), in canonical text: 10.42.0.0 for 10.42.0.20/24. */
+export function networkAddress(cidr: string): string {
+  const { ip, prefix, family } = parseCidr(cidr);
+  const bits = family === 4 ? 32 : 128;
+  const groups = family === 4 ? ip.split('.').map(Number) : expandIpv6(ip);
+  const width = bits / groups.length;
+  const masked = groups.map((value, i) => {
+    const keep = Math.min(width, Math.max(0, prefix - i * width));
+    return keep === 0 ? 0 : value & (((1 << width) - 1) ^ ((1 << (width - keep)) - 1));
+  });
+  return family === 4 ? masked.join('.') : canonicalIp(masked.map((g) => g.toString(16)).join(':'));
+}
+
+/** The eight 16-bit groups of an IPv6 address. */
+function expandIpv6(ip: string): number[] {
+  const [head, tail = ''] = ip.split('::') as [string, string?];
+  const part = (s: string) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  const front = part(head);
+  const back = ip.includes('::') ? part(tail) : [];
+  return [...front, ...new Array<number>(8 - front.length - back.length).fill(0), ...back];
+}
+
 /** fe80::/10: the kernel adds these by itself, so they never count as configuration */
 export const isLinkLocal = (ip: string): boolean => isIPv6(ip) && /^fe[89ab]/i.test(canonicalIp(ip));
 

@@ -9,3 +9,8 @@ export function certificatesIn(pem: string): X509Certificate[] {
     .filter((block) => block.type === 'CERTIFICATE')
     .map((block) => new X509Certificate(Buffer.from(block.body, 'binary')));
 }
+
+/** The type of each PEM block (CERTIFICATE, PRIVATE KEY, ...), in order; throws on text that is not PEM. */
+export function pemBlockTypes(pem: string): string[] {
+  return forge.pem.decode(pem).map((block) => block.type);
+}

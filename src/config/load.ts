@@ -7,8 +7,8 @@ import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
 import { type Finding, formatFinding, hasErrors } from '../base/findings.js';
-import type { CertificatePair, InService, LoadedSite, Site, SiteAccess, SiteFile } from './site.js';
-import { certificatesIn } from '../base/pem.js';
+import type { CertificatePair, InService, LoadedSite, Site, SiteAccess, SiteFile, TrustBundle } from './site.js';
+import { certificatesIn, pemBlockTypes } from '../base/pem.js';
 import { DEFAULT_IN_SERVICE_TIMEOUT_SECONDS, DEFAULT_VERIFY_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { parseLenient, parseSiteConfig } from './v1/parse.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
@@ -245,6 +245,49 @@ function caBundleProblem(pem: string): string | undefined {
   return undefined;
 }
 
+/** Why PEM text is not a trust bundle (certificates only, at least one), or undefined when it is. */
+export function trustBundleProblem(pem: string): string | undefined {
+  let blocks: string[];
+  try {
+    blocks = pemBlockTypes(pem);
+    certificatesIn(pem);
+  } catch {
+    return 'not PEM certificates';
+  }
+  // a key pasted into a trust bundle would be published to every namespace: refused, never quoted
+  const other = blocks.find((type) => type !== 'CERTIFICATE');
+  if (other !== undefined) return `holds a ${other} block: a trust bundle holds certificates only`;
+  if (blocks.length === 0) return 'no PEM certificate in it';
+  return undefined;
+}
+
+async function readTrustBundle(
+  config: SiteConfigV1,
+  files: FileReader,
+  findings: Finding[],
+): Promise<TrustBundle | undefined> {
+  const bundle = config.spec.trustBundle;
+  if (!bundle) return undefined;
+  const at = bundle.caBundleFile !== undefined ? '$.spec.trustBundle.caBundleFile' : '$.spec.trustBundle.caBundle';
+  const pem =
+    bundle.caBundleFile !== undefined
+      ? (await files.read(at, bundle.caBundleFile)).toString('utf8')
+      : (bundle.caBundle ?? '');
+  const problem = trustBundleProblem(pem);
+  if (problem) {
+    findings.push({ severity: 'error', path: at, message: problem });
+    return undefined;
+  }
+  for (const cert of certificatesIn(pem))
+    if (Date.parse(cert.validTo) < Date.now())
+      findings.push({
+        severity: 'warning',
+        path: at,
+        message: `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}: it is trusted for nothing`,
+      });
+  return { caBundlePem: pem, proxyTrustedCA: bundle.proxyTrustedCA ?? config.spec.proxy !== undefined };
+}
+
 function toInService(config: SiteConfigV1): InService | undefined {
   const spec = config.spec.inService;
   if (!spec) return undefined;
@@ -258,7 +301,7 @@ function toInService(config: SiteConfigV1): InService | undefined {
 function toSite(
   config: SiteConfigV1,
   nmstate: NmstateState,
-  rest: Pick<Site, 'pullSecret' | 'certificates' | 'access' | 'extraManifests'>,
+  rest: Pick<Site, 'pullSecret' | 'certificates' | 'access' | 'trustBundle' | 'extraManifests'>,
 ): Site {
   const { spec } = config;
   return {
@@ -269,6 +312,7 @@ function toSite(
     network: {
       nmstate,
       ...(spec.network.internalIP !== undefined && { internalIP: spec.network.internalIP }),
+      machineNetworks: spec.network.machineNetworks ?? [],
       verify: {
         pingGateway: spec.network.verify?.pingGateway ?? false,
         resolve: spec.network.verify?.resolve ?? [],
@@ -282,6 +326,10 @@ function toSite(
     certificates: rest.certificates,
     sshAuthorizedKeys: spec.sshAuthorizedKeys ?? [],
     ...(rest.access && { access: rest.access }),
+    ...(spec.chronyConfig !== undefined && { chronyConfig: spec.chronyConfig }),
+    ...(spec.proxy !== undefined && { proxy: spec.proxy }),
+    ...(rest.trustBundle && { trustBundle: rest.trustBundle }),
+    nodeLabels: spec.nodeLabels ?? {},
     ...(spec.inService && { inService: toInService(config) }),
     extraManifests: rest.extraManifests,
   };
@@ -354,6 +402,10 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   const pullSecret = await readPullSecret(config, files, findings);
   const certificates = await readCertificates(config, files, findings);
   const access = await readAccess(config, files, findings);
+  // an inline bundle may come from manifest.json's additionalTrustBundle: its findings name that field
+  const bundleFindings: Finding[] = [];
+  const trustBundle = await readTrustBundle(config, files, bundleFindings);
+  findings.push(...bundleFindings.map(relabel));
   const extraManifests = await readExtraManifests(files, findings);
   const nmstatePath =
     config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
@@ -369,6 +421,7 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
       ...(pullSecret && { pullSecret }),
       certificates,
       ...(access && { access }),
+      ...(trustBundle && { trustBundle }),
       extraManifests,
     }),
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],

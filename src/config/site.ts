@@ -24,6 +24,8 @@ export interface Site {
   network: {
     nmstate: NmstateState;
     internalIP?: string;
+    /** the site's machine networks (CIDRs), nodeip-configuration's hint; empty: no hint */
+    machineNetworks: string[];
     verify: { pingGateway: boolean; resolve: string[]; timeoutSeconds: number };
   };
   pullSecret?: DockerConfig;
@@ -32,6 +34,14 @@ export interface Site {
   imageTagMirrors: Mirror[];
   certificates: { ingress?: CertificatePair; api?: CertificatePair };
   sshAuthorizedKeys: string[];
+  /** the node's chrony.conf (absent: the factory's NTP configuration stays) */
+  chronyConfig?: string;
+  /** the cluster-wide proxy (absent: the cluster's proxy stays as it is) */
+  proxy?: SiteProxy;
+  /** openshift-config/user-ca-bundle (absent: the cluster's trust bundle stays as it is) */
+  trustBundle?: TrustBundle;
+  /** labels for this node's Node object */
+  nodeLabels: Record<string, string>;
   /** who can log in at the site (absent: the factory's credentials stay) */
   access?: SiteAccess;
   /** what must be ready before the site counts as in service (absent: a healthy cluster is enough) */
@@ -47,6 +57,19 @@ export interface SiteAccess {
   kubeadminPasswordHash?: string;
   /** the CA that signs the API and apps serving certificates, instead of one generated on the node */
   siteCa?: CertificatePair;
+}
+
+export interface SiteProxy {
+  httpProxy?: string;
+  httpsProxy?: string;
+  noProxy?: string;
+}
+
+export interface TrustBundle {
+  /** PEM certificates */
+  caBundlePem: string;
+  /** whether proxy.config's spec.trustedCA names the bundle */
+  proxyTrustedCA: boolean;
 }
 
 export interface InService {

@@ -19,6 +19,8 @@ export const managedLabels = { [MANAGED_BY_LABEL]: MANAGED_BY } as const;
 export const SECRET_PREFIX = 'sno-relocate-';
 
 export const CONFIG_NAMESPACE = 'openshift-config';
+/** the installer's ConfigMap of additionalTrustBundle, in CONFIG_NAMESPACE, that the Proxy's trustedCA names */
+export const USER_CA_BUNDLE = 'user-ca-bundle';
 export const INGRESS_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' };
 export const APISERVER_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'APIServer', name: 'cluster' };
 export const INFRASTRUCTURE_CONFIG: ObjectRef = {

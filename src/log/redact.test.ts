@@ -16,6 +16,12 @@ describe('scrubText', () => {
       AUTH,
       '{"auths":{"r.example.com":{"auth":"<redacted>"}}}',
     ],
+    [
+      "a proxy URL's password",
+      '+ spec.httpProxy: "http://store42:pr0xy-pa55@proxy.store42.example.com:3128"',
+      'pr0xy-pa55',
+      '+ spec.httpProxy: "http://store42:<redacted>@proxy.store42.example.com:3128"',
+    ],
   ])('hides %s', (_what, text, secret, shown) => {
     const out = scrubText(text);
     expect(out).not.toContain(secret);
@@ -23,7 +29,7 @@ describe('scrubText', () => {
   });
 
   it('leaves ordinary text alone', () => {
-    const text = 'gateway 10.42.0.1 does not answer ping; Basic checks passed';
+    const text = 'gateway 10.42.0.1 does not answer ping; Basic checks passed; proxy http://proxy.example.com:3128';
     expect(scrubText(text)).toBe(text);
   });
 });

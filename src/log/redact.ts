@@ -7,6 +7,8 @@ const SECRET_KEY =
 const PRIVATE_KEY_BLOCK = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g;
 const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 const DOCKER_AUTH = /("auth"\s*:\s*")[^"]*(")/g;
+/** user:password@ in a URL (a proxy's, for one): the user stays, the password goes */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@"]+):[^\s/@"]*@/gi;
 
 export const REDACTED = '<redacted>';
 
@@ -14,7 +16,8 @@ export function scrubText(text: string): string {
   return text
     .replace(PRIVATE_KEY_BLOCK, '<redacted: private key>')
     .replace(BEARER, '$1 <redacted>')
-    .replace(DOCKER_AUTH, `$1${REDACTED}$2`);
+    .replace(DOCKER_AUTH, `$1${REDACTED}$2`)
+    .replace(URL_PASSWORD, `$1:${REDACTED}@`);
 }
 
 /** A short, secret-free description of a registry auth file. */

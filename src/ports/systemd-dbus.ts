@@ -87,7 +87,8 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
       return runJob('StartUnit', unit, timeoutMs);
     },
 
-    async restartAndWait(unit, timeoutMs) {
+    async restartAndWait(unit, timeoutMs, options) {
+      if (options?.reload) await call('Reload()', () => manager.Reload!() as Promise<unknown>);
       return runJob('RestartUnit', unit, timeoutMs);
     },
 

@@ -13,8 +13,11 @@ export interface Systemd {
    * job's result; the unit's enablement is left as it is
    */
   startAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
-  /** restarts the unit (starts it when it is not running), waiting for the restart job's result */
-  restartAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
+  /**
+   * restarts the unit (starts it when it is not running), waiting for the restart job's result;
+   * with reload, systemd reloads first, so drop-ins written since take effect
+   */
+  restartAndWait(unit: string, timeoutMs: number, options?: { reload?: boolean }): Promise<{ jobResult: string }>;
   unitStatus(unit: string): Promise<UnitStatus>;
   /** queues poweroff.target as `systemctl poweroff` does (replace-irreversibly), without waiting */
   powerOff(): Promise<void>;

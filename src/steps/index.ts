@@ -14,7 +14,11 @@ import { internalIpStep } from './internal-ip.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
+import { nodeIpHintStep } from './node-ip-hint.js';
+import { nodeLabelsStep } from './node-labels.js';
+import { ntpStep } from './ntp.js';
 import { oldNodeStep } from './old-node.js';
+import { proxyStep } from './proxy.js';
 import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
@@ -28,17 +32,23 @@ export const STEPS: readonly Step[] = [
   networkStep,
   // after the network: br-ex must exist before its internal address is pinned
   internalIpStep,
+  // after internal-ip, which pins kubelet and CRI-O apart from the site network the hint names
+  nodeIpHintStep,
   // after internal-ip, whose address the names resolve to; before the cluster steps: the OAuth route's
   // availability check requests the site's host from inside the cluster
   siteNamesStep,
   // before kubelet: the node registers under this name
   hostnameStep,
+  // after the network, which reaches the site's time servers; before kubelet, which checks certificates
+  ntpStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
   // needs kubelet: it is kubelet that files these requests
   csrApprovalStep,
   // needs the new Node Ready, so its requests approved: only then the former Node goes
   oldNodeStep,
+  // the Node registered and its former self gone; a label rolls out no control-plane component
+  nodeLabelsStep,
   // while the API servers are stable: nothing before it rolls out a control-plane component
   routesStep,
   // back to back: one render of the master pool, no reboot, a crio reload
@@ -48,6 +58,9 @@ export const STEPS: readonly Step[] = [
   domainStep,
   // apiserver.config again, right after domain's named certificate: one burst of kube-apiserver changes
   accessStep,
+  // the agent's last write: for a proxy the machine-config daemon reboots the node, so every other write is
+  // in before it; health, in the run that resumes after that boot, waits for the master pool
+  proxyStep,
   // after the agent's own writes, which a manifest's roll-out (a MachineConfig, a PerformanceProfile) and
   // reboot must not cut short; before health, which waits for that roll-out to settle
   extraManifestsStep,

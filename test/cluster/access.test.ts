@@ -5,7 +5,6 @@
  * then rolls out a new API server with that configuration; the kubeconfig made before the run is a
  * cluster admin after it, and one signed by another CA is refused.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,24 +20,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgent, runAgentAsync, writeSiteFolder } from '../node/cli.js';
 import { startFactory, type ClusterEnv } from './env.js';
+import { opensslCa } from '../helpers/openssl.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const API_NAME = 'api.sno.store42.example.com';
 /** bcrypt hashes (their passwords do not matter here: the OAuth server checks them, not the agent) */
 const FACTORY_HASH = '$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy';
 const SITE_HASH = '$2b$12$KIXQJ9u3x0H1lV3Y9Dq2vO7vK7m2bS5rM0b3hC2v1Qe0mJ8pTzq6W';
-
-/** A self-signed P-256 CA made by openssl: its certificate and key as PEM files in `dir`. */
-function opensslCa(dir: string, name: string): { crt: string; key: string } {
-  const crt = path.join(dir, `${name}.crt`);
-  const key = path.join(dir, `${name}.key`);
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '365',
-    '-subj', `/CN=${name}`, '-keyout', key, '-out', crt,
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
-  ], { stdio: 'pipe' }); // prettier-ignore
-  return { crt, key };
-}
 
 describe.skipIf(kubeSkipped)('site access on a real API', () => {
   let env: ClusterEnv;

@@ -81,6 +81,38 @@ describe('config media that is valid', () => {
     expect(result.stdout).toContain('support@store43.example.com');
   });
 
+  it("maps the site's services end to end: manifest.json, the native fields, the node steps' plan", () => {
+    const manifest = JSON.parse(readFileSync(path.join(MEDIA, MANIFEST), 'utf8')) as Manifest & {
+      additionalTrustBundle: { userCaBundle: string };
+    };
+    const translated = runCli(['validate', '--translate', MEDIA, '--root', root, '-o', 'json']);
+    expect(translated.code, translated.stderr).toBe(0);
+    const { spec } = JSON.parse(translated.stdout) as { spec: Record<string, unknown> };
+    expect(spec).toMatchObject({
+      network: { machineNetworks: manifest.machine_networks },
+      chronyConfig: manifest.chrony_config,
+      proxy: manifest.proxy,
+      trustBundle: { caBundle: manifest.additionalTrustBundle.userCaBundle, proxyTrustedCA: true },
+      nodeLabels: manifest.node_labels,
+      access: { kubeadminPasswordHash: manifest.kubeadmin_password_hash },
+    });
+
+    const plan = runCli(['plan', MEDIA, '--root', root, '--only', 'node-ip-hint,ntp', '-o', 'json']);
+    expect(plan.code, plan.stderr).toBe(0);
+    const steps = (
+      JSON.parse(plan.stdout) as {
+        steps: { step: string; action: string; changes: { target: string; diff?: string[] }[] }[];
+      }
+    ).steps;
+    expect(steps.map((st) => [st.step, st.action])).toEqual([
+      ['node-ip-hint', 'change'],
+      ['ntp', 'change'],
+    ]);
+    expect(steps[0]!.changes[0]!.diff).toContain('+ KUBELET_NODEIP_HINT=10.43.0.0');
+    expect(steps[1]!.changes[0]).toMatchObject({ target: '/etc/sno-relocate/chrony.conf' });
+    expect(steps[1]!.changes[0]!.diff).toContain('+ server ntp1.store43.example.com iburst');
+  });
+
   it('warns about an unknown key and still validates', () => {
     const result = runCli(['validate', media((m) => (m.future_field = 'x')), '--root', root]);
     expect(result.code, result.stderr).toBe(0);
@@ -103,6 +135,36 @@ const BROKEN: { name: string; change: (m: Manifest) => void; names: string }[] =
   { name: 'hostname a number', change: (m) => (m.hostname = 7), names: `${MANIFEST}: $.hostname` },
   { name: 'node_labels a list', change: (m) => (m.node_labels = ['a']), names: `${MANIFEST}: $.node_labels` },
   { name: 'proxy a string', change: (m) => (m.proxy = 'http://p'), names: `${MANIFEST}: $.proxy` },
+  {
+    name: 'proxy URL without a scheme',
+    change: (m) => (m.proxy = { httpProxy: 'proxy.store43.example.com:3128' }),
+    names: `${MANIFEST}: $.proxy ($.spec.proxy.httpProxy)`,
+  },
+  {
+    name: 'machine network holding no site address',
+    change: (m) => (m.machine_networks = ['10.99.0.0/24']),
+    names: `${MANIFEST}: $.machine_networks ($.spec.network.machineNetworks[0])`,
+  },
+  {
+    name: 'trust bundle for the proxy, with another bundle',
+    change: (m) => ((m.additionalTrustBundle as Manifest).proxyConfigmapBundle = 'x'),
+    names: `${MANIFEST}: $.additionalTrustBundle.proxyConfigmapBundle`,
+  },
+  {
+    name: 'trust bundle not PEM',
+    change: (m) => (m.additionalTrustBundle = { userCaBundle: 'not a certificate' }),
+    names: `${MANIFEST}: $.additionalTrustBundle ($.spec.trustBundle.caBundle)`,
+  },
+  {
+    name: 'a label kubelet sets',
+    change: (m) => (m.node_labels = { 'kubernetes.io/hostname': 'x' }),
+    names: `${MANIFEST}: $.node_labels ($.spec.nodeLabels["kubernetes.io/hostname"])`,
+  },
+  {
+    name: 'kubeadmin hash not bcrypt',
+    change: (m) => (m.kubeadmin_password_hash = 'plain'),
+    names: `${MANIFEST}: $.kubeadmin_password_hash ($.spec.access.kubeadminPasswordHash)`,
+  },
   {
     name: 'nmstate YAML broken',
     change: (m) => (m.raw_nm_state_config = 'interfaces: [\n'),

@@ -472,6 +472,69 @@ export const INVALID_CASES: InvalidCase[] = [
     },
     names: '$.spec.certificates.ingress.certFile',
   },
+  // the site's services: chrony, proxy, trust bundle, node labels, machine networks
+  {
+    name: 'chrony config without a time source',
+    mutate: (d) => (d.spec.chronyConfig = 'makestep 1 3\n'),
+    names: '$.spec.chronyConfig',
+  },
+  {
+    name: 'proxy URL without a scheme',
+    mutate: (d) => (d.spec.proxy = { httpProxy: 'proxy.store42.example.com:3128' }),
+    names: '$.spec.proxy.httpProxy',
+  },
+  { name: 'proxy with only noProxy', mutate: (d) => (d.spec.proxy = { noProxy: '.local' }), names: '$.spec.proxy' },
+  {
+    name: 'noProxy with spaces',
+    mutate: (d) => (d.spec.proxy = { httpProxy: 'http://p:3128', noProxy: '.local, 10.0.0.0/8' }),
+    names: '$.spec.proxy.noProxy',
+  },
+  {
+    name: 'trust bundle not PEM',
+    mutate: (d) => (d.spec.trustBundle = { caBundle: 'not a certificate' }),
+    names: '$.spec.trustBundle.caBundle: not PEM certificates',
+  },
+  {
+    name: 'trust bundle holding a private key',
+    mutate: (d) => (d.spec.trustBundle = { caBundleFile: 'trust.pem' }),
+    setup: (dir) =>
+      write(
+        dir,
+        'trust.pem',
+        '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n',
+      ),
+    names: '$.spec.trustBundle.caBundleFile: holds a PRIVATE KEY block: a trust bundle holds certificates only',
+  },
+  {
+    name: 'trust bundle file missing',
+    mutate: (d) => (d.spec.trustBundle = { caBundleFile: 'trust.pem' }),
+    names: '$.spec.trustBundle.caBundleFile',
+  },
+  {
+    name: 'node label kubelet sets',
+    mutate: (d) => (d.spec.nodeLabels = { 'kubernetes.io/hostname': 'other' }),
+    names: '$.spec.nodeLabels["kubernetes.io/hostname"]',
+  },
+  {
+    name: 'node label key with a space',
+    mutate: (d) => (d.spec.nodeLabels = { 'store id': '42' }),
+    names: '$.spec.nodeLabels',
+  },
+  {
+    name: 'machine network holding the internal IP',
+    mutate: (d) => (d.spec.network.machineNetworks = ['192.168.127.0/24']),
+    names: '$.spec.network.machineNetworks[0]: overlaps the internal IP',
+  },
+  {
+    name: 'machine network without the site address',
+    mutate: (d) => (d.spec.network.machineNetworks = ['10.99.0.0/24']),
+    names: '$.spec.network.machineNetworks[0]: holds none of the site',
+  },
+  {
+    name: 'machine network not a CIDR',
+    mutate: (d) => (d.spec.network.machineNetworks = ['10.42.0.0']),
+    names: '$.spec.network.machineNetworks[0]',
+  },
 ];
 
 export function layCase(dir: string, outside: string, c: InvalidCase): void {

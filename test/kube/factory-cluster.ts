@@ -98,6 +98,7 @@ const ROUTE: Gvr = { group: 'route.openshift.io', version: 'v1', plural: 'routes
 const INGRESS: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'ingresses' };
 const APISERVER: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'apiservers' };
 const CLUSTERVERSION: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'clusterversions' };
+const PROXY: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'proxies' };
 const CLUSTEROPERATOR: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'clusteroperators' };
 const ICSP: Gvr = { group: 'operator.openshift.io', version: 'v1alpha1', plural: 'imagecontentsourcepolicies' };
 const MCP: Gvr = { group: 'machineconfiguration.openshift.io', version: 'v1', plural: 'machineconfigpools' };
@@ -423,6 +424,13 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
         namedCertificates: [{ names: [...FOREIGN_CERT_NAMES], servingCertificate: { name: FOREIGN_CERT_SECRET } }],
       },
     },
+  });
+  // the installer makes the Proxy singleton with an empty spec on a cluster without a proxy
+  await createCustom(PROXY, {
+    apiVersion: 'config.openshift.io/v1',
+    kind: 'Proxy',
+    metadata: { name: 'cluster' },
+    spec: { trustedCA: { name: '' } },
   });
   await createCustom(
     CLUSTERVERSION,

@@ -52,9 +52,11 @@ export function testSite(parts: Partial<Omit<Site, 'network'>> & { network?: Par
     certificates: {},
     sshAuthorizedKeys: [],
     extraManifests: [],
+    nodeLabels: {},
     ...rest,
     network: {
       nmstate: { interfaces: [] },
+      machineNetworks: [],
       verify: { pingGateway: false, resolve: [], timeoutSeconds: 5 },
       ...network,
     },

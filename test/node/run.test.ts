@@ -129,6 +129,13 @@ describe('run --only node', () => {
   });
 
   it("writes only inside the agent unit's writable folders (ProtectSystem=strict)", () => {
+    // every node step with work to do: the site's NTP and machine network too
+    const network = SPEC.network as Record<string, unknown>;
+    site = writeSiteFolder(mkdtempSync(path.join(tmpdir(), 'site-')), 'store-0042', {
+      ...SPEC,
+      chronyConfig: 'server ntp.store42.example.com iburst\n',
+      network: { ...network, machineNetworks: ['10.42.0.0/24'] },
+    });
     const before = snapshot(root);
     expect(run().code).toBe(0);
     const after = snapshot(root);
@@ -138,6 +145,9 @@ describe('run --only node', () => {
     const writable = unitWritablePaths(readFileSync(path.join(REPO, 'systemd/sno-relocate.service'), 'utf8'));
     const outside = changed.filter(
       (f) => !byOthers.includes(f) && !writable.some((w) => f === w || f.startsWith(`${w}/`)),
+    );
+    expect(changed).toEqual(
+      expect.arrayContaining(['/etc/default/nodeip-configuration', '/etc/sno-relocate/chrony.conf']),
     );
     expect(changed.length).toBeGreaterThan(5);
     expect(outside).toEqual([]);
@@ -198,7 +208,11 @@ describe('run --only node', () => {
     const plan = runAgent(['plan', site, '--root', root, '--only', 'node', '-o', 'json'], env);
     expect(plan.code, plan.stderr).toBe(0);
     const doc = JSON.parse(plan.stdout) as { steps: { step: string; action: string }[] };
-    expect(doc.steps.map((s) => [s.step, s.action])).toEqual(NODE_STEPS.map((s) => [s, 'change']));
+    // the site gives no machine networks and no chrony.conf: those two steps have nothing to do
+    const idle = ['node-ip-hint', 'ntp'];
+    expect(doc.steps.map((s) => [s.step, s.action])).toEqual(
+      NODE_STEPS.map((s) => [s, idle.includes(s) ? 'noop' : 'change']),
+    );
     expect(plan.stdout).not.toContain(SECRET);
     expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-factory\n');
   });

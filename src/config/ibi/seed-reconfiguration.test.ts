@@ -62,9 +62,10 @@ describe('translateSeedReconfiguration', () => {
     expect(paths).toContain(
       'cluster-configuration/manifest.json: $.KubeconfigCryptoRetention.KubeAPICrypto.ServingCrypto.localhost_signer_private_key',
     );
-    for (const field of ['cluster_id', 'infra_id', 'kubeadmin_password_hash', 'release_registry'])
+    for (const field of ['cluster_id', 'infra_id', 'release_registry'])
       expect(paths).toContain(`cluster-configuration/manifest.json: $.${field}`);
-    expect(paths).not.toContain('cluster-configuration/manifest.json: $.hostname');
+    for (const field of ['hostname', 'kubeadmin_password_hash'])
+      expect(paths).not.toContain(`cluster-configuration/manifest.json: $.${field}`);
   });
 
   it('takes the empty structs Go always writes as absent', () => {
@@ -115,6 +116,89 @@ describe('translateSeedReconfiguration', () => {
       'ssh-ed25519 AAAA a',
       'ssh-rsa BBBB b',
     ]);
+  });
+});
+
+const minimal = { api_version: 1, base_domain: 'a.example.com', pull_secret: '{"auths":{}}' };
+const specOf = (seed: Record<string, unknown>) => {
+  const { document, findings } = translateSeedReconfiguration(seedReconfigurationSchema.parse({ ...minimal, ...seed }));
+  return { spec: (document as { spec: Record<string, unknown> }).spec, paths: findings.map((f) => f.path) };
+};
+const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
+
+describe("the site's services from manifest.json", () => {
+  it('maps kubeadmin_password_hash, chrony_config, node_labels and proxy onto their native fields', () => {
+    const { spec, paths } = specOf({
+      kubeadmin_password_hash: '$2a$10$hash',
+      chrony_config: 'server ntp.example.com iburst\n',
+      node_labels: { 'store.example.com/id': '43' },
+      proxy: { httpProxy: 'http://proxy:3128', httpsProxy: '', noProxy: '.example.com' },
+    });
+    expect(paths).toEqual([]);
+    expect(spec).toMatchObject({
+      access: { kubeadminPasswordHash: '$2a$10$hash' },
+      chronyConfig: 'server ntp.example.com iburst\n',
+      nodeLabels: { 'store.example.com/id': '43' },
+      proxy: { httpProxy: 'http://proxy:3128', noProxy: '.example.com' },
+    });
+    expect(spec.proxy).not.toHaveProperty('httpsProxy');
+  });
+
+  it.each<[string, Record<string, unknown>, string[] | undefined]>([
+    ['the list', { machine_networks: ['10.43.0.0/24', 'fd43::/64'] }, ['10.43.0.0/24', 'fd43::/64']],
+    ['the older single field', { machine_network: '10.43.0.0/24' }, ['10.43.0.0/24']],
+    ['both, agreeing', { machine_networks: ['10.43.0.0/24'], machine_network: '10.43.0.0/24' }, ['10.43.0.0/24']],
+  ])('maps machine networks: %s', (_name, seed, networks) => {
+    const { spec, paths } = specOf(seed);
+    expect(paths).toEqual([]);
+    expect((spec.network as { machineNetworks?: string[] }).machineNetworks).toEqual(networks);
+  });
+
+  it('refuses a machine_network that is not one of machine_networks', () => {
+    expect(specOf({ machine_networks: ['10.43.0.0/24'], machine_network: '10.9.0.0/24' }).paths).toEqual([
+      'cluster-configuration/manifest.json: $.machine_network',
+    ]);
+  });
+
+  it.each<[string, Record<string, string>, unknown, string[]]>([
+    ['the bundle alone', { userCaBundle: PEM }, { caBundle: PEM, proxyTrustedCA: false }, []],
+    [
+      'the bundle for the proxy too',
+      { userCaBundle: PEM, proxyConfigmapName: 'user-ca-bundle', proxyConfigmapBundle: PEM },
+      { caBundle: PEM, proxyTrustedCA: true },
+      [],
+    ],
+    [
+      'a name without a bundle',
+      { userCaBundle: PEM, proxyConfigmapName: 'user-ca-bundle' },
+      undefined,
+      ['cluster-configuration/manifest.json: $.additionalTrustBundle.proxyConfigmapName'],
+    ],
+    [
+      'a ConfigMap the installer does not make',
+      { userCaBundle: PEM, proxyConfigmapName: 'corp-ca', proxyConfigmapBundle: PEM },
+      undefined,
+      ['cluster-configuration/manifest.json: $.additionalTrustBundle.proxyConfigmapName'],
+    ],
+    [
+      'a proxy bundle other than userCaBundle',
+      { userCaBundle: PEM, proxyConfigmapName: 'user-ca-bundle', proxyConfigmapBundle: `${PEM}${PEM}` },
+      undefined,
+      ['cluster-configuration/manifest.json: $.additionalTrustBundle.proxyConfigmapBundle'],
+    ],
+  ])('additionalTrustBundle: %s', (_name, bundle, trustBundle, paths) => {
+    const out = specOf({ additionalTrustBundle: bundle });
+    expect(out.paths).toEqual(paths);
+    expect(out.spec.trustBundle).toEqual(trustBundle);
+  });
+
+  it('reports a finding on a mapped service field at the manifest field it came from', () => {
+    expect(sourceOf('$.spec.trustBundle.caBundle')).toBe(
+      'cluster-configuration/manifest.json: $.additionalTrustBundle ($.spec.trustBundle.caBundle)',
+    );
+    expect(sourceOf('$.spec.network.machineNetworks[0]')).toBe(
+      'cluster-configuration/manifest.json: $.machine_networks ($.spec.network.machineNetworks[0])',
+    );
   });
 });
 

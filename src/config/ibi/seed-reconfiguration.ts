@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import type { Finding } from '../../base/findings.js';
 import { API_VERSION, KIND } from '../v1/schema.js';
+import { USER_CA_BUNDLE } from '../../kube/openshift.js';
 import { DocumentError, parseYamlDocument } from '../yaml.js';
 
 export const MANIFEST_FILE = 'cluster-configuration/manifest.json';
@@ -160,6 +161,70 @@ export const FIELD_TABLE: readonly FieldRow[] = [
     },
   },
   {
+    field: 'kubeadmin_password_hash',
+    native: 'spec.access.kubeadminPasswordHash',
+    note: 'written into the existing kube-system/kubeadmin secret in place',
+    map: (v: string, out) => (((out.spec.access ??= {}) as NativeSpec).kubeadminPasswordHash = v),
+  },
+  {
+    field: 'machine_networks',
+    native: 'spec.network.machineNetworks',
+    note: "nodeip-configuration's hint; site networks only, never the internal IP's",
+    map: (v: string[], out) => (network(out).machineNetworks = v),
+  },
+  {
+    field: 'machine_network',
+    native: 'spec.network.machineNetworks',
+    note: 'the older single field: used when machine_networks is empty, else it must be one of them',
+    map: (v: string, out, path) => {
+      const list = network(out).machineNetworks as string[] | undefined;
+      if (list === undefined) network(out).machineNetworks = [v];
+      else if (!list.includes(v)) out.findings.push(error(path, 'is not one of machine_networks'));
+    },
+  },
+  {
+    field: 'proxy',
+    native: 'spec.proxy',
+    note: 'the cluster-wide proxy; noProxy as given (the installer has added the cluster networks to it)',
+    map: (v: Record<string, string>, out) =>
+      (out.spec.proxy = Object.fromEntries(Object.entries(v).filter(([, value]) => value !== ''))),
+  },
+  {
+    field: 'chrony_config',
+    native: 'spec.chronyConfig',
+    note: 'the whole chrony.conf; chronyd runs with it',
+    map: (v: string, out) => (out.spec.chronyConfig = v),
+  },
+  {
+    field: 'additionalTrustBundle',
+    native: 'spec.trustBundle',
+    note: 'userCaBundle becomes caBundle; proxyConfigmapName `user-ca-bundle` (with proxyConfigmapBundle equal to userCaBundle) becomes proxyTrustedCA',
+    map: (v: { userCaBundle?: string; proxyConfigmapName?: string; proxyConfigmapBundle?: string }, out, path) => {
+      const { userCaBundle = '', proxyConfigmapName: name = '', proxyConfigmapBundle: bundle = '' } = v;
+      // lifecycle-agent's rules (post-pivot): both or neither, and the bundle equal to userCaBundle
+      if ((name === '') !== (bundle === ''))
+        out.findings.push(
+          error(`${path}.proxyConfigmapName`, 'proxyConfigmapName and proxyConfigmapBundle go together'),
+        );
+      else if (name !== '' && name !== USER_CA_BUNDLE)
+        out.findings.push(
+          error(
+            `${path}.proxyConfigmapName`,
+            `only ${USER_CA_BUNDLE}, the ConfigMap the installer makes, is supported`,
+          ),
+        );
+      else if (name !== '' && bundle !== userCaBundle)
+        out.findings.push(error(`${path}.proxyConfigmapBundle`, `must equal userCaBundle for ${USER_CA_BUNDLE}`));
+      else out.spec.trustBundle = { caBundle: userCaBundle, proxyTrustedCA: name !== '' };
+    },
+  },
+  {
+    field: 'node_labels',
+    native: 'spec.nodeLabels',
+    note: "set on this node's Node; labels the agent did not set are never removed",
+    map: (v: Record<string, string>, out) => (out.spec.nodeLabels = v),
+  },
+  {
     field: 'cluster_id',
     note: `refused: the cluster's identity (ClusterVersion spec.clusterID) is the factory's; ${RESIGNER} cluster`,
   },
@@ -172,21 +237,11 @@ export const FIELD_TABLE: readonly FieldRow[] = [
     field: 'KubeconfigCryptoRetention',
     note: `refused: signer private keys and the admin client CA are for re-signing every certificate; ${RESIGNER} cluster's signers and makes a site CA for the new names`,
   },
-  {
-    field: 'kubeadmin_password_hash',
-    note: 'refused: sno-relocate does not change the kubeadmin password (no native field)',
-  },
   { field: 'server_ssh_keys', note: 'refused: the node keeps its SSH host keys (no native field)' },
   { field: 'node_ip', note: 'refused: the node IP is the internal IP on br-ex (spec.network.internalIP)' },
   { field: 'node_ips', note: 'refused: the node IP is the internal IP on br-ex (spec.network.internalIP)' },
-  { field: 'machine_network', note: 'refused: this version has no node IP hint field' },
-  { field: 'machine_networks', note: 'refused: this version has no node IP hint field' },
-  { field: 'proxy', note: 'refused: this version has no cluster proxy field' },
   { field: 'status_proxy', note: 'refused: an image-based upgrade field; sno-relocate does not upgrade' },
   { field: 'install_config', note: 'refused: an image-based upgrade field; sno-relocate does not upgrade' },
-  { field: 'chrony_config', note: 'refused: this version has no NTP (chrony) field' },
-  { field: 'additionalTrustBundle', note: 'refused: this version has no trust bundle field' },
-  { field: 'node_labels', note: 'refused: this version has no node labels field' },
 ];
 
 /** A value Go's encoder writes for "nothing": empty strings, lists, maps and structs of nothing. */

@@ -15,6 +15,11 @@ import {
   timeoutsWithinBudget,
   workloadNamedOnce,
   inServiceNotEmpty,
+  trustBundleSourceExactlyOne,
+  proxyNamesAProxy,
+  nodeLabelsNotKubelets,
+  chronyNamesASource,
+  machineNetworksAreSiteNetworks,
 } from './rules.js';
 import type { SiteConfigV1 } from './schema.js';
 
@@ -197,5 +202,96 @@ describe('site-config rules', () => {
     ['a\0b', 'contains a NUL byte'],
   ])('file name %j', (name, problem) => {
     expect(fileNameProblem(name)).toBe(problem);
+  });
+});
+
+describe("site-config rules: the site's services", () => {
+  const chrony = 'server ntp.store42.example.com iburst\ndriftfile /var/lib/chrony/drift\n';
+  it.each<[string, Rule, (d: Doc) => void, string[]]>([
+    ['trust bundle: inline', trustBundleSourceExactlyOne, (d) => (d.spec.trustBundle = { caBundle: 'x' }), []],
+    [
+      'trust bundle: inline and file',
+      trustBundleSourceExactlyOne,
+      (d) => (d.spec.trustBundle = { caBundle: 'x', caBundleFile: 'ca.pem' }),
+      ['$.spec.trustBundle'],
+    ],
+    [
+      'trust bundle: neither',
+      trustBundleSourceExactlyOne,
+      (d) => (d.spec.trustBundle = { proxyTrustedCA: true }),
+      ['$.spec.trustBundle'],
+    ],
+    [
+      'trust bundle: the file stays in the folder',
+      filesStayInFolder,
+      (d) => (d.spec.trustBundle = { caBundleFile: '../ca.pem' }),
+      ['$.spec.trustBundle.caBundleFile'],
+    ],
+    ['proxy: https only', proxyNamesAProxy, (d) => (d.spec.proxy = { httpsProxy: 'http://proxy:3128' }), []],
+    ['proxy: noProxy alone', proxyNamesAProxy, (d) => (d.spec.proxy = { noProxy: '.local' }), ['$.spec.proxy']],
+    ['labels: the site own', nodeLabelsNotKubelets, (d) => (d.spec.nodeLabels = { 'store.example.com/id': '42' }), []],
+    [
+      'labels: one kubelet sets',
+      nodeLabelsNotKubelets,
+      (d) => (d.spec.nodeLabels = { zone: 'a', 'kubernetes.io/hostname': 'other' }),
+      ['$.spec.nodeLabels["kubernetes.io/hostname"]'],
+    ],
+    ['chrony: a server', chronyNamesASource, (d) => (d.spec.chronyConfig = chrony), []],
+    [
+      'chrony: no source, only a commented one',
+      chronyNamesASource,
+      (d) => (d.spec.chronyConfig = '# server ntp.example.com\ndriftfile /var/lib/chrony/drift\n'),
+      ['$.spec.chronyConfig'],
+    ],
+    [
+      'machine networks: the site subnet',
+      machineNetworksAreSiteNetworks,
+      (d) => (d.spec.network.machineNetworks = ['10.42.0.0/24']),
+      [],
+    ],
+    [
+      'machine networks: the internal IP subnet',
+      machineNetworksAreSiteNetworks,
+      (d) => (d.spec.network.machineNetworks = ['10.42.0.0/24', '192.168.0.0/16']),
+      // a second IPv4 network, the internal IP's, and none of the site's addresses in it
+      ['$.spec.network.machineNetworks[1]', '$.spec.network.machineNetworks[1]', '$.spec.network.machineNetworks[1]'],
+    ],
+    [
+      'machine networks: none of the static addresses',
+      machineNetworksAreSiteNetworks,
+      (d) => (d.spec.network.machineNetworks = ['10.99.0.0/24']),
+      ['$.spec.network.machineNetworks[0]'],
+    ],
+    [
+      'machine networks: any subnet on a DHCP site',
+      machineNetworksAreSiteNetworks,
+      (d) => {
+        d.spec.network.nmstate.interfaces[0].ipv4 = { enabled: true, dhcp: true };
+        d.spec.network.machineNetworks = ['10.99.0.0/24'];
+      },
+      [],
+    ],
+    [
+      'machine networks: two of one family',
+      machineNetworksAreSiteNetworks,
+      (d) => (d.spec.network.machineNetworks = ['10.42.0.0/24', '10.42.0.0/16']),
+      ['$.spec.network.machineNetworks[1]'],
+    ],
+    [
+      'machine networks: dual stack, the IPv6 one against no IPv6 address',
+      machineNetworksAreSiteNetworks,
+      (d) => (d.spec.network.machineNetworks = ['10.42.0.0/24', 'fd42::/64']),
+      [],
+    ],
+  ])('%s', (_name, rule, change, paths) => {
+    expect(check(rule, change).map((f) => f.path)).toEqual(paths);
+  });
+
+  it('says why a machine network that holds the internal IP is refused', () => {
+    const [finding] = check(
+      machineNetworksAreSiteNetworks,
+      (d) => (d.spec.network.machineNetworks = ['192.168.127.0/24']),
+    );
+    expect(finding?.message).toContain('overlaps the internal IP 192.168.127.10/24 ($.spec.network.internalIP)');
   });
 });

@@ -66,6 +66,8 @@ export function namedFiles(config: SiteConfigV1): { path: string; name: string }
     out.push({ path: '$.spec.access.siteCA.certFile', name: spec.access.siteCA.certFile });
     out.push({ path: '$.spec.access.siteCA.keyFile', name: spec.access.siteCA.keyFile });
   }
+  if (spec.trustBundle?.caBundleFile !== undefined)
+    out.push({ path: '$.spec.trustBundle.caBundleFile', name: spec.trustBundle.caBundleFile });
   for (const which of ['ingress', 'api'] as const) {
     const pair = spec.certificates?.[which];
     if (!pair) continue;
@@ -246,6 +248,113 @@ export const timeoutsWithinBudget: Rule = {
   },
 };
 
+// ---- The site's services: NTP, proxy, trust bundle, node labels, machine networks ----
+
+export const trustBundleSourceExactlyOne: Rule = {
+  name: 'trust-bundle-source-exactly-one',
+  check: ({ config }) => {
+    const bundle = config.spec.trustBundle;
+    if (!bundle) return [];
+    if (bundle.caBundle !== undefined && bundle.caBundleFile !== undefined)
+      return [error('$.spec.trustBundle', 'give caBundle or caBundleFile, not both')];
+    if (bundle.caBundle === undefined && bundle.caBundleFile === undefined)
+      return [error('$.spec.trustBundle', 'one of caBundle or caBundleFile is required')];
+    return [];
+  },
+};
+
+export const proxyNamesAProxy: Rule = {
+  name: 'proxy-names-a-proxy',
+  check: ({ config }) => {
+    const proxy = config.spec.proxy;
+    return proxy && proxy.httpProxy === undefined && proxy.httpsProxy === undefined
+      ? [error('$.spec.proxy', 'names neither httpProxy nor httpsProxy (noProxy alone proxies nothing)')]
+      : [];
+  },
+};
+
+/** Labels kubelet sets on its own Node from the machine (LCA's post-pivot leaves the same ones out). */
+export const KUBELET_LABELS = [
+  'kubernetes.io/hostname',
+  'kubernetes.io/arch',
+  'kubernetes.io/os',
+  'beta.kubernetes.io/arch',
+  'beta.kubernetes.io/os',
+  'node.openshift.io/os_id',
+];
+
+export const nodeLabelsNotKubelets: Rule = {
+  name: 'node-labels-not-kubelets',
+  check: ({ config }) =>
+    Object.keys(config.spec.nodeLabels ?? {})
+      .filter((key) => KUBELET_LABELS.includes(key))
+      .map((key) =>
+        error(`$.spec.nodeLabels["${key}"]`, 'kubelet sets this label from the machine itself; leave it out'),
+      ),
+};
+
+const CHRONY_SOURCE = /^\s*(server|pool|peer|refclock|sourcedir)\s+\S/m;
+
+export const chronyNamesASource: Rule = {
+  name: 'chrony-names-a-source',
+  check: ({ config }) =>
+    config.spec.chronyConfig !== undefined && !CHRONY_SOURCE.test(config.spec.chronyConfig)
+      ? [error('$.spec.chronyConfig', 'names no time source (server, pool, peer, refclock or sourcedir line)')]
+      : [],
+};
+
+const familyOf = (cidr: string): 'ipv4' | 'ipv6' => (isIPv4(cidr.split('/')[0]!) ? 'ipv4' : 'ipv6');
+
+/**
+ * The hint picks the site's address for nodeip-configuration; the internal IP stays the node IP
+ * (the internal-ip step's drop-ins override what nodeip-configuration writes). So each machine
+ * network is a site network: one per family, never the internal IP's, and, where the site network
+ * of that family is static, one holding one of its addresses.
+ */
+export const machineNetworksAreSiteNetworks: Rule = {
+  name: 'machine-networks-are-site-networks',
+  check: ({ config, nmstate }) => {
+    const networks = config.spec.network.machineNetworks ?? [];
+    const internal = config.spec.network.internalIP;
+    const out: Finding[] = [];
+    const seen = new Map<string, number>();
+    networks.forEach((cidr, i) => {
+      const at = `$.spec.network.machineNetworks[${i}]`;
+      const family = familyOf(cidr);
+      const first = seen.get(family);
+      if (first !== undefined)
+        out.push(error(at, `a second ${family} network (after machineNetworks[${first}]): one per IP family`));
+      seen.set(family, first ?? i);
+      if (internal !== undefined && familyOf(internal) === family) {
+        const internalAddr = internal.split('/')[0]!;
+        if (prefixBlock(cidr).check(internalAddr, family) || prefixBlock(internal).check(cidr.split('/')[0]!, family))
+          out.push(
+            error(
+              at,
+              `overlaps the internal IP ${internal} ($.spec.network.internalIP): the hint must pick the site's address, the internal IP is pinned apart from it`,
+            ),
+          );
+      }
+      const ifaces = nmstate?.interfaces ?? [];
+      const dynamic = ifaces.some((iface) => {
+        const ip = iface[family] as { dhcp?: boolean; autoconf?: boolean } | undefined;
+        return ip?.dhcp === true || ip?.autoconf === true;
+      });
+      const statics = ifaces.flatMap((iface) => iface[family]?.address ?? []);
+      if (!dynamic && statics.length > 0 && !statics.some((a) => prefixBlock(cidr).check(a.ip, family)))
+        out.push(
+          error(
+            at,
+            `holds none of the site's static ${family} addresses (${statics.map((a) => `${a.ip}/${a['prefix-length']}`).join(', ')}): nodeip-configuration would find no address in it`,
+          ),
+        );
+    });
+    return out;
+  },
+};
+
+// ---- end of the site services rules ----
+
 /** Rules that read only the site-config itself. */
 export const documentRules: readonly Rule[] = [
   networkSourceExactlyOne,
@@ -258,10 +367,18 @@ export const documentRules: readonly Rule[] = [
   workloadNamedOnce,
   inServiceNotEmpty,
   timeoutsWithinBudget,
+  trustBundleSourceExactlyOne,
+  proxyNamesAProxy,
+  nodeLabelsNotKubelets,
+  chronyNamesASource,
 ];
 
 /** Rules that also need the nmstate state, which may come from a file. */
-export const networkRules: readonly Rule[] = [internalIpOutsideSiteSubnets, interfaceReferencesKnown];
+export const networkRules: readonly Rule[] = [
+  internalIpOutsideSiteSubnets,
+  interfaceReferencesKnown,
+  machineNetworksAreSiteNetworks,
+];
 
 export function runRules(rules: readonly Rule[], input: RuleInput): Finding[] {
   return rules.flatMap((rule) => rule.check(input));

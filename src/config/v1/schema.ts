@@ -120,6 +120,53 @@ export const accessSchema = z
 
 // ---- end of the hand-over block ----
 
+// ---- The site's services on the node and in the cluster: NTP, proxy, trust bundle, node labels ----
+
+/** A label key as Kubernetes takes it: an optional DNS-subdomain prefix and "/", then a name of 1-63 characters. */
+const LABEL_NAME = '[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?';
+const LABEL_KEY = new RegExp(
+  `^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*/)?${LABEL_NAME}$`,
+);
+const LABEL_VALUE = new RegExp(`^(${LABEL_NAME})?$`);
+
+export const nodeLabelsSchema = z
+  .record(
+    z.string().regex(LABEL_KEY, 'not a label key ([prefix/]name, the name 1-63 letters, digits, "-", "_", ".")'),
+    z.string().regex(LABEL_VALUE, 'not a label value (at most 63 letters, digits, "-", "_", ".")'),
+  )
+  .describe("labels set on this node's Node object; labels the agent did not set are never removed");
+
+const proxyUrl = (what: string) =>
+  z
+    .string()
+    .regex(/^https?:\/\/[^\s/]+(\/[^\s]*)?$/, `not an http:// or https:// URL (${what})`)
+    .optional();
+
+export const proxySchema = z
+  .strictObject({
+    httpProxy: proxyUrl('httpProxy').describe('proxy for http:// requests'),
+    httpsProxy: proxyUrl('httpsProxy').describe('proxy for https:// requests'),
+    noProxy: z
+      .string()
+      .regex(/^[^\s,]+(,[^\s,]+)*$/, 'a comma-separated list of domains, IP addresses or CIDRs, without spaces')
+      .optional()
+      .describe('comma-separated domains, addresses and CIDRs reached without the proxy'),
+  })
+  .describe('the cluster-wide proxy (proxy.config.openshift.io/cluster spec)');
+
+export const trustBundleSchema = z
+  .strictObject({
+    caBundle: z.string().optional().describe('PEM certificates the cluster trusts besides the system bundle'),
+    caBundleFile: fileName.optional().describe('the same, as a PEM file beside the site-config (instead of caBundle)'),
+    proxyTrustedCA: z
+      .boolean()
+      .optional()
+      .describe("name the bundle in the proxy's spec.trustedCA (default: true when spec.proxy is given)"),
+  })
+  .describe('openshift-config/user-ca-bundle, as the installer writes additionalTrustBundle');
+
+// ---- end of the site services block ----
+
 export const siteConfigSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION, { message: `must be ${API_VERSION}` }).describe('version of this format'),
   kind: z.literal(KIND, { message: `must be ${KIND}` }).describe('always SiteConfig'),
@@ -150,6 +197,12 @@ export const siteConfigSchema = z.strictObject({
           .refine((v) => isCidr(v), { message: 'not an IP address with prefix length (CIDR)' })
           .optional()
           .describe('br-ex internal node IP, normally fixed at the factory'),
+        machineNetworks: z
+          .array(z.string().refine((v) => v.includes('/') && isCidr(v), { message: 'not a network (CIDR)' }))
+          .min(1)
+          .max(2, 'one network per IP family, two at most')
+          .optional()
+          .describe("the site's machine networks: nodeip-configuration's hint (KUBELET_NODEIP_HINT)"),
         verify: z
           .strictObject({
             pingGateway: z.boolean().optional().describe('the default gateway must answer ping'),
@@ -177,6 +230,14 @@ export const siteConfigSchema = z.strictObject({
       .optional()
       .describe('ImageDigestMirrorSet (ImageContentSourcePolicy on old clusters)'),
     imageTagMirrors: z.array(mirror).optional().describe('ImageTagMirrorSet: images pulled by tag'),
+    chronyConfig: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the node's chrony.conf (NTP); chronyd runs with it, the factory's /etc/chrony.conf stays"),
+    proxy: proxySchema.optional(),
+    trustBundle: trustBundleSchema.optional(),
+    nodeLabels: nodeLabelsSchema.optional(),
     certificates: z
       .strictObject({
         ingress: certPair.optional().describe('for *.apps: console, downloads, oauth and the default ingress'),

@@ -1,0 +1,170 @@
+/**
+ * [ntp] The site's chrony.conf (spec.chronyConfig, the image-based install's chrony_config): the time
+ * servers of the site, which the factory's cannot reach. lifecycle-agent has recert rewrite
+ * /etc/chrony.conf, in the stored MachineConfigs too, and restarts chronyd. This agent cannot change
+ * the MachineConfigs, and /etc/chrony.conf is a file of the rendered config on every cluster that
+ * set NTP sources through a MachineConfig (the installer's additionalNTPSources among them), where
+ * writing it by hand is drift: the machine-config daemon marks the node Degraded and refuses the
+ * next update. So the agent writes no file the daemon owns:
+ *
+ * - the site's configuration goes into a file of its own, /etc/sno-relocate/chrony.conf;
+ * - a chronyd.service drop-in of its own starts chronyd with `-f` naming that file, after
+ *   $OPTIONS, so it wins over any -f there (chronyd takes the last one);
+ * - /etc/chrony.conf stays exactly as the rendered config declares it, so the daemon's drift
+ *   monitor and preflight check find nothing; a path the current config declares is refused (exit 3).
+ *
+ * chronyd is restarted through systemd's D-Bus API after a daemon reload. A pending marker in the
+ * state folder, written before the files and removed after the restart, makes a run cut off in
+ * between restart it the next time; when chronyd does not come back, the previous files are put
+ * back, chronyd is restarted with them and the step fails.
+ */
+import path from 'node:path';
+import { errorMessage, StepError, VerificationError } from '../base/errors.js';
+import type { Step, StepContext } from '../config/site.js';
+import type { Change, PlanResult } from '../engine/step.js';
+import { type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
+import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
+
+export const CHRONYD_UNIT = 'chronyd.service';
+export const SITE_CHRONY_CONF = '/etc/sno-relocate/chrony.conf';
+export const CHRONYD_DROP_IN = '/etc/systemd/system/chronyd.service.d/30-sno-relocate-chrony.conf';
+const HEADER = '# Installed by sno-relocate from the site-config (spec.chronyConfig).';
+const PENDING = 'chronyd-restart-pending';
+const RESTART_TIMEOUT_MS = 60_000;
+
+export function renderChronydDropIn(): string {
+  return `${HEADER}
+# chronyd reads the site's configuration; /etc/chrony.conf stays as the MachineConfigs declare it.
+[Service]
+ExecStart=
+ExecStart=/usr/sbin/chronyd $OPTIONS -f ${SITE_CHRONY_CONF}
+`;
+}
+
+/** The two files, root-owned and world-readable as chrony's own configuration. */
+function files(chronyConfig: string): ManagedFile[] {
+  const content = chronyConfig.endsWith('\n') ? chronyConfig : `${chronyConfig}\n`;
+  return [
+    { path: SITE_CHRONY_CONF, content, mode: 0o644, uid: 0, gid: 0 },
+    { path: CHRONYD_DROP_IN, content: renderChronydDropIn(), mode: 0o644, uid: 0, gid: 0 },
+  ];
+}
+
+const pendingFile = (ctx: StepContext) => path.join(ctx.stateDir, PENDING);
+
+/** The changes the host needs: files to write (or, without a site chrony.conf, an earlier site's to remove). */
+async function changes(ctx: StepContext): Promise<Change[]> {
+  const config = ctx.site.chronyConfig;
+  const out: Change[] = [];
+  if (config === undefined) {
+    if ((await ctx.fs.readText(CHRONYD_DROP_IN))?.startsWith(HEADER))
+      for (const target of [CHRONYD_DROP_IN, SITE_CHRONY_CONF])
+        out.push({ action: 'delete', target, summary: "an earlier site's NTP configuration" });
+  } else {
+    for (const file of files(config)) {
+      const change = await planFile(
+        ctx.fs,
+        file,
+        file.path === SITE_CHRONY_CONF ? "the site's chrony.conf" : 'chronyd reads the site chrony.conf',
+      );
+      if (change) out.push(change);
+    }
+  }
+  if (out.length > 0 || (await ctx.fs.exists(pendingFile(ctx))))
+    out.push({
+      action: 'start',
+      target: CHRONYD_UNIT,
+      summary:
+        out.length === 0
+          ? 'restart: a previous run changed its files but did not restart it'
+          : 'restart over D-Bus after a daemon reload, so that it reads the changed files',
+    });
+  return out;
+}
+
+async function restart(ctx: StepContext): Promise<string> {
+  try {
+    return (await (await ctx.systemd()).restartAndWait(CHRONYD_UNIT, RESTART_TIMEOUT_MS, { reload: true })).jobResult;
+  } catch (err) {
+    return errorMessage(err);
+  }
+}
+
+/** Puts each file as it was (undefined: absent). */
+async function putBack(ctx: StepContext, previous: Map<string, string | undefined>): Promise<void> {
+  for (const [file, content] of previous)
+    if (content === undefined) await ctx.fs.remove(file);
+    else await writeManagedFile(ctx.fs, { path: file, content, mode: 0o644, uid: 0, gid: 0 });
+}
+
+export const ntpStep: Step = {
+  name: 'ntp',
+  group: 'node',
+  description:
+    "the site's chrony.conf in a file of the agent's and a chronyd drop-in naming it (no MachineConfig file touched), chronyd restarted over D-Bus",
+  inputs: (site) => site.chronyConfig ?? null,
+
+  async plan(ctx): Promise<PlanResult> {
+    const config = ctx.site.chronyConfig;
+    if (config !== undefined) {
+      const declared = await declaredFiles(ctx.fs);
+      const drift = files(config)
+        .map((f) => driftFromRendered(declared, f.path, f.content))
+        .filter((r): r is string => r !== undefined);
+      if (drift.length > 0) return { action: 'conflict', reason: drift.join('; ') };
+    }
+    const todo = await changes(ctx);
+    if (todo.length === 0)
+      return {
+        action: 'noop',
+        reason:
+          config === undefined
+            ? "the site-config gives no chrony.conf: the node's NTP stays"
+            : "chronyd runs with the site's chrony.conf",
+      };
+    return {
+      action: 'change',
+      summary:
+        config === undefined
+          ? "give chronyd back the node's own chrony.conf"
+          : "run chronyd with the site's chrony.conf",
+      changes: todo,
+    };
+  },
+
+  async apply(ctx) {
+    const config = ctx.site.chronyConfig;
+    const paths = [SITE_CHRONY_CONF, CHRONYD_DROP_IN];
+    const previous = new Map<string, string | undefined>();
+    for (const file of paths) previous.set(file, await ctx.fs.readText(file));
+    await ctx.fs.writeAtomic(pendingFile(ctx), `${CHRONYD_UNIT}\n`, { mode: 0o600 });
+    if (config === undefined) for (const file of paths) await ctx.fs.remove(file);
+    else for (const file of files(config)) await writeManagedFile(ctx.fs, file);
+    const result = await restart(ctx);
+    if (result !== 'done') {
+      // chronyd down means no time at all: put back what it last ran with
+      await putBack(ctx, previous);
+      const again = await restart(ctx);
+      if (again === 'done') await ctx.fs.remove(pendingFile(ctx));
+      throw new StepError(
+        `ntp: ${CHRONYD_UNIT} did not restart with the site's chrony.conf (${result}); ` +
+          (again === 'done'
+            ? 'the previous files are back and chronyd runs with them'
+            : `the previous files are back, but chronyd did not restart with them either (${again})`),
+        { step: 'ntp', retryable: true },
+      );
+    }
+    await ctx.fs.remove(pendingFile(ctx));
+    ctx.log.info({ file: SITE_CHRONY_CONF, unit: CHRONYD_UNIT }, "chronyd restarted with the site's chrony.conf");
+  },
+
+  async verify(ctx) {
+    const problems = (await changes(ctx)).map((c) => `${c.action} ${c.target}`);
+    // without a site chrony.conf of its own now or before, chronyd is none of this step's business
+    if (ctx.site.chronyConfig === undefined && problems.length === 0) return;
+    const status = await (await ctx.systemd()).unitStatus(CHRONYD_UNIT);
+    if (status.activeState !== 'active') problems.push(`${CHRONYD_UNIT} is ${status.activeState} (${status.result})`);
+    if (problems.length > 0)
+      throw new VerificationError(`ntp: ${problems.join('; ')}`, { step: 'ntp', retryable: true });
+  },
+};

@@ -1,0 +1,151 @@
+/**
+ * [proxy] The site's cluster-wide proxy and trust bundle, written where the installer writes
+ * install-config's proxy and additionalTrustBundle (openshift/installer,
+ * pkg/asset/manifests/additionaltrustbundleconfig.go and proxy.go): the
+ * PEM bundle into the ConfigMap openshift-config/user-ca-bundle (key ca-bundle.crt), and the proxy
+ * into proxy.config.openshift.io/cluster's spec (httpProxy, httpsProxy, noProxy), with
+ * spec.trustedCA naming user-ca-bundle when the bundle is for the proxy too. The ConfigMap comes
+ * first, so the network operator never reads a trustedCA it cannot find.
+ *
+ * What the cluster does with it (README "The site's proxy and trust bundle"): the network operator
+ * checks the proxy and publishes it in the Proxy's status and the merged bundle in
+ * openshift-config-managed/trusted-ca-bundle; the machine-config operator renders both into the
+ * node's config, and for a proxy change the machine-config daemon reboots the node. That is why
+ * the step is the last write of the run.
+ *
+ * The site's proxy is the whole proxy: a field it leaves out is cleared. A site-config without
+ * spec.proxy leaves the cluster's proxy as it is.
+ */
+import { VerificationError } from '../base/errors.js';
+import type { Step, StepContext } from '../config/site.js';
+import type { Change, PlanResult } from '../engine/step.js';
+import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
+import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
+
+export const PROXY_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Proxy', name: 'cluster' };
+/** the key the network operator reads */
+export const CA_BUNDLE_KEY = 'ca-bundle.crt';
+const userCaBundleRef: ObjectRef = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  namespace: CONFIG_NAMESPACE,
+  name: USER_CA_BUNDLE,
+};
+
+interface ConfigMapObject extends KubeObject {
+  data?: Record<string, string>;
+}
+interface ProxySpec {
+  httpProxy?: string;
+  httpsProxy?: string;
+  noProxy?: string;
+  trustedCA?: { name?: string };
+}
+type ProxyObject = KubeObject & { spec?: ProxySpec };
+
+const PROXY_FIELDS = ['httpProxy', 'httpsProxy', 'noProxy'] as const;
+
+interface Survey {
+  changes: Change[];
+  conflict?: string;
+  configMap?: 'create' | 'update';
+  /** a JSON merge patch of the Proxy's spec; undefined when it is as it should be */
+  proxyPatch?: Record<string, unknown>;
+}
+
+async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
+  const { proxy, trustBundle } = ctx.site;
+  const s: Survey = { changes: [] };
+  if (trustBundle) {
+    const cm = await kube.get<ConfigMapObject>(userCaBundleRef);
+    if (cm?.data?.[CA_BUNDLE_KEY] !== trustBundle.caBundlePem) {
+      s.configMap = cm ? 'update' : 'create';
+      s.changes.push({
+        action: s.configMap,
+        target: `ConfigMap ${CONFIG_NAMESPACE}/${USER_CA_BUNDLE}`,
+        summary: "the site's trust bundle (spec.trustBundle), merged into the cluster's trusted CAs",
+      });
+    }
+  }
+  const current = await kube.get<ProxyObject>(PROXY_CONFIG);
+  if (!current) {
+    s.conflict = 'proxy.config.openshift.io/cluster does not exist: the installer makes it on every cluster';
+    return s;
+  }
+  const spec = current.spec ?? {};
+  const want: ProxySpec = { ...spec };
+  if (proxy) for (const field of PROXY_FIELDS) want[field] = proxy[field];
+  if (trustBundle?.proxyTrustedCA) want.trustedCA = { name: USER_CA_BUNDLE };
+  const patch: Record<string, unknown> = {};
+  for (const field of PROXY_FIELDS) if (want[field] !== spec[field]) patch[field] = want[field] ?? null;
+  if (want.trustedCA?.name !== spec.trustedCA?.name) patch.trustedCA = want.trustedCA;
+  if (Object.keys(patch).length > 0) {
+    s.proxyPatch = patch;
+    s.changes.push({
+      action: 'update',
+      target: 'Proxy cluster',
+      summary: proxy
+        ? "the site's cluster-wide proxy (the machine-config daemon reboots the node for it)"
+        : "spec.trustedCA: the site's trust bundle for the proxy",
+      diff: diffLines(
+        Object.fromEntries(Object.keys(patch).map((k) => [k, spec[k as keyof ProxySpec]])),
+        Object.fromEntries(Object.keys(patch).map((k) => [k, want[k as keyof ProxySpec]])),
+        'spec',
+      ),
+    });
+  }
+  return s;
+}
+
+export const proxyStep: Step = {
+  name: 'proxy',
+  group: 'cluster',
+  description:
+    "the site's trust bundle in `openshift-config/user-ca-bundle` and its proxy in `proxy.config` (httpProxy, httpsProxy, noProxy, trustedCA)",
+  inputs: (site) => ({ proxy: site.proxy ?? null, trustBundle: site.trustBundle ?? null }),
+
+  async plan(ctx): Promise<PlanResult> {
+    if (!ctx.site.proxy && !ctx.site.trustBundle)
+      return {
+        action: 'noop',
+        reason: "the site-config gives no proxy and no trust bundle: the cluster's stay as they are",
+      };
+    const s = await survey(ctx, await ctx.kube());
+    if (s.conflict) return { action: 'conflict', reason: s.conflict };
+    if (s.changes.length === 0) return { action: 'noop', reason: "the site's proxy and trust bundle are in place" };
+    return { action: 'change', summary: "give the cluster the site's proxy and trust bundle", changes: s.changes };
+  },
+
+  async apply(ctx) {
+    const kube = await ctx.kube();
+    const s = await survey(ctx, kube);
+    const pem = ctx.site.trustBundle?.caBundlePem;
+    if (s.configMap === 'create')
+      await kube.create<ConfigMapObject>({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: USER_CA_BUNDLE, namespace: CONFIG_NAMESPACE, labels: { ...managedLabels } },
+        data: { [CA_BUNDLE_KEY]: pem! },
+      });
+    else if (s.configMap === 'update')
+      await kube.update<ConfigMapObject>(userCaBundleRef, (cm) => ({
+        ...cm,
+        data: { ...cm.data, [CA_BUNDLE_KEY]: pem! },
+      }));
+    if (s.proxyPatch) await kube.mergePatch(PROXY_CONFIG, { spec: s.proxyPatch });
+    ctx.log.info(
+      { proxy: ctx.site.proxy !== undefined, trustBundle: ctx.site.trustBundle !== undefined },
+      "the site's proxy and trust bundle are in place",
+    );
+  },
+
+  async verify(ctx) {
+    if (!ctx.site.proxy && !ctx.site.trustBundle) return;
+    const s = await survey(ctx, await ctx.kube());
+    if (s.conflict || s.changes.length > 0)
+      throw new VerificationError(`proxy: still to do: ${s.conflict ?? s.changes.map((c) => c.target).join('; ')}`, {
+        step: 'proxy',
+        retryable: true,
+      });
+  },
+};
