@@ -140,11 +140,9 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
       const updated = !listed.has(name) && profile && withoutRoutes(profile.settings, name, absent);
       if (!updated) continue;
       await method(profile.path, CONNECTION, 'Update2', updated, SAVE_WITHOUT_AUTOCONNECT, {});
+      // reapplied, not activated again: a bridge would drop its ports meanwhile, a DHCP client its lease
+      await method(device.path, DEVICE, 'Reapply', {}, 0n, 0);
       log.info({ iface: name, profile: profile.path }, `removed routes from the NetworkManager profile of ${name}`);
-      activations.push({
-        name,
-        active: await method<string>(NM_PATH, NM, 'ActivateConnection', profile.path, '/', '/'),
-      });
     }
     // every outcome, in activation order: a failed controller fails its ports too, and the cause comes first
     const outcomes = await Promise.allSettled(activations.map((a) => nm.waitActivated(a.active, a.name)));

@@ -12,6 +12,7 @@
  *     reason through StateChanged, once the client has read its state;
  *   - profiles: saved with AddConnection2/Update2, which must ask for disk; a profile that may
  *     autoconnect is activated by itself unless the call blocks that, as NetworkManager's policy does;
+ *   - Reapply: the saved profile's settings applied to the running device, which stays up;
  *   - checkpoints: create (one at a time unless DESTROY_ALL), destroy, rollback (profiles and
  *     devices as they were, new profiles deleted and new devices removed) with per-device results.
  * Profiles are handed out with the legacy `routes` beside `route-data`, and a client that sends
@@ -436,6 +437,19 @@ class DeviceInterface extends Interface {
       throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
     return [this.device.applied, 1n];
   }
+  /** the saved profile's settings applied again to the running device (empty `settings`: as saved) */
+  Reapply(settings: Settings, versionId: bigint, flags: number) {
+    this.nm.record(this.device.path, 'Reapply', signedSettings(settings), versionId, flags);
+    const active = this.device.active;
+    if (this.device.state !== DEVICE.activated || !active)
+      throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
+    if (Object.keys(settings).length > 0)
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.Device.Failed',
+        'this test NetworkManager reapplies the saved profile only',
+      );
+    this.device.applied = clone(active.profile.settings);
+  }
   Disconnect() {
     this.nm.record(this.device.path, 'Disconnect');
     if (this.device.state !== DEVICE.activated)
@@ -455,7 +469,11 @@ DeviceInterface.configureMembers({
     ActiveConnection: { signature: 'o', access: 'read' },
     StateReason: { signature: '(uu)', access: 'read' },
   },
-  methods: { GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' }, Disconnect: {} },
+  methods: {
+    GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' },
+    Reapply: { inSignature: 'a{sa{sv}}tu' },
+    Disconnect: {},
+  },
 });
 
 class SettingsConnection extends Interface {

@@ -107,6 +107,7 @@ const writes = () =>
     'ActivateConnection',
     'AutoActivate',
     'Disconnect',
+    'Reapply',
   );
 const profileIds = () =>
   nm
@@ -403,6 +404,8 @@ describe('apply, commit', () => {
     } as NmstateState;
     await adapter.commit((await adapter.apply(desired, { timeoutSeconds: 30 })).checkpoint);
     expect(await ens4Routes()).toEqual(['0.0.0.0/0 via 192.0.2.1', '10.10.0.0/16 via 192.0.2.254']);
+    // the device keeps running: the changed profile is reapplied, not activated again
+    expect(writes().map((c) => c.member)).toEqual(['CheckpointCreate', 'Update2', 'Reapply', 'CheckpointDestroy']);
     expect(compareNetworkState(desired, await adapter.show())).toEqual([]);
     // the factory profile changed in place, its address kept
     expect(profileIds()).toEqual(['uplink']);
