@@ -132,7 +132,7 @@ describe('network', () => {
       env: { NMSTATECTL_STUB_FAIL_APPLY: 'br-ex: activation failed' },
     });
     await expect(node.run([networkStep])).rejects.toThrow(
-      'network: nmstatectl apply failed: nmstatectl failed (exit 1): NmstateError: VerificationError: br-ex: activation failed (nmstate restores the previous network itself)',
+      'network: applying the site network failed: nmstatectl failed (exit 1): NmstateError: VerificationError: br-ex: activation failed (the previous network is restored)',
     );
     expect(events(node.logs).map((e) => e.event)).toContain('networkRollback');
   });

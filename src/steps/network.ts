@@ -244,15 +244,16 @@ export const networkStep: Step = {
         timeoutSeconds: timeoutSeconds + CHECKPOINT_MARGIN_SECONDS,
       }));
     } catch (err) {
-      const reason = `nmstatectl apply failed: ${errorMessage(err)}`;
+      // either backend undoes a change it could not make (nmstatectl itself, the D-Bus backend at once)
+      const reason = `applying the site network failed: ${errorMessage(err)}`;
       logEvent(
         ctx.log,
         'error',
         'networkRollback',
         { reason, revertState },
-        `network change refused; nmstate restores the previous network itself: ${reason}`,
+        `network change refused; the previous network is restored: ${reason}`,
       );
-      throw new StepError(`network: ${reason} (nmstate restores the previous network itself)`, {
+      throw new StepError(`network: ${reason} (the previous network is restored)`, {
         step: 'network',
         cause: err,
         retryable: true,
