@@ -4,7 +4,7 @@
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { z } from 'zod';
-import { isCidr } from './addresses.js';
+import { canonicalIp, formatCidr, isCidr, parseCidr } from './addresses.js';
 
 const ipv4 = z.string().refine((v) => isIPv4(v), { message: 'not an IPv4 address' });
 const ipv6 = z.string().refine((v) => isIPv6(v), { message: 'not an IPv6 address' });
@@ -210,3 +210,31 @@ export const nmstateSchema = z
   .describe('nmstate desired state: interfaces, routes, route-rules, dns-resolver');
 
 export type NmstateState = z.infer<typeof nmstateSchema>;
+
+type RouteEntry = NonNullable<NonNullable<NmstateState['routes']>['config']>[number];
+
+/** a route destination as one form: `10.9.0.0/16`, `::/0` */
+export const canonicalDestination = (d: string): string => formatCidr(parseCidr(d));
+
+/**
+ * Whether route `want` matches route `have`, as nmstate's RouteEntry::is_match: a field `want`
+ * leaves out (or gives as '') matches anything, so an absent route with only a next-hop interface
+ * matches every route of that interface, and one with nothing matches every route.
+ */
+export function routeMatches(want: RouteEntry, have: RouteEntry): boolean {
+  if (
+    want.destination &&
+    (!have.destination || canonicalDestination(want.destination) !== canonicalDestination(have.destination))
+  )
+    return false;
+  if (want['next-hop-address'] === '') {
+    if (have['next-hop-address']) return false;
+  } else if (
+    want['next-hop-address'] !== undefined &&
+    canonicalIp(want['next-hop-address']) !== canonicalIp(String(have['next-hop-address'] ?? ''))
+  )
+    return false;
+  if (want['next-hop-interface'] !== undefined && want['next-hop-interface'] !== have['next-hop-interface'])
+    return false;
+  return want.metric === undefined || want.metric === have.metric;
+}

@@ -83,6 +83,12 @@ exit 0
 `;
 }
 
+/** The internal IP a dispatcher script of renderDispatcherScript() keeps on br-ex; undefined for any other script. */
+export function pinnedInternalIP(script: string): string | undefined {
+  if (!script.includes(HEADER)) return undefined;
+  return new RegExp(`^ip addr replace (\\S+) dev ${BR_EX}`, 'm').exec(script)?.[1];
+}
+
 /** Later drop-ins win: this overrides the node IP that nodeip-configuration picks (20-nodenet.conf). */
 export function renderKubeletNodeIpDropIn(internalIP: string): string {
   const { address } = checked(internalIP);

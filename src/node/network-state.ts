@@ -4,7 +4,7 @@
  * site-config sets (interface state, MTU, MAC, IP settings, VLAN, bond, routes, DNS) in nmstate's
  * partial-state sense: keys the site-config leaves out are not compared.
  */
-import type { NmstateState } from '../base/nmstate.js';
+import { canonicalDestination, type NmstateState, routeMatches } from '../base/nmstate.js';
 import { canonicalIp, formatCidr, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { BR_EX } from './internal-ip.js';
 
@@ -149,28 +149,8 @@ function compareInterface(want: Interface, have: Interface | undefined, internal
   return out;
 }
 
-const canonicalDestination = (d: string) => formatCidr(parseCidr(d));
 const describeRoute = (r: Route) =>
   `${r.destination || '*'}${r['next-hop-address'] ? ` via ${r['next-hop-address']}` : ''}${r['next-hop-interface'] ? ` dev ${r['next-hop-interface']}` : ''}`;
-
-function routeMatches(want: Route, have: Route): boolean {
-  // what an absent route leaves out (or gives as '') matches anything, as nmstate's RouteEntry::is_match
-  if (
-    want.destination &&
-    (!have.destination || canonicalDestination(want.destination) !== canonicalDestination(have.destination))
-  )
-    return false;
-  if (want['next-hop-address'] === '') {
-    if (have['next-hop-address']) return false;
-  } else if (
-    want['next-hop-address'] !== undefined &&
-    canonicalIp(want['next-hop-address']) !== canonicalIp(String(have['next-hop-address'] ?? ''))
-  )
-    return false;
-  if (want['next-hop-interface'] !== undefined && want['next-hop-interface'] !== have['next-hop-interface'])
-    return false;
-  return want.metric === undefined || want.metric === have.metric;
-}
 
 function compareRoutes(desired: NmstateState, current: NmstateState): Difference[] {
   const currentRoutes = (current.routes?.config ??

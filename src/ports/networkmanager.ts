@@ -26,12 +26,14 @@ import {
 } from './nm/dbus.js';
 import { stateFromDevices } from './nm/current-state.js';
 import {
+  absentRoutes,
   mergeSettings,
   profilesFor,
   sameType,
   unsupportedThroughDbus,
   type TranslationOptions,
   withoutAutoconnect,
+  withoutRoutes,
 } from './nm/profiles.js';
 import type { Nmstate } from './nmstate.js';
 
@@ -64,7 +66,11 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
   const nm = new NetworkManagerBus(log, options.activationTimeoutMs ?? ACTIVATION_TIMEOUT_MS);
   const method = nm.method.bind(nm);
 
-  const applyProfiles = async (plan: ReturnType<typeof profilesFor>, checkpoint: string): Promise<void> => {
+  const applyProfiles = async (
+    plan: ReturnType<typeof profilesFor>,
+    checkpoint: string,
+    state: NmstateState,
+  ): Promise<void> => {
     const existing = await nm.profiles();
     const byName = new Map((await nm.devices()).map((d) => [d.data.name, d]));
 
@@ -125,6 +131,19 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
         active: await method<string>(NM_PATH, NM, 'ActivateConnection', path, '/', '/'),
       });
     }
+    // routes removed from interfaces the state does not list: their own profiles, less those routes
+    // (a listed interface's profile was made from the state, without them)
+    const absent = absentRoutes(state);
+    const listed = new Set((state.interfaces ?? []).map((i) => i.name));
+    for (const [name, device] of absent.length ? byName : []) {
+      const profile = existing.find((p) => p.path === device.activeProfile);
+      const updated = !listed.has(name) && profile && withoutRoutes(profile.settings, name, absent);
+      if (!updated) continue;
+      await method(profile.path, CONNECTION, 'Update2', updated, SAVE_WITHOUT_AUTOCONNECT, {});
+      // reapplied, not activated again: a bridge would drop its ports meanwhile, a DHCP client its lease
+      await method(device.path, DEVICE, 'Reapply', {}, 0n, 0);
+      log.info({ iface: name, profile: profile.path }, `removed routes from the NetworkManager profile of ${name}`);
+    }
     // every outcome, in activation order: a failed controller fails its ports too, and the cause comes first
     const outcomes = await Promise.allSettled(activations.map((a) => nm.waitActivated(a.active, a.name)));
     const failed = outcomes.flatMap((o) =>
@@ -153,7 +172,7 @@ export function createNetworkManager(log: Logger, options: NetworkManagerOptions
         `NetworkManager checkpoint ${checkpoint} created; it rolls back by itself after ${timeoutSeconds} s`,
       );
       try {
-        await applyProfiles(plan, checkpoint);
+        await applyProfiles(plan, checkpoint, state);
       } catch (err) {
         // undone now rather than at the timeout, so that the node is back on its network at once
         const reason = err instanceof Error ? err.message : String(err);

@@ -3,13 +3,14 @@
  * state, checkpoints and NetworkManager keyfiles), real ping and getent, and a clock whose waits
  * pass at once.
  */
-import { readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { NmstateState } from '../base/nmstate.js';
 import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
+import { DISPATCHER_SCRIPT, renderDispatcherScript } from '../node/internal-ip.js';
 import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './network.js';
 import { allowErrorLog } from '../../test/helpers/error-log.js';
 
@@ -132,7 +133,7 @@ describe('network', () => {
       env: { NMSTATECTL_STUB_FAIL_APPLY: 'br-ex: activation failed' },
     });
     await expect(node.run([networkStep])).rejects.toThrow(
-      'network: nmstatectl apply failed: nmstatectl failed (exit 1): NmstateError: VerificationError: br-ex: activation failed (nmstate restores the previous network itself)',
+      'network: applying the site network failed: nmstatectl failed (exit 1): NmstateError: VerificationError: br-ex: activation failed (the previous network is restored)',
     );
     expect(events(node.logs).map((e) => e.event)).toContain('networkRollback');
   });
@@ -158,6 +159,29 @@ describe('network', () => {
       '[ipv4]\nmethod=auto\naddress1=192.168.127.10/24\n',
     );
     expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+  });
+
+  it("keeps the internal IP the node pins when the site-config names none (an image-based install's media)", async () => {
+    // a factory node: the dispatcher script keeps the internal IP on br-ex whatever the site network
+    const node = testNode({ site, network: factoryNetwork() });
+    mkdirSync(path.dirname(path.join(node.root, DISPATCHER_SCRIPT)), { recursive: true });
+    writeFileSync(path.join(node.root, DISPATCHER_SCRIPT), renderDispatcherScript('192.168.127.10/24'), {
+      mode: 0o755,
+    });
+    await node.run([networkStep]);
+    const { internalIP: _none, ...network } = site.network;
+    node.ctx.site = testSite({ network });
+    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    const elsewhere = structuredClone(STORE);
+    elsewhere.interfaces![0]!.ipv4!.address = [{ ip: '10.43.0.20', 'prefix-length': 24 }];
+    node.ctx.site = testSite({ network: { ...network, nmstate: elsewhere } });
+    const state = await node.run([networkStep]);
+    expect(state.steps.network?.status).toBe('done');
+    const brEx = stub(node.env).current.interfaces!.find((i) => i.name === 'br-ex' && i.type === 'ovs-interface')!;
+    expect(brEx.ipv4!.address).toEqual([
+      { ip: '192.168.127.10', 'prefix-length': 24 },
+      { ip: '10.43.0.20', 'prefix-length': 24 },
+    ]);
   });
 
   it('repairs keyfiles a power cut left empty, though the run was recorded as done', async () => {

@@ -24,7 +24,7 @@ import { logEvent } from '../log/logger.js';
 import { pollUntil } from '../ports/clock.js';
 import { formatCidr, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
-import { BR_EX } from '../node/internal-ip.js';
+import { BR_EX, DISPATCHER_SCRIPT, pinnedInternalIP } from '../node/internal-ip.js';
 import { compareNetworkState, defaultGateways, desiredNetworkState, differenceLines } from '../node/network-state.js';
 
 export const KEYFILE_DIR = '/etc/NetworkManager/system-connections';
@@ -65,10 +65,23 @@ async function removeLeftovers(ctx: StepContext, leftovers: Leftovers): Promise<
   }
 }
 
-const desiredState = (ctx: StepContext): NmstateState =>
-  desiredNetworkState(ctx.site.network.nmstate, ctx.site.network.internalIP);
-const internalCidr = (ctx: StepContext) =>
-  ctx.site.network.internalIP === undefined ? undefined : formatCidr(parseCidr(ctx.site.network.internalIP));
+/**
+ * The internal IP the site network keeps on br-ex: the site-config's, else the one the node already
+ * pins there (the factory's dispatcher script puts it back whatever the site network says), which a
+ * site-config without one keeps, as the internal-ip step does. The image-based install's media never
+ * names one.
+ */
+async function internalIP(ctx: StepContext): Promise<string | undefined> {
+  if (ctx.site.network.internalIP !== undefined) return ctx.site.network.internalIP;
+  const script = await ctx.fs.readText(DISPATCHER_SCRIPT);
+  return script === undefined ? undefined : pinnedInternalIP(script);
+}
+const desiredState = async (ctx: StepContext): Promise<NmstateState> =>
+  desiredNetworkState(ctx.site.network.nmstate, await internalIP(ctx));
+const internalCidr = async (ctx: StepContext) => {
+  const internal = await internalIP(ctx);
+  return internal === undefined ? undefined : formatCidr(parseCidr(internal));
+};
 
 function describeChecks(ctx: StepContext): string {
   const { pingGateway, resolve, timeoutSeconds } = ctx.site.network.verify;
@@ -87,7 +100,7 @@ async function problems(
   internalRequired: string | undefined,
 ): Promise<string[]> {
   const current = await ctx.nmstate.show();
-  const out = compareNetworkState(desired, current, ctx.site.network.internalIP).map(
+  const out = compareNetworkState(desired, current, await internalIP(ctx)).map(
     (d) => `${d.path} is ${d.have}, want ${d.want}`,
   );
   if (ctx.site.network.verify.pingGateway) {
@@ -177,7 +190,7 @@ export const networkStep: Step = {
   inputs: (site) => site.network,
 
   async plan(ctx) {
-    const desired = desiredState(ctx);
+    const desired = await desiredState(ctx);
     // refused now, while every step is still planning, not at apply after others changed the node
     const unsupported = ctx.nmstate.unsupported(desired);
     if (unsupported.length)
@@ -185,7 +198,7 @@ export const networkStep: Step = {
         action: 'conflict',
         reason: `the network backend on this node cannot apply the site network: ${unsupported.join('; ')}`,
       };
-    const differences = compareNetworkState(desired, await ctx.nmstate.show(), ctx.site.network.internalIP);
+    const differences = compareNetworkState(desired, await ctx.nmstate.show(), await internalIP(ctx));
     const { empty, temporary } = await keyfileLeftovers(ctx);
     const interfaces = desired.interfaces?.length ?? 0;
     if (differences.length === 0 && empty.length === 0 && temporary.length === 0)
@@ -224,7 +237,7 @@ export const networkStep: Step = {
   },
 
   async apply(ctx, plan) {
-    const desired = desiredState(ctx);
+    const desired = await desiredState(ctx);
     const { timeoutSeconds } = ctx.site.network.verify;
     await removeLeftovers(ctx, await keyfileLeftovers(ctx));
     // only leftovers to clear: the network itself already holds, so nothing is re-applied
@@ -233,7 +246,7 @@ export const networkStep: Step = {
       return;
     }
     const revertState = await saveRevertState(ctx, desired, await ctx.nmstate.show());
-    const internal = internalCidr(ctx);
+    const internal = await internalCidr(ctx);
     // the internal IP must survive the change when it was there: kubelet and etcd are bound to it
     const internalRequired =
       internal !== undefined && (await interfaceAddresses(ctx.exec, BR_EX))?.includes(internal) ? internal : undefined;
@@ -244,15 +257,16 @@ export const networkStep: Step = {
         timeoutSeconds: timeoutSeconds + CHECKPOINT_MARGIN_SECONDS,
       }));
     } catch (err) {
-      const reason = `nmstatectl apply failed: ${errorMessage(err)}`;
+      // either backend undoes a change it could not make (nmstatectl itself, the D-Bus backend at once)
+      const reason = `applying the site network failed: ${errorMessage(err)}`;
       logEvent(
         ctx.log,
         'error',
         'networkRollback',
         { reason, revertState },
-        `network change refused; nmstate restores the previous network itself: ${reason}`,
+        `network change refused; the previous network is restored: ${reason}`,
       );
-      throw new StepError(`network: ${reason} (nmstate restores the previous network itself)`, {
+      throw new StepError(`network: ${reason} (the previous network is restored)`, {
         step: 'network',
         cause: err,
         retryable: true,
@@ -300,7 +314,7 @@ export const networkStep: Step = {
     const { empty } = await keyfileLeftovers(ctx);
     const failed = [
       ...empty.map((f) => `${f} is empty`),
-      ...(await checkWithRetries(ctx, desiredState(ctx), undefined)),
+      ...(await checkWithRetries(ctx, await desiredState(ctx), undefined)),
     ];
     if (failed.length === 0) return;
     // past the commit there is no checkpoint to roll back to: say where the previous state is kept

@@ -122,3 +122,10 @@ export async function expectSiteNetwork(vm: Vm): Promise<void> {
   expect(await vm.sshOk('ip -4 route show default')).toMatch(/^default via 192\.0\.2\.1 dev br-ex/m);
   expect((await vm.ssh('ping -c 1 -W 5 192.0.2.1')).code).toBe(0);
 }
+
+/** A scenario's end: the VM's logs and journal into .artifacts/<name>/, then the VM stopped and removed. */
+export async function endVm(vm: Vm | undefined): Promise<void> {
+  if (!vm) return;
+  await vm.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
+  await vm.dispose();
+}

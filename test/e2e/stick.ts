@@ -10,8 +10,12 @@
 //            that fits 'relocation-config' (17). The image-based install tooling ships its
 //            configuration as an ISO as well. Read-only.
 // Default fs: the first of vfat, ext4, iso9660 that fits the label.
+//
+// `partitioned`: the filesystem goes into partition 1 of an MBR partition table (starting at 1 MiB
+// and filling the stick, as fdisk lays out a stick a person partitions), so the guest sees the
+// label on /dev/sdX1 instead; ext4 or vfat only (an ISO image is written whole).
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix } from 'node:path';
 
@@ -36,6 +40,8 @@ export interface StickOptions {
   dir?: string;
   /** file name of the image; default `<label>.img` */
   fileName?: string;
+  /** the filesystem in partition 1 of an MBR partition table; default false (the whole device) */
+  partitioned?: boolean;
 }
 
 const LABEL_MAX: Record<StickFs, number> = { vfat: 11, ext4: 16, iso9660: 32 };
@@ -62,8 +68,29 @@ export function defaultStickFs(label: string): StickFs {
   return 'iso9660';
 }
 
+const SECTOR = 512;
+const PARTITION_START = 2048;
+/** MBR partition types: Linux, and FAT32 with LBA */
+const MBR_TYPE: Record<'ext4' | 'vfat', number> = { ext4: 0x83, vfat: 0x0c };
+
+/** Sector 0 of a disk with one primary partition from PARTITION_START to the end. */
+function mbr(totalSectors: number, type: number): Buffer {
+  const b = Buffer.alloc(SECTOR);
+  b.writeUInt32LE(0x5e1ec7ed, 440); // disk signature
+  const entry = 446;
+  b.writeUInt8(0x00, entry); // not bootable
+  b.set([0xfe, 0xff, 0xff], entry + 1); // CHS start: beyond CHS, use LBA
+  b.writeUInt8(type, entry + 4);
+  b.set([0xfe, 0xff, 0xff], entry + 5); // CHS end
+  b.writeUInt32LE(PARTITION_START, entry + 8);
+  b.writeUInt32LE(totalSectors - PARTITION_START, entry + 12);
+  b.writeUInt16LE(0xaa55, 510);
+  return b;
+}
+
 /** Makes a stick image and returns its path. */
 export async function makeStick(opts: StickOptions): Promise<string> {
+  if (opts.partitioned) return partitionedStick(opts);
   const fs = opts.fs ?? defaultStickFs(opts.label);
   if (opts.label === '' || /[/\s"]/.test(opts.label)) throw new Error(`stick: bad label ${JSON.stringify(opts.label)}`);
   if (Buffer.byteLength(opts.label) > LABEL_MAX[fs]) {
@@ -129,4 +156,31 @@ export async function makeStick(opts: StickOptions): Promise<string> {
     await rm(tmp, { recursive: true, force: true });
   }
   return image;
+}
+
+/** The filesystem made as for a whole device, then laid into partition 1 of an MBR table. */
+async function partitionedStick(opts: StickOptions): Promise<string> {
+  const fs = opts.fs ?? defaultStickFs(opts.label);
+  if (fs === 'iso9660') throw new Error('stick: an iso9660 image is written whole, not into a partition');
+  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), 'sno-stick-')));
+  await mkdir(dir, { recursive: true });
+  const image = join(dir, opts.fileName ?? `${opts.label}.img`);
+  const sizeMiB = opts.sizeMiB ?? 16;
+  const part = await makeStick({
+    ...opts,
+    fs,
+    partitioned: false,
+    dir,
+    fileName: `${opts.fileName ?? opts.label}.partition`,
+    sizeMiB: sizeMiB - 1,
+  });
+  try {
+    const totalSectors = (sizeMiB * 1024 * 1024) / SECTOR;
+    await writeFile(image, mbr(totalSectors, MBR_TYPE[fs]));
+    await truncate(image, PARTITION_START * SECTOR);
+    await appendFile(image, await readFile(part));
+    return image;
+  } finally {
+    await rm(part, { force: true });
+  }
 }

@@ -12,8 +12,11 @@
  *     reason through StateChanged, once the client has read its state;
  *   - profiles: saved with AddConnection2/Update2, which must ask for disk; a profile that may
  *     autoconnect is activated by itself unless the call blocks that, as NetworkManager's policy does;
+ *   - Reapply: the saved profile's settings applied to the running device, which stays up;
  *   - checkpoints: create (one at a time unless DESTROY_ALL), destroy, rollback (profiles and
  *     devices as they were, new profiles deleted and new devices removed) with per-device results.
+ * Profiles are handed out with the legacy `routes` beside `route-data`, and a client that sends
+ * both gets the legacy ones kept, as the daemon does.
  * IP configuration follows the applied profile: static addresses, gateway and routes as given,
  * DHCP from a lease the test sets per interface. IPv4 DNS servers are read back from `au` in
  * network byte order, so a wrong byte order shows as a wrong server.
@@ -157,6 +160,71 @@ export function checkSettings(settings: Settings): void {
     throw invalid(`connection.type: unknown type ${connection.type.value as string}`);
   if (settings.ipv4?.method?.value === 'manual' && !settings.ipv4['address-data'])
     throw invalid('ipv4.method: manual needs addresses');
+}
+
+/** an IPv4 address in NetworkManager's legacy `au`/`aau` form: the bytes in network order */
+const toNetworkOrder = (ip: string) =>
+  ip
+    .split('.')
+    .map(Number)
+    .reduceRight((n, byte) => ((n << 8) | byte) >>> 0, 0);
+const toBytes = (ip: string) => {
+  const [head = '', tail = ''] = canonicalIp(ip).split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail ? tail.split(':') : [];
+  const groups = [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+  return Buffer.from(groups.flatMap((g) => [parseInt(g, 16) >> 8, parseInt(g, 16) & 0xff]));
+};
+
+/**
+ * The legacy `routes` beside `route-data`, as the daemon hands a profile out (GetSettings): ipv4
+ * `aau` (destination, prefix, next hop, metric; addresses in network order), ipv6 `a(ayuayu)`.
+ */
+function withLegacyRoutes(settings: Settings): Settings {
+  const out = clone(settings);
+  for (const family of [4, 6] as const) {
+    const section = out[family === 4 ? 'ipv4' : 'ipv6'];
+    const data = (section?.['route-data']?.value ?? []) as Record<string, Variant>[];
+    if (!section || data.length === 0) continue;
+    const zero = family === 4 ? '0.0.0.0' : '::';
+    const rows = data.map((r) => {
+      const hop = str(r['next-hop']) ?? zero;
+      const metric = (r.metric?.value as number | undefined) ?? 0;
+      const prefix = r.prefix!.value as number;
+      return family === 4
+        ? [toNetworkOrder(str(r.dest)!), prefix, toNetworkOrder(hop), metric]
+        : [toBytes(str(r.dest)!), prefix, toBytes(hop), metric];
+    });
+    section.routes = new Variant(family === 4 ? 'aau' : 'a(ayuayu)', rows);
+  }
+  return out;
+}
+
+/**
+ * What the daemon keeps of settings it is given: when a client sends the legacy `routes` too, the
+ * daemon reads that and ignores `route-data` (libnm-core nm-setting.c _nm_setting_use_legacy_property:
+ * "The daemon prefers the legacy property if it exists"; nm-setting-ip4-config.c ip4_route_data_set).
+ */
+function fromClient(settings: Settings): Settings {
+  const out = clone(settings);
+  for (const family of [4, 6] as const) {
+    const section = out[family === 4 ? 'ipv4' : 'ipv6'];
+    const legacy = section?.routes?.value as unknown[][] | undefined;
+    if (!section || !legacy) continue;
+    const ip = (v: unknown) => (family === 4 ? fromNetworkOrder(v as number) : fromBytes(v as Buffer));
+    const none = family === 4 ? '0.0.0.0' : '::';
+    section['route-data'] = new Variant(
+      'aa{sv}',
+      legacy.map(([dest, prefix, hop, metric]) => ({
+        dest: new Variant('s', ip(dest)),
+        prefix: new Variant('u', prefix as number),
+        ...(ip(hop) !== none ? { 'next-hop': new Variant('s', ip(hop)) } : {}),
+        ...((metric as number) > 0 ? { metric: new Variant('u', metric as number) } : {}),
+      })),
+    );
+    delete section.routes;
+  }
+  return out;
 }
 
 const clone = (settings: Settings): Settings =>
@@ -369,6 +437,19 @@ class DeviceInterface extends Interface {
       throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
     return [this.device.applied, 1n];
   }
+  /** the saved profile's settings applied again to the running device (empty `settings`: as saved) */
+  Reapply(settings: Settings, versionId: bigint, flags: number) {
+    this.nm.record(this.device.path, 'Reapply', signedSettings(settings), versionId, flags);
+    const active = this.device.active;
+    if (this.device.state !== DEVICE.activated || !active)
+      throw new DBusError('org.freedesktop.NetworkManager.Device.NotActive', 'Device is not activated');
+    if (Object.keys(settings).length > 0)
+      throw new DBusError(
+        'org.freedesktop.NetworkManager.Device.Failed',
+        'this test NetworkManager reapplies the saved profile only',
+      );
+    this.device.applied = clone(active.profile.settings);
+  }
   Disconnect() {
     this.nm.record(this.device.path, 'Disconnect');
     if (this.device.state !== DEVICE.activated)
@@ -388,7 +469,11 @@ DeviceInterface.configureMembers({
     ActiveConnection: { signature: 'o', access: 'read' },
     StateReason: { signature: '(uu)', access: 'read' },
   },
-  methods: { GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' }, Disconnect: {} },
+  methods: {
+    GetAppliedConnection: { inSignature: 'u', outSignature: 'a{sa{sv}}t' },
+    Reapply: { inSignature: 'a{sa{sv}}tu' },
+    Disconnect: {},
+  },
 });
 
 class SettingsConnection extends Interface {
@@ -400,14 +485,14 @@ class SettingsConnection extends Interface {
   }
   GetSettings() {
     this.nm.record(this.profile.path, 'GetSettings');
-    return this.profile.settings;
+    return withLegacyRoutes(this.profile.settings);
   }
   Update2(settings: Settings, flags: number, args: Record<string, Variant>) {
     this.nm.record(this.profile.path, 'Update2', signedSettings(settings), flags, args);
     checkSettings(settings);
     checkSaveFlags(flags, args);
     if (!settings.connection!.uuid) throw invalid('connection.uuid: an update must keep the uuid');
-    this.profile.settings = settings;
+    this.profile.settings = fromClient(settings);
     // a modified profile that may autoconnect is eligible at once, unless blocked
     if (!(flags & BLOCK_AUTOCONNECT)) this.nm.autoconnect(this.profile);
     return {};
@@ -761,7 +846,7 @@ export class FakeNetworkManager {
 
   addProfile(settings: Settings): Profile {
     checkSettings(settings);
-    const withUuid = clone(settings);
+    const withUuid = fromClient(settings);
     withUuid.connection!.uuid ??= new Variant(
       's',
       `00000000-0000-4000-8000-${String(this.serial.profile + 1).padStart(12, '0')}`,

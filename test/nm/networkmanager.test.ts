@@ -25,6 +25,7 @@ import {
   SAVE_WITHOUT_AUTOCONNECT,
 } from '../../src/ports/networkmanager.js';
 import { missingDbusDaemon, type PrivateBus, startPrivateBus } from '../dbus/bus.js';
+import type { Settings } from '../../src/ports/nm/encoding.js';
 import { DeviceType, FakeNetworkManager, type Recorded, signedSettings, type World } from './fake-networkmanager.js';
 
 const { Variant } = dbus;
@@ -106,6 +107,7 @@ const writes = () =>
     'ActivateConnection',
     'AutoActivate',
     'Disconnect',
+    'Reapply',
   );
 const profileIds = () =>
   nm
@@ -360,6 +362,63 @@ describe('apply, commit', () => {
       'down',
       'up',
     ]);
+  });
+
+  /** ens4 static with a gateway and two more routes, in its factory profile `uplink` */
+  const staticUplink = async () => {
+    await nm.stop();
+    const profile: Settings = uplink();
+    profile.ipv4 = {
+      method: new Variant('s', 'manual'),
+      'address-data': new Variant('aa{sv}', [
+        { address: new Variant('s', '192.0.2.10'), prefix: new Variant('u', 24) },
+      ]),
+      gateway: new Variant('s', '192.0.2.1'),
+      'route-data': new Variant('aa{sv}', [
+        {
+          dest: new Variant('s', '10.9.0.0'),
+          prefix: new Variant('u', 16),
+          'next-hop': new Variant('s', '192.0.2.254'),
+        },
+        {
+          dest: new Variant('s', '10.10.0.0'),
+          prefix: new Variant('u', 16),
+          'next-hop': new Variant('s', '192.0.2.254'),
+          metric: new Variant('u', 50),
+        },
+      ]),
+    };
+    nm = await FakeNetworkManager.start(bus.address, { devices: factory().devices, profiles: [profile] });
+    connect();
+  };
+  const ens4Routes = async () =>
+    ((await adapter.show()).routes?.config ?? [])
+      .filter((r) => r['next-hop-interface'] === 'ens4')
+      .map((r) => `${r.destination} via ${r['next-hop-address']}`)
+      .sort();
+
+  it('removes an absent route from an interface the state does not list, and keeps its other routes', async () => {
+    await staticUplink();
+    const desired = {
+      routes: { config: [{ destination: '10.9.0.0/16', 'next-hop-interface': 'ens4', state: 'absent' }] },
+    } as NmstateState;
+    await adapter.commit((await adapter.apply(desired, { timeoutSeconds: 30 })).checkpoint);
+    expect(await ens4Routes()).toEqual(['0.0.0.0/0 via 192.0.2.1', '10.10.0.0/16 via 192.0.2.254']);
+    // the device keeps running: the changed profile is reapplied, not activated again
+    expect(writes().map((c) => c.member)).toEqual(['CheckpointCreate', 'Update2', 'Reapply', 'CheckpointDestroy']);
+    expect(compareNetworkState(desired, await adapter.show())).toEqual([]);
+    // the factory profile changed in place, its address kept
+    expect(profileIds()).toEqual(['uplink']);
+    expect(iface(await adapter.show(), 'ens4')?.ipv4?.address).toEqual([{ ip: '192.0.2.10', 'prefix-length': 24 }]);
+  });
+
+  it('an absent route without destination removes every route of its interface, the default route too', async () => {
+    await staticUplink();
+    const desired = { routes: { config: [{ 'next-hop-interface': 'ens4', state: 'absent' }] } } as NmstateState;
+    await adapter.commit((await adapter.apply(desired, { timeoutSeconds: 30 })).checkpoint);
+    expect(await ens4Routes()).toEqual([]);
+    expect(compareNetworkState(desired, await adapter.show())).toEqual([]);
+    expect(iface(await adapter.show(), 'ens4')?.ipv4?.address).toEqual([{ ip: '192.0.2.10', 'prefix-length': 24 }]);
   });
 
   it('refuses OVS before anything changes, naming the way out', async () => {

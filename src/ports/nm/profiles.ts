@@ -11,7 +11,7 @@
  */
 import { isIPv4 } from 'node:net';
 import dbus from 'dbus-next';
-import type { NmstateState } from '../../base/nmstate.js';
+import { type NmstateState, routeMatches } from '../../base/nmstate.js';
 import { parseCidr } from '../../base/addresses.js';
 import { type Interface, ipv4ToNetworkOrder, ipv6Bytes, type Route, type Settings } from './encoding.js';
 
@@ -403,4 +403,50 @@ export function mergeSettings(existing: Settings, desired: Settings): Settings {
     delete merged.ipv6;
   }
   return merged;
+}
+
+/** the routes the desired state removes (`state: absent`) */
+export const absentRoutes = (state: NmstateState): Route[] =>
+  (state.routes?.config ?? []).filter((r) => r.state === 'absent');
+
+/**
+ * A saved profile of interface `iface` without the routes that `absent` matches (nmstate's
+ * matching: a field an absent route leaves out matches anything): its route-data entries and its
+ * gateway, the default route. Undefined when none matches. NetworkManager hands a profile out with
+ * the legacy `routes` and `addresses` beside `route-data` and `address-data`, and reads the legacy
+ * ones first when a client sends both, so they are left out: a removed route would come back.
+ */
+export function withoutRoutes(settings: Settings, iface: string, absent: readonly Route[]): Settings | undefined {
+  const matched = (r: Route) => absent.some((a) => routeMatches(a, r));
+  let changed = false;
+  const out: Settings = { ...settings };
+  for (const [key, zero] of [
+    ['ipv4', '0.0.0.0/0'],
+    ['ipv6', '::/0'],
+  ] as const) {
+    const section = settings[key];
+    if (!section) continue;
+    const { routes: _legacyRoutes, addresses: _legacyAddresses, ...next } = section;
+    const gateway = section.gateway?.value as string | undefined;
+    if (gateway && matched({ destination: zero, 'next-hop-address': gateway, 'next-hop-interface': iface })) {
+      delete next.gateway;
+      changed = true;
+    }
+    const data = (section['route-data']?.value ?? []) as Record<string, Variant>[];
+    const keep = data.filter(
+      (r) =>
+        !matched({
+          destination: `${r.dest?.value as string}/${r.prefix?.value as number}`,
+          ...(r['next-hop'] ? { 'next-hop-address': r['next-hop'].value as string } : {}),
+          'next-hop-interface': iface,
+          ...(r.metric ? { metric: r.metric.value as number } : {}),
+        }),
+    );
+    if (keep.length !== data.length) {
+      next['route-data'] = new Variant('aa{sv}', keep);
+      changed = true;
+    }
+    out[key] = next;
+  }
+  return changed ? out : undefined;
 }
