@@ -219,6 +219,15 @@ describe('systemd units', () => {
     expect([watch.Service!.UMask, watch.Service!.MemoryMax]).toEqual([['0077'], ['256M']]);
   });
 
+  it('runs the watcher with the memory settings its idle size was measured with', () => {
+    // bench/watch.ts starts the watcher with this unit's Environment=; without them it idles 5 MB larger
+    expect(unit('sno-relocate-watch.service').Service!.Environment).toEqual([
+      'SNO_RELOCATE_UNIT=sno-relocate-watch.service',
+      'NODE_OPTIONS=--max-semi-space-size=1',
+      'MALLOC_MMAP_THRESHOLD_=16384',
+    ]);
+  });
+
   it('installs the binary only where it is missing, and starts the agent afterwards', () => {
     const install = unit('sno-relocate-install.service');
     expect(install.Unit!.ConditionPathExists).toEqual([
