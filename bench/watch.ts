@@ -208,7 +208,12 @@ try {
         `kubectl get -A -o json of the same kinds: ${median(kubectlMs).toFixed(0)} ms (${(median(syncMs) / median(kubectlMs)).toFixed(2)}x)`,
       ],
       ['objects kept in memory (the others have nothing to report)', String(kept), '', `of ${total} watched`],
-      ['executable start to first evaluation in the status file (ms)', median(firstStatus), '< 5000', ''],
+      [
+        'executable start to first evaluation in the status file (ms)',
+        median(firstStatus),
+        '< 5000',
+        `runs ${firstStatus.map((ms) => ms.toFixed(0)).join(', ')}${before ? `; ${BEFORE}, started after them: ${before.ms.toFixed(0)}` : ''}`,
+      ],
       [
         `idle RSS over ${IDLE_SECONDS} s (MB; median of 3 watchers, each the median of ${rssSamples[0]!.length} samples)`,
         rss,
