@@ -6,6 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import https from 'node:https';
+import { createSecureContext } from 'node:tls';
 import {
   ApiException,
   CertificatesV1Api,
@@ -155,35 +156,52 @@ const splitApiVersion = (apiVersion: string): { group: string; version: string }
 };
 
 /**
- * The API clients' configuration with one keep-alive agent for every request. client-node 1.x
- * makes a new https.Agent for each request, so each call paid a TCP and TLS handshake on both ends;
- * a thousand route patches spent most of their time there. Authentication is still the
- * kubeconfig's own, per request (tokens, client certificates, exec plugins).
+ * One keep-alive agent for every request made with `config`, made on first use, or undefined when
+ * the library's own agents must stay (plain http, proxies). client-node 1.x makes a new
+ * https.Agent for each request, so each call paid a TCP and TLS handshake on both ends; a thousand
+ * route patches spent most of their time there. Every connection of the agent shares one TLS
+ * context (the kubeconfig's CA and client certificate, parsed once) rather than one each.
  */
-function keepAliveConfiguration(config: KubeConfig, timeoutMs: number): Configuration {
+export function sharedAgent(config: KubeConfig): (() => Promise<https.Agent>) | undefined {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new StepError('the kubeconfig names no current cluster');
-  // plain http and proxies keep the library's own agents
-  if (!cluster.server.startsWith('https:') || cluster.proxyUrl) return timeoutConfiguration(config, timeoutMs);
+  if (!cluster.server.startsWith('https:') || cluster.proxyUrl) return undefined;
   let agent: Promise<https.Agent> | undefined;
-  const sharedAgent = async () => {
+  const make = async () => {
     const tls: https.RequestOptions = {};
     await config.applyToHTTPSOptions(tls);
     return new https.Agent({
       keepAlive: true,
-      ca: tls.ca,
-      cert: tls.cert,
-      key: tls.key,
-      pfx: tls.pfx,
-      passphrase: tls.passphrase,
+      secureContext: createSecureContext({
+        ca: tls.ca,
+        cert: tls.cert,
+        key: tls.key,
+        pfx: tls.pfx,
+        passphrase: tls.passphrase,
+      }),
       ...(tls.rejectUnauthorized !== undefined && { rejectUnauthorized: tls.rejectUnauthorized }),
+      ...(tls.servername && { servername: tls.servername }),
     });
   };
+  return () => (agent ??= make());
+}
+
+/**
+ * The API clients' configuration with the shared keep-alive agent for every request.
+ * Authentication is still the kubeconfig's own, per request (tokens, client certificates, exec
+ * plugins).
+ */
+export function keepAliveConfiguration(
+  config: KubeConfig,
+  timeoutMs: number,
+  agent = sharedAgent(config),
+): Configuration {
+  if (!agent) return timeoutConfiguration(config, timeoutMs);
   const auth = {
     getName: () => 'kubeconfig',
     async applySecurityAuthentication(context: RequestContext) {
       await config.applySecurityAuthentication(context);
-      context.setAgent(await (agent ??= sharedAgent()));
+      context.setAgent(await agent());
     },
   };
   return timeoutConfiguration(config, timeoutMs, auth);

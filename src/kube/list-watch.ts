@@ -3,13 +3,27 @@
  * its Watch for the streams) that the watcher's informers use through the ListWatch port. One per
  * view: every informer shares its client and connections settings.
  */
+import type https from 'node:https';
 import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { ListPage, ListWatch, ResourcePath } from '../ports/kube.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, timeoutConfiguration } from './client.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, keepAliveConfiguration, sharedAgent } from './client.js';
+
+/**
+ * The kubeconfig as client-node's Watch reads it, with the shared keep-alive agent in place of the
+ * new agent (and TLS context) the library makes for each watch.
+ */
+function withAgent(config: KubeConfig, agent: (() => Promise<https.Agent>) | undefined): KubeConfig {
+  if (!agent) return config;
+  const shared = Object.create(config) as KubeConfig;
+  shared.applyToFetchOptions = async (opts) => ({ ...(await config.applyToFetchOptions(opts)), agent: await agent() });
+  return shared;
+}
 
 export function createListWatch(config: KubeConfig, requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS): ListWatch {
-  const custom = new CustomObjectsApi(timeoutConfiguration(config, requestTimeoutMs));
-  const watcher = new Watch(config);
+  // lists and watches share one agent: one TLS context, and a list reuses an idle connection
+  const agent = sharedAgent(config);
+  const custom = new CustomObjectsApi(keepAliveConfiguration(config, requestTimeoutMs, agent));
+  const watcher = new Watch(withAgent(config, agent));
   return {
     server: config.getCurrentCluster()?.server ?? '(no server)',
     requestTimeoutMs,

@@ -50,6 +50,8 @@ export interface FactoryOptions {
   seed?: SeedOptions;
   /** run the models of the OpenShift operators, router and kube-apiserver revisions; default true */
   models?: boolean;
+  /** how long the models may take to settle the seeded cluster (the router admits each route in turn) */
+  settleTimeoutMs?: number;
 }
 
 /** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
@@ -79,7 +81,7 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {
       models = startModels(cluster, cluster.kubeConfig(), { nodeName: factory.nodeName });
-      await models.settled();
+      await models.settled(opts.settleTimeoutMs);
     }
     return { cluster, factory, ...(models && { models }), stop };
   } catch (err) {

@@ -84,11 +84,14 @@ async function watchUntilStopped(
   ctx: WatchContext,
   recorder: Recorder | undefined,
 ): Promise<CommandResult> {
-  const [{ ClusterView }, { Watcher }, { serveMetrics }] = await Promise.all([
+  const [{ ClusterView }, { Watcher }, { serveMetrics }, { interpreterOnly }] = await Promise.all([
     import('../../watch/view.js'),
     import('../../watch/watcher.js'),
     import('../../watch/metrics.js'),
+    import('../../watch/memory.js'),
   ]);
+  // idle most of its life: its resident size matters more than the speed of its resyncs
+  interpreterOnly();
   const metrics = await serveMetrics(rt.flags['metrics-address'] ?? '127.0.0.1:9464');
   const view = new ClusterView(api, {
     clock: rt.clock,
