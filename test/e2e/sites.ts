@@ -12,6 +12,7 @@ import { makeStick } from './stick.js';
 export const SITE_NAME = 'vm-store-0007';
 export const SITE_HOSTNAME = 'sno-vm-store7';
 export const SITE_ADDRESS = '192.0.2.10';
+export const SITE_NETWORK = '192.0.2.0/24';
 export const GATEWAY = '192.0.2.1';
 /** nothing answers here: a gateway that cuts the node off */
 export const DEAD_GATEWAY = '192.0.2.254';
@@ -73,6 +74,8 @@ export function siteSpec(secret: SiteSecret, opts: SiteOptions = {}): Record<str
         },
       },
       internalIP: INTERNAL_IP,
+      // nodeip-configuration's hint: the node-ip-hint step writes it through the agent's sandbox
+      machineNetworks: [SITE_NETWORK],
       verify: { pingGateway: true, timeoutSeconds: opts.verifyTimeoutSeconds ?? 60 },
     },
     pullSecret: { auths: { [secret.registry]: { auth: secret.auth } } },
