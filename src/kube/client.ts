@@ -440,9 +440,10 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       const namespace = r?.namespaced ? (obj.metadata.namespace ?? 'default') : undefined;
       const body = { ...obj, metadata: { ...obj.metadata, ...(namespace !== undefined && { namespace }) } };
       const ref = { ...body.metadata, apiVersion: obj.apiVersion, kind: obj.kind };
-      const what = `${opts.dryRun ? 'dry-run apply' : 'apply'} ${describeRef(ref)}`;
+      const verb = opts.dryRun ? 'dry-run apply' : 'apply';
+      const what = `${verb} ${describeRef(ref)}`;
+      if (!r) throw new StepError(`the cluster does not serve ${obj.apiVersion} ${obj.kind}`);
       try {
-        if (!r) throw new StepError(`the cluster does not serve ${obj.apiVersion} ${obj.kind}`);
         if (r.group !== '') return await retry(what, () => custom<T>(r, ref).apply(body, opts));
         return (await retry(what, () =>
           objects.patch(
@@ -455,8 +456,7 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
           ),
         )) as unknown as T;
       } catch (err) {
-        if (err instanceof StepError) throw err;
-        return fail(opts.dryRun ? 'dry-run apply' : 'apply', describeRef(ref), err);
+        return fail(verb, describeRef(ref), err);
       }
     },
     serves,
