@@ -18,19 +18,17 @@
  * between restart it the next time; when chronyd does not come back, the previous files are put
  * back, chronyd is restarted with them and the step fails.
  */
-import path from 'node:path';
-import { errorMessage, StepError, VerificationError } from '../base/errors.js';
+import { VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import { type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
+import { type ManagedFile, planFile } from '../node/managed-file.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
+import { restartPending, restartWithFiles, type ServiceFiles } from './restart-with-files.js';
 
 export const CHRONYD_UNIT = 'chronyd.service';
 export const SITE_CHRONY_CONF = '/etc/sno-relocate/chrony.conf';
 export const CHRONYD_DROP_IN = '/etc/systemd/system/chronyd.service.d/30-sno-relocate-chrony.conf';
 const HEADER = '# Installed by sno-relocate from the site-config (spec.chronyConfig).';
-const PENDING = 'chronyd-restart-pending';
-const RESTART_TIMEOUT_MS = 60_000;
 
 export function renderChronydDropIn(): string {
   return `${HEADER}
@@ -50,7 +48,14 @@ function files(chronyConfig: string): ManagedFile[] {
   ];
 }
 
-const pendingFile = (ctx: StepContext) => path.join(ctx.stateDir, PENDING);
+const CHRONYD: ServiceFiles = {
+  step: 'ntp',
+  unit: CHRONYD_UNIT,
+  marker: 'chronyd-restart-pending',
+  paths: [SITE_CHRONY_CONF, CHRONYD_DROP_IN],
+  describe: "the site's chrony.conf",
+  reload: true,
+};
 
 /** The changes the host needs: files to write (or, without a site chrony.conf, an earlier site's to remove). */
 async function changes(ctx: StepContext): Promise<Change[]> {
@@ -70,7 +75,7 @@ async function changes(ctx: StepContext): Promise<Change[]> {
       if (change) out.push(change);
     }
   }
-  if (out.length > 0 || (await ctx.fs.exists(pendingFile(ctx))))
+  if (out.length > 0 || (await restartPending(ctx, CHRONYD)))
     out.push({
       action: 'start',
       target: CHRONYD_UNIT,
@@ -80,21 +85,6 @@ async function changes(ctx: StepContext): Promise<Change[]> {
           : 'restart over D-Bus after a daemon reload, so that it reads the changed files',
     });
   return out;
-}
-
-async function restart(ctx: StepContext): Promise<string> {
-  try {
-    return (await (await ctx.systemd()).restartAndWait(CHRONYD_UNIT, RESTART_TIMEOUT_MS, { reload: true })).jobResult;
-  } catch (err) {
-    return errorMessage(err);
-  }
-}
-
-/** Puts each file as it was (undefined: absent). */
-async function putBack(ctx: StepContext, previous: Map<string, string | undefined>): Promise<void> {
-  for (const [file, content] of previous)
-    if (content === undefined) await ctx.fs.remove(file);
-    else await writeManagedFile(ctx.fs, { path: file, content, mode: 0o644, uid: 0, gid: 0 });
 }
 
 export const ntpStep: Step = {
@@ -134,27 +124,7 @@ export const ntpStep: Step = {
 
   async apply(ctx) {
     const config = ctx.site.chronyConfig;
-    const paths = [SITE_CHRONY_CONF, CHRONYD_DROP_IN];
-    const previous = new Map<string, string | undefined>();
-    for (const file of paths) previous.set(file, await ctx.fs.readText(file));
-    await ctx.fs.writeAtomic(pendingFile(ctx), `${CHRONYD_UNIT}\n`, { mode: 0o600 });
-    if (config === undefined) for (const file of paths) await ctx.fs.remove(file);
-    else for (const file of files(config)) await writeManagedFile(ctx.fs, file);
-    const result = await restart(ctx);
-    if (result !== 'done') {
-      // chronyd down means no time at all: put back what it last ran with
-      await putBack(ctx, previous);
-      const again = await restart(ctx);
-      if (again === 'done') await ctx.fs.remove(pendingFile(ctx));
-      throw new StepError(
-        `ntp: ${CHRONYD_UNIT} did not restart with the site's chrony.conf (${result}); ` +
-          (again === 'done'
-            ? 'the previous files are back and chronyd runs with them'
-            : `the previous files are back, but chronyd did not restart with them either (${again})`),
-        { step: 'ntp', retryable: true },
-      );
-    }
-    await ctx.fs.remove(pendingFile(ctx));
+    await restartWithFiles(ctx, CHRONYD, config === undefined ? [] : files(config));
     ctx.log.info({ file: SITE_CHRONY_CONF, unit: CHRONYD_UNIT }, "chronyd restarted with the site's chrony.conf");
   },
 

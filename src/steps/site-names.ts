@@ -11,8 +11,7 @@
  * when dnsmasq does not come back with the new file, the previous one is put back and dnsmasq
  * restarted again, so the node keeps resolving its factory names.
  */
-import path from 'node:path';
-import { errorMessage, StepError, VerificationError } from '../base/errors.js';
+import { StepError, VerificationError } from '../base/errors.js';
 import { parseCidr } from '../base/addresses.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';
@@ -26,10 +25,16 @@ import {
   renderSiteNames,
   SITE_DNSMASQ_FILE,
 } from '../node/dnsmasq.js';
-import { fileDrift, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
+import { fileDrift, type ManagedFile, planFile } from '../node/managed-file.js';
+import { restartPending, restartWithFiles, type ServiceFiles } from './restart-with-files.js';
 
-const RESTART_TIMEOUT_MS = 60_000;
-const PENDING = 'dnsmasq-restart-pending';
+const DNSMASQ: ServiceFiles = {
+  step: 'site-names',
+  unit: DNSMASQ_UNIT,
+  marker: 'dnsmasq-restart-pending',
+  paths: [SITE_DNSMASQ_FILE],
+  describe: SITE_DNSMASQ_FILE,
+};
 
 type Wanted =
   | { kind: 'none'; reason: string }
@@ -77,21 +82,6 @@ export async function siteNamesOnNode(ctx: StepContext): Promise<{ names: Cluste
   return want.kind === 'names' ? { names: want.names, address: want.address } : undefined;
 }
 
-const pendingFile = (ctx: StepContext) => path.join(ctx.stateDir, PENDING);
-
-async function restart(ctx: StepContext): Promise<string> {
-  try {
-    return (await (await ctx.systemd()).restartAndWait(DNSMASQ_UNIT, RESTART_TIMEOUT_MS)).jobResult;
-  } catch (err) {
-    return errorMessage(err);
-  }
-}
-
-async function putFile(ctx: StepContext, file: ManagedFile | undefined): Promise<void> {
-  if (file) await writeManagedFile(ctx.fs, file);
-  else await ctx.fs.remove(SITE_DNSMASQ_FILE);
-}
-
 export const siteNamesStep: Step = {
   name: 'site-names',
   group: 'node',
@@ -117,7 +107,7 @@ export const siteNamesStep: Step = {
         target: SITE_DNSMASQ_FILE,
         summary: `${FACTORY_DNSMASQ_FILE} names the site's domain already`,
       });
-    const pending = await ctx.fs.exists(pendingFile(ctx));
+    const pending = await restartPending(ctx, DNSMASQ);
     if (changes.length === 0 && !pending) return { action: 'noop', reason: `dnsmasq resolves ${want.summary}` };
     changes.push({
       action: 'start',
@@ -133,25 +123,7 @@ export const siteNamesStep: Step = {
   async apply(ctx) {
     const want = await wanted(ctx);
     if (want.kind !== 'names') throw new StepError(`site-names: ${want.reason}`, { step: 'site-names' });
-    const previous = await ctx.fs.readText(SITE_DNSMASQ_FILE);
-    await ctx.fs.writeAtomic(pendingFile(ctx), `${SITE_DNSMASQ_FILE}\n`, { mode: 0o600 });
-    await putFile(ctx, want.file);
-    const result = await restart(ctx);
-    if (result !== 'done') {
-      // dnsmasq down means no api-int on the node: put back what it last ran with
-      if (previous === undefined) await ctx.fs.remove(SITE_DNSMASQ_FILE);
-      else await putFile(ctx, { path: SITE_DNSMASQ_FILE, content: previous, mode: 0o644, uid: 0, gid: 0 });
-      const again = await restart(ctx);
-      if (again === 'done') await ctx.fs.remove(pendingFile(ctx));
-      throw new StepError(
-        `site-names: ${DNSMASQ_UNIT} did not restart with ${SITE_DNSMASQ_FILE} (${result}); ` +
-          (again === 'done'
-            ? 'the previous file is back and dnsmasq runs with it'
-            : `the previous file is back, but dnsmasq did not restart with it either (${again})`),
-        { step: 'site-names', retryable: true },
-      );
-    }
-    await ctx.fs.remove(pendingFile(ctx));
+    await restartWithFiles(ctx, DNSMASQ, want.file ? [want.file] : []);
     ctx.log.info({ file: SITE_DNSMASQ_FILE, unit: DNSMASQ_UNIT }, `dnsmasq restarted: it resolves ${want.summary}`);
   },
 
@@ -163,7 +135,7 @@ export const siteNamesStep: Step = {
       const drift = await fileDrift(ctx.fs, want.file);
       if (drift.reasons.length > 0) problems.push(`${SITE_DNSMASQ_FILE}: ${drift.reasons.join('; ')}`);
     }
-    if (await ctx.fs.exists(pendingFile(ctx))) problems.push('dnsmasq was not restarted after the file changed');
+    if (await restartPending(ctx, DNSMASQ)) problems.push('dnsmasq was not restarted after the file changed');
     const status = await (await ctx.systemd()).unitStatus(DNSMASQ_UNIT);
     if (status.activeState !== 'active') problems.push(`${DNSMASQ_UNIT} is ${status.activeState} (${status.result})`);
     if (problems.length > 0)
