@@ -333,21 +333,41 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     async list<T extends KubeObject>(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<T[]> {
       const r = await resourceOf(apiVersion, kind);
       if (!r) return [];
+      const query = {
+        labelSelector: opts.labelSelector,
+        ...(opts.notOlderThan !== undefined && {
+          resourceVersion: opts.notOlderThan,
+          resourceVersionMatch: 'NotOlderThan',
+        }),
+      };
       try {
         if (r.group !== '') {
           const page = (await retry(`list ${kind}`, () =>
             r.namespaced && opts.namespace
-              ? customApi.listNamespacedCustomObject({
-                  ...r,
-                  namespace: opts.namespace,
-                  labelSelector: opts.labelSelector,
-                })
+              ? customApi.listNamespacedCustomObject({ ...r, ...query, namespace: opts.namespace })
               : r.namespaced
-                ? customApi.listCustomObjectForAllNamespaces({ ...r, labelSelector: opts.labelSelector })
-                : customApi.listClusterCustomObject({ ...r, labelSelector: opts.labelSelector }),
+                ? customApi.listCustomObjectForAllNamespaces({ ...r, ...query })
+                : customApi.listClusterCustomObject({ ...r, ...query }),
           )) as { items: T[] };
           return page.items.map((item) => ({ ...item, apiVersion, kind }));
         }
+        // KubernetesObjectApi.list takes no resourceVersion and, of a configuration passed to it,
+        // uses only the server to make the request (client-node 1.x object.js): the query goes there
+        const version = opts.notOlderThan;
+        const cached: Configuration | undefined =
+          version === undefined
+            ? undefined
+            : {
+                ...configuration,
+                baseServer: {
+                  makeRequestContext: (endpoint, method) => {
+                    const request = configuration.baseServer.makeRequestContext(endpoint, method);
+                    request.setQueryParam('resourceVersion', version);
+                    request.setQueryParam('resourceVersionMatch', 'NotOlderThan');
+                    return request;
+                  },
+                },
+              };
         const list = await retry(`list ${kind}`, () =>
           objects.list(
             apiVersion,
@@ -358,6 +378,9 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
             undefined,
             undefined,
             opts.labelSelector,
+            undefined,
+            undefined,
+            cached,
           ),
         );
         // list items come without apiVersion and kind; callers use them as refs

