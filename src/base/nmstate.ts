@@ -3,7 +3,7 @@
  * NetworkManager show): a zod schema that passes other nmstate keys through untouched.
  */
 import { isIPv4, isIPv6 } from 'node:net';
-import { z } from 'zod';
+import * as z from 'zod';
 import { canonicalIp, formatCidr, isCidr, parseCidr } from './addresses.js';
 
 const ipv4 = z.string().refine((v) => isIPv4(v), { message: 'not an IPv4 address' });

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { RefusedError } from '../base/errors.js';

@@ -5,7 +5,7 @@
  * moves the internal IP off the install subnet is refused (exit 3) before anything changes.
  */
 import { BlockList } from 'node:net';
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { RefusedError } from '../base/errors.js';
 import type { Site } from '../config/site.js';

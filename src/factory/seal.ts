@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { GATE_FILE, gatePath } from '../node/kubelet-gate.js';
 import type { RootFs } from '../ports/fs.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { readJsonFile } from '../ports/json-file.js';
 
 export const SHIPMENT_FILE = 'shipment.json';

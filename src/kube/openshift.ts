@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { RefusedError, StepError } from '../base/errors.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';

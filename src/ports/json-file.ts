@@ -4,7 +4,7 @@
  * one that is not JSON, or not the expected shape, is refused with its host path and the JSON path
  * of what is wrong: never taken as empty, never guessed at.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { RefusedError } from '../base/errors.js';
 import { formatPath } from '../base/findings.js';
 import type { RootFs } from './fs.js';

@@ -14,7 +14,7 @@ import {
   sign,
   verify,
 } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { SiteFile } from '../config/site.js';
 
 export const SIGNATURE_FILE = 'site-config.sig';

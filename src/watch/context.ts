@@ -4,7 +4,7 @@
  * factory's registries, known only before the mirrors were replaced) for the watcher that runs later.
  */
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Site } from '../config/site.js';
 import { readJsonFile } from '../ports/json-file.js';
 import type { RootFs } from '../ports/fs.js';

@@ -5,7 +5,7 @@
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { z } from 'zod';
+import * as z from 'zod';
 import { UsageError } from '../base/errors.js';
 import { runChecks } from './checks/index.js';
 import type { WatchContext } from './model.js';

@@ -3,7 +3,7 @@
  * atomically; it holds no secret, so it is world-readable like the journal's view of the same.
  */
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { readJsonFile } from '../ports/json-file.js';
 import type { RootFs } from '../ports/fs.js';
 import { COMPONENTS, SEVERITIES, type Finding, type Health } from './model.js';

@@ -9,7 +9,7 @@
  * `additionalTrustBundle` is a struct under omitempty), and an empty string means "not given" to
  * every consumer, so empty values count as absent; anything else is either mapped or refused by name.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Finding } from '../../base/findings.js';
 import { API_VERSION, KIND } from '../v1/schema.js';
 import { USER_CA_BUNDLE } from '../../kube/openshift.js';

@@ -1,5 +1,5 @@
 /** Parse a document into a typed v1 site-config; unknown keys become warnings, not errors. */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { type Finding, formatPath } from '../../base/findings.js';
 import { siteConfigSchema, type SiteConfigV1 } from './schema.js';
 

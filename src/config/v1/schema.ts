@@ -2,7 +2,7 @@
  * Site-config v1: the zod schema is the single source of the field list. The
  * JSON Schema for editors and the README's field reference are generated from it.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { isCidr } from '../../base/addresses.js';
 import { nmstateSchema } from '../../base/nmstate.js';
 
