@@ -239,7 +239,7 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
       await bus.stop();
     }
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toContain('powering off: poweroff.target started over D-Bus');
+    expect(r.stdout).toContain('powering off now: poweroff.target over D-Bus');
     expect(lineOf(r.stdout, 'trust anchors')).toMatch(/^ok +trust anchors: 1 key\(s\)/);
     expect(r.stdout).toMatch(/sealed at \S+: cleared kubelet-gate, state\.json from \/var\/lib\/sno-relocate/);
     expect(readdirSync(path.join(root, STATE))).toEqual(['shipment.json']);

@@ -176,25 +176,24 @@ async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
   };
   const cleared = await sealNode(rt.fs, rt.stateDir, shipment);
   rt.log.info({ shippedAt: shipment.shippedAt }, 'factory seal: node sealed for shipment');
-  let poweringOff = '';
-  if (inv.flags['power-off']) {
-    // as `systemctl poweroff` and logind do: poweroff.target, replace-irreversibly, not waited for
-    const { connectSystemdBus } = await import('../../ports/systemd-dbus.js');
-    const systemd = await connectSystemdBus(rt.log);
-    try {
-      await systemd.powerOff();
-    } finally {
-      systemd.close();
-    }
-    poweringOff = 'powering off: poweroff.target started over D-Bus\n';
-  }
-  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${poweringOff}`;
+  const powerOff = inv.flags['power-off'] === true;
+  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${powerOff ? 'powering off now: poweroff.target over D-Bus\n' : ''}`;
   return {
     exitCode: ExitCode.ok,
-    stdout:
-      format === 'json'
-        ? json({ ...report, sealed: { ...shipment, cleared, powerOff: inv.flags['power-off'] } })
-        : text,
+    stdout: format === 'json' ? json({ ...report, sealed: { ...shipment, cleared, powerOff } }) : text,
+    // the report first: the power off ends the session that reads it
+    ...(powerOff && {
+      afterOutput: async () => {
+        // as `systemctl poweroff` and logind do: poweroff.target, replace-irreversibly, not waited for
+        const { connectSystemdBus } = await import('../../ports/systemd-dbus.js');
+        const systemd = await connectSystemdBus(rt.log);
+        try {
+          await systemd.powerOff();
+        } finally {
+          systemd.close();
+        }
+      },
+    }),
   };
 }
 
