@@ -7,12 +7,12 @@
  *     start, the machine approver approves neither on a single node, and the agent's csr-approval
  *     step does;
  *   - the kube-apiserver's 30-day certificates and their signers, as secrets of the operator's and
- *     the API server's namespaces and as the files the API server's static pod reads from them
- *     (/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/<name>/tls.crt, and each
- *     revision's kube-apiserver-pod-N/secrets/<name>/): the static pod's
+ *     the API server's namespaces, and as the files the API server serves from
+ *     (/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/<name>/tls.crt, which its
+ *     kube-apiserver-cert-syncer container keeps in step with those secrets): the static pod's
  *     kube-apiserver-cert-regeneration-controller regenerates expired ones at start
  *     (cluster-kube-apiserver-operator bindata/assets/kube-apiserver/pod.yaml,
- *     NewCertRotationControllerOnlyWhenExpired);
+ *     NewCertRotationControllerOnlyWhenExpired), and the cert syncer writes them out;
  *   - anything else that expires before arrival needs a person, and the node is not fit to ship:
  *     kubelet's bootstrap credential in /etc/kubernetes/kubeconfig (10 years, signed by the
  *     installer's kubelet-bootstrap-kubeconfig-signer, which nothing on the cluster renews: without
@@ -87,8 +87,8 @@ export const REGENERATED_AT_START: readonly string[] = [
   ...KAS_REGENERATED.map((n) => `${KAS_NAMESPACE}/${n}`),
 ];
 
-/** The kube-apiserver's static pod resources: its certs folder and each revision's pod folder. */
-const KAS_RESOURCES = /^(kube-apiserver-certs|kube-apiserver-pod-\d+)$/;
+/** the kube-apiserver's certificates its cert syncer copies from the secrets (not a revision's) */
+const KAS_CERTS = 'kube-apiserver-certs';
 
 function report(source: string, pem: string, arrival: Date, whenExpired: Fate): CertificateReport | undefined {
   const [leaf] = certificatesIn(pem);
@@ -128,14 +128,24 @@ async function kubeconfigCertificates(fs: RootFs, file: string, whenExpired: Fat
   });
 }
 
+/** A folder's entries, sorted; none for a file where the walk expects a folder. */
+async function entries(fs: RootFs, dir: string): Promise<string[]> {
+  try {
+    return (await fs.list(dir)).sort();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return [];
+    throw err;
+  }
+}
+
 /** Every certificate file a static pod reads from its secrets, with who renews it. */
 async function staticPodFiles(fs: RootFs): Promise<{ file: string; whenExpired: Fate }[]> {
   const out: { file: string; whenExpired: Fate }[] = [];
-  for (const resources of (await fs.list(STATIC_POD_RESOURCES)).sort()) {
+  for (const resources of await entries(fs, STATIC_POD_RESOURCES)) {
     const secrets = path.posix.join(STATIC_POD_RESOURCES, resources, 'secrets');
-    for (const secret of (await fs.list(secrets)).sort()) {
-      const regenerated = KAS_RESOURCES.test(resources) && KAS_REGENERATED.includes(secret);
-      for (const name of (await fs.list(path.posix.join(secrets, secret))).sort())
+    for (const secret of await entries(fs, secrets)) {
+      const regenerated = resources === KAS_CERTS && KAS_REGENERATED.includes(secret);
+      for (const name of await entries(fs, path.posix.join(secrets, secret)))
         if (name.endsWith('.crt'))
           out.push({
             file: path.posix.join(secrets, secret, name),

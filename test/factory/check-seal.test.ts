@@ -160,6 +160,9 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     };
     put(KAS_LOCALHOST, issued('localhost-serving', 30));
     put(ETCD_PEER, issued('system:etcd-peer:sno-factory', 3 * 365));
+    // beside them what is no certificate: a key, and a file where the walk meets folders elsewhere
+    put(ETCD_PEER.replace(/\.crt$/, '.key'), 'key\n');
+    put(`/${RESOURCES}/kube-apiserver-pod-3/secrets/encryption-config`, '{}\n');
     put('/var/lib/kubelet/kubeconfig', kubeconfigWith('default-auth', issued('system:node:sno-factory', 30, 0, true)));
     put(
       '/etc/kubernetes/kubeconfig',
