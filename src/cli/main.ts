@@ -42,6 +42,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (!load) throw new UsageError(`unknown command "${inv.command}"; run 'sno-relocate --help'`);
     const result = await (await load())(inv);
     process.stdout.write(safeText(result.stdout));
+    await result.afterOutput?.();
     return result.exitCode;
   } catch (err) {
     process.stderr.write(`sno-relocate: ${safeText(scrubText(errorMessage(err)))}\n`);

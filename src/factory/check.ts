@@ -17,7 +17,7 @@ import { masterPoolUnsettled } from '../steps/rollout.js';
 import { TRUST_DIR, trustAnchors } from '../trust/check.js';
 import { EMPTY_CONTEXT } from '../watch/model.js';
 import { readContextFile } from '../watch/context.js';
-import { type CertificateReport, certificateReports } from './certificates.js';
+import { type CertificateReport, type CertificateScan, certificateReports } from './certificates.js';
 import { DEFAULT_INTERNAL_IP } from './options.js';
 import { readFactoryRecord } from './record.js';
 
@@ -36,6 +36,8 @@ export interface CheckReport {
   checks: CheckItem[];
   /** every certificate read; `expiredOnArrival` marks those gone by then */
   certificates: CertificateReport[];
+  /** the certificate sources that could not be read, each with why */
+  unreadable: string[];
 }
 
 export interface CheckContext {
@@ -210,44 +212,41 @@ async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; want
   return { items, wanted };
 }
 
-function certificateItem(certs: CertificateReport[], shelfDays: number): CheckItem {
+function certificateItem({ certificates: certs, unreadable }: CertificateScan, shelfDays: number): CheckItem {
   const gone = certs.filter((c) => c.fate === 'needs a person');
   const handled = certs.filter((c) => c.expiredOnArrival && c.fate !== 'needs a person');
-  if (gone.length)
-    return {
-      check: 'certificates',
-      verdict: 'fail',
-      detail: `${gone.length} certificate(s) expire within ${shelfDays} days and nothing renews them: ${gone
-        .slice(0, 5)
-        .map((c) => `${c.source} (${c.notAfter.slice(0, 10)})`)
-        .join(', ')}${gone.length > 5 ? ', ...' : ''}`,
-    };
-  return {
-    check: 'certificates',
-    verdict: 'ok',
-    detail: `${certs.length} read; ${handled.length} expire within ${shelfDays} days and are renewed at the site`,
-  };
+  const problems = [
+    ...(unreadable.length
+      ? [`${unreadable.length} source(s) could not be read, so what they hold is not known: ${unreadable.join('; ')}`]
+      : []),
+    ...(gone.length
+      ? [
+          `${gone.length} certificate(s) expire within ${shelfDays} days and nothing renews them: ${gone
+            .slice(0, 5)
+            .map((c) => `${c.source} (${c.notAfter.slice(0, 10)})`)
+            .join(', ')}${gone.length > 5 ? ', ...' : ''}`,
+        ]
+      : []),
+  ];
+  return item(
+    'certificates',
+    problems,
+    `${certs.length} read; ${handled.length} expire within ${shelfDays} days and are renewed at the site`,
+  );
 }
 
 export async function checkFactoryNode(ctx: CheckContext): Promise<CheckReport> {
   const now = ctx.clock.now();
   const node = await nodeChecks(ctx);
   const cluster = await clusterChecks(ctx, node.wanted);
-  let certificates: CertificateReport[] = [];
-  let certItem: CheckItem;
-  try {
-    certificates = await certificateReports(ctx.fs, ctx.kube, now, ctx.shelfDays);
-    certItem = certificateItem(certificates, ctx.shelfDays);
-  } catch (err) {
-    certItem = { check: 'certificates', verdict: 'fail', detail: `could not be read: ${errorMessage(err)}` };
-  }
-  const checks = [...cluster, ...node.items, certItem];
+  const scan = await certificateReports(ctx.fs, ctx.kube, now, ctx.shelfDays);
+  const checks = [...cluster, ...node.items, certificateItem(scan, ctx.shelfDays)];
   return {
     fit: checks.every((c) => c.verdict !== 'fail'),
     shelfDays: ctx.shelfDays,
     arrival: new Date(now.getTime() + ctx.shelfDays * DAY_MS).toISOString(),
     checks,
-    certificates,
+    ...scan,
   };
 }
 

@@ -29,7 +29,16 @@ import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 import { type ConfigChange, configChange } from './disruption.js';
 import { clusterPreconditions, MACHINE_CONFIG_API } from './preconditions.js';
-import { type FactoryRecord, makeRecord, writeFactoryRecord } from './record.js';
+import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
+import {
+  FACTORY_RECORD,
+  type FactoryRecord,
+  makeRecord,
+  parseRecord,
+  readFactoryRecord,
+  recordText,
+  writeFactoryRecord,
+} from './record.js';
 
 /** what the kubelet gate's marker holds while the node is at the factory (until `factory seal`) */
 export const FACTORY_GATE = 'factory';
@@ -71,12 +80,41 @@ async function installAddress(exec: Exec): Promise<string> {
   return first;
 }
 
+/** A file of a MachineConfig the cluster holds, decoded. */
+function fileIn(mc: MachineConfig | undefined, path: string): string | undefined {
+  const file = mc?.spec.config.storage?.files?.find((f) => f.path === path);
+  return file && Buffer.from(file.contents.source.replace(/^data:[^,]*;base64,/, ''), 'base64').toString('utf8');
+}
+
 /** The IP a MachineConfig file pins kubelet to, when the cluster holds one already. */
 function pinnedIn(mc: MachineConfig | undefined): string | undefined {
-  const file = mc?.spec.config.storage?.files?.find((f) => f.path === KUBELET_NODE_IP_DROP_IN);
-  if (!file) return undefined;
-  const text = Buffer.from(file.contents.source.replace(/^data:[^,]*;base64,/, ''), 'base64').toString('utf8');
-  return /KUBELET_NODE_IP=([^"\s]+)/.exec(text)?.[1];
+  const text = fileIn(mc, KUBELET_NODE_IP_DROP_IN);
+  return text === undefined ? undefined : /KUBELET_NODE_IP=([^"\s]+)/.exec(text)?.[1];
+}
+
+/**
+ * The record for this install address: the one already made for it, byte for byte (the daemon's
+ * config first, then the MachineConfig, then the node's file), so a second prepare changes no
+ * MachineConfig and the daemon finds its file as declared; a new one otherwise.
+ */
+async function recordFor(
+  ctx: PrepareContext,
+  node: string,
+  address: string,
+  declared: string | undefined,
+  internalIpConfig: MachineConfig | undefined,
+): Promise<FactoryRecord> {
+  let onDisk: FactoryRecord | undefined;
+  try {
+    onDisk = await readFactoryRecord(ctx.fs);
+  } catch {
+    // a damaged record is made again
+  }
+  const candidates = [parseRecord(declared), parseRecord(fileIn(internalIpConfig, FACTORY_RECORD)), onDisk];
+  return (
+    candidates.find((r) => r?.installAddress === address && r.internalIP === address) ??
+    makeRecord(node, address, ctx.clock.now())
+  );
 }
 
 const mcRef = (name: string) => ({ apiVersion: MACHINE_CONFIG_API, kind: 'MachineConfig', name });
@@ -97,10 +135,11 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
     throw new RefusedError(
       `${BR_EX}'s first address ${address} is not an InternalIP of Node ${node.metadata.name} (${internal.join(', ')}): this is not the cluster's node, or its node IP was moved; nothing was changed`,
     );
-  const rendered = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: address });
+  const names = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: address }).map(
+    (mc) => mc.metadata.name,
+  );
   const current = new Map<string, MachineConfig | undefined>();
-  for (const mc of rendered)
-    current.set(mc.metadata.name, await kube.get<MachineConfig & KubeObject>(mcRef(mc.metadata.name)));
+  for (const name of names) current.set(name, await kube.get<MachineConfig & KubeObject>(mcRef(name)));
   for (const [name, mc] of current) {
     const pinned = pinnedIn(mc);
     if (pinned !== undefined && pinned !== ip)
@@ -108,10 +147,19 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
         `MachineConfig ${name} pins the node IP ${pinned}, but ${BR_EX}'s install address is ${address}: delete that MachineConfig only if the node really moved; nothing was changed`,
       );
   }
+  const internalIpConfig = [...current.values()].find((mc) => pinnedIn(mc) !== undefined);
+  const daemon = await declaredFiles(ctx.fs);
+  const record = await recordFor(ctx, node.metadata.name, address, daemon?.files.get(FACTORY_RECORD), internalIpConfig);
+  const text = recordText(record);
+  const drift = driftFromRendered(daemon, FACTORY_RECORD, text);
+  if (drift)
+    throw new RefusedError(
+      `${drift}: it records another install address than ${BR_EX}'s ${address}; nothing was changed`,
+    );
   // before the MachineConfigs: the reboot that applies them must find the gate open and the record written
-  const record = makeRecord(node.metadata.name, address, ctx.clock.now());
   await writeFactoryRecord(ctx.fs, record);
   await openGate(ctx.fs, ctx.stateDir, FACTORY_GATE);
+  const rendered = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: address, factoryRecord: text });
   const configs: AppliedConfig[] = [];
   for (const mc of rendered) {
     const before = current.get(mc.metadata.name);

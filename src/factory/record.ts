@@ -1,8 +1,14 @@
 /**
- * What `factory prepare` decided on the node, kept at /etc/sno-relocate/factory.json: the address
- * the installation gave br-ex, its subnet, and the internal IP pinned to it. The node's etcd
- * member, its serving certificates and its Node object keep that address, so a site-config that
- * moves the internal IP off the install subnet is refused (exit 3) before anything changes.
+ * What `factory prepare` decided, kept at /etc/sno-relocate/factory.json: the address the
+ * installation gave br-ex, its subnet, and the internal IP pinned to it. The node's etcd member,
+ * its serving certificates and its Node object keep that address, so a site-config that moves the
+ * internal IP off the install subnet is refused (exit 3) before anything changes.
+ *
+ * The record is a file of the MachineConfig 51-master-sno-relocate-internal-ip, beside the files
+ * pinning that address: rendered before installation (`prepare --manifests`, no node name yet) the
+ * node has it from its first boot; on the running node `prepare` writes it at once as well. Once
+ * the machine-config daemon's config declares it, the daemon owns it: prepare keeps a record that
+ * still holds, byte for byte, so its MachineConfig stays unchanged, and never writes other contents.
  */
 import { BlockList } from 'node:net';
 import * as z from 'zod';
@@ -11,12 +17,14 @@ import { RefusedError } from '../base/errors.js';
 import type { Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
+import { FACTORY_RECORD } from '../node/machineconfig.js';
 
-export const FACTORY_RECORD = '/etc/sno-relocate/factory.json';
+export { FACTORY_RECORD };
 
 const RecordSchema = z.object({
   version: z.literal(1),
-  node: z.string(),
+  /** the Node's name; absent in a record rendered before installation */
+  node: z.string().optional(),
   installAddress: z.string(),
   installSubnet: z.string(),
   internalIP: z.string(),
@@ -48,16 +56,30 @@ function expandV6(ip: string): number[] {
   return [...h, ...fill, ...t].map((g) => parseInt(g, 16));
 }
 
-export function makeRecord(node: string, installAddress: string, now: Date): FactoryRecord {
+export function makeRecord(node: string | undefined, installAddress: string, now: Date): FactoryRecord {
   const cidr = formatCidr(parseCidr(installAddress));
   return {
     version: 1,
-    node,
+    ...(node !== undefined && { node }),
     installAddress: cidr,
     installSubnet: subnetOf(cidr),
     internalIP: cidr,
     preparedAt: now.toISOString(),
   };
+}
+
+/** The record as its file holds it (on the node and in its MachineConfig alike). */
+export const recordText = (record: FactoryRecord): string => `${JSON.stringify(record, null, 2)}\n`;
+
+/** A record's text, if it is one (from a MachineConfig or the daemon's config); undefined otherwise. */
+export function parseRecord(text: string | undefined): FactoryRecord | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = RecordSchema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function readFactoryRecord(fs: RootFs): Promise<FactoryRecord | undefined> {
@@ -70,7 +92,7 @@ export async function readFactoryRecord(fs: RootFs): Promise<FactoryRecord | und
 
 export async function writeFactoryRecord(fs: RootFs, record: FactoryRecord): Promise<void> {
   await fs.mkdirp('/etc/sno-relocate', 0o755);
-  await fs.writeAtomic(FACTORY_RECORD, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o644 });
+  await fs.writeAtomic(FACTORY_RECORD, recordText(record), { mode: 0o644 });
 }
 
 /** Whether an address (CIDR) lies in a subnet with the subnet's prefix length. */

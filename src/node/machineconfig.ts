@@ -12,6 +12,8 @@ import { KUBELET_GATE_DROP_IN, renderKubeletGateDropIn } from './kubelet-gate.js
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
 export const INSTALL_ENV = '/etc/sno-relocate/install.env';
+/** what factory prepare decided (src/factory/record.ts), a file of the internal-IP MachineConfig */
+export const FACTORY_RECORD = '/etc/sno-relocate/factory.json';
 
 /** The units and scripts of the agent, as they are in systemd/ of this repository. */
 export interface AgentSources {
@@ -27,6 +29,8 @@ export interface MachineConfigOptions {
   image?: string;
   /** trust anchors: file name to PEM public key, installed under /etc/sno-relocate/trust/ */
   trustAnchors?: Record<string, string>;
+  /** the factory record's text (src/factory/record.ts), carried beside the files pinning the internal IP */
+  factoryRecord?: string;
 }
 
 export interface IgnitionFile {
@@ -121,7 +125,12 @@ export function machineConfigPayloads(sources: AgentSources, options: MachineCon
     { name: `50-${ROLE}-sno-relocate`, files: agentFiles, units: agentUnits },
     {
       name: `51-${ROLE}-sno-relocate-internal-ip`,
-      files: nodeIpFiles(options.internalIP).map((f) => ({ path: f.path, mode: f.mode, contents: f.content })),
+      files: [
+        ...nodeIpFiles(options.internalIP).map((f) => ({ path: f.path, mode: f.mode, contents: f.content })),
+        ...(options.factoryRecord !== undefined
+          ? [{ path: FACTORY_RECORD, mode: 0o644, contents: options.factoryRecord }]
+          : []),
+      ],
       units: [],
     },
   ];

@@ -18,7 +18,7 @@ import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
 import type { Kube } from '../../src/ports/kube.js';
 import { STEPS } from '../../src/steps/index.js';
-import { startCluster, type TestCluster } from '../kube/cluster.js';
+import { startCluster, type TestCluster, type TestUser } from '../kube/cluster.js';
 import {
   FACTORY_NODE_IP,
   FACTORY_NODE_NAME,
@@ -52,6 +52,8 @@ export interface FactoryOptions {
   models?: boolean;
   /** how long the models may take to settle the seeded cluster (the router admits each route in turn) */
   settleTimeoutMs?: number;
+  /** more static-token users of the API server, for RBAC tests */
+  users?: TestUser[];
 }
 
 /** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
@@ -69,7 +71,7 @@ function serializeRestarts(cluster: TestCluster): void {
 }
 
 export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEnv> {
-  const cluster = await startCluster();
+  const cluster = await startCluster(opts.users && { users: opts.users });
   serializeRestarts(cluster);
   let models: Models | undefined;
   const stop = async () => {

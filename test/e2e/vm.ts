@@ -13,6 +13,8 @@
  *   ens4  uplink: NetworkManager profile `uplink` (DHCP 192.0.2.100/24 + default route via
  *         192.0.2.1, which answers ping). This is the NIC the agent's br-ex takes as its port.
  *         No DNS server and no route beyond 192.0.2.0/24 exist.
+ *   hostForwards: a host loopback service (a test API server) at an address of 10.0.2.0/24,
+ *         relayed per connection (guestfwd); the only way the guest reaches the host.
  *
  * Disks: by default each VM boots a qcow2 overlay (in its work folder) backed by a raw image that is
  * never written: base.raw, or a payload image made with copyBaseDisk() + disk.ts installFiles().
@@ -82,6 +84,19 @@ export interface BootOptions {
   cpu?: string;
   /** extra qemu arguments */
   qemuArgs?: string[];
+  /**
+   * TCP services of the host's loopback the guest reaches on the management network (restrict=on
+   * lets nothing else through): each connection to guest `address:port` is relayed to
+   * 127.0.0.1:`hostPort` by a relay process qemu spawns for it (guestfwd cmd:).
+   */
+  hostForwards?: HostForward[];
+}
+
+export interface HostForward {
+  /** an address of the management network (10.0.2.0/24) other than 10.0.2.2, .3 and .15 */
+  address: string;
+  port: number;
+  hostPort: number;
 }
 
 interface Stick {
@@ -104,6 +119,13 @@ function freePort(): Promise<number> {
     });
   });
 }
+
+/** one guest connection (stdin, stdout) to 127.0.0.1:argv[2], ending when either side ends */
+const RELAY = `const up = require('node:net').connect(Number(process.argv[2]), '127.0.0.1');
+process.stdin.pipe(up).pipe(process.stdout);
+up.on('close', () => process.exit(0));
+up.on('error', () => process.exit(1));
+`;
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\r/g;
@@ -155,6 +177,15 @@ export class Vm {
   private get controlPath(): string {
     return join(this.workDir, 'ssh.ctl');
   }
+  /** the relay qemu runs for each connection of a host forward (its stdin and stdout are the guest's side) */
+  get relayPath(): string {
+    return join(this.workDir, 'relay.cjs');
+  }
+  /** how the last qemu process ended, once it has */
+  get exit(): { code: number | null; signal: NodeJS.Signals | null } | undefined {
+    const p = this.proc;
+    return p && (p.exitCode !== null || p.signalCode !== null) ? { code: p.exitCode, signal: p.signalCode } : undefined;
+  }
   /** stick images currently attached */
   get attachedSticks(): string[] {
     return this.sticks.map((s) => s.image);
@@ -167,6 +198,7 @@ export class Vm {
     if (this.running) throw new Error(`${this.name}: already running`);
     this.bootCount++;
     this.sticks = [];
+    if (this.opts.hostForwards?.length) await writeFile(this.relayPath, RELAY);
     for (const image of sticks) this.sticks.push(this.newStick(image, false));
     for (let attempt = 1; ; attempt++) {
       this.sshPort = await freePort();
@@ -232,7 +264,12 @@ export class Vm {
       '-device',
       'virtio-blk-pci,drive=root,addr=0x5',
       '-netdev',
-      `user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:${this.sshPort}-:22`,
+      [
+        `user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:${this.sshPort}-:22`,
+        ...(o.hostForwards ?? []).map(
+          (f) => `guestfwd=tcp:${f.address}:${f.port}-cmd:${process.execPath} ${this.relayPath} ${f.hostPort}`,
+        ),
+      ].join(','),
       '-device',
       'virtio-net-pci,netdev=mgmt,addr=0x3,mac=52:54:00:12:34:56',
       '-netdev',

@@ -2,9 +2,12 @@
  * `factory check` and `factory seal` against a real kube-apiserver and a node laid out under a
  * temporary root: prepared on the node, the machine-config daemon's files in place, the master
  * pool rendered with the agent's MachineConfigs. The check passes only when the node is fit to
- * ship; it reads real certificates (made by openssl) from the node's files and the cluster's TLS
- * secrets and sorts those expired on arrival by who renews them; seal clears the factory run,
- * closes the kubelet gate and records the shipment that `status` shows.
+ * ship; it reads real certificates (made by openssl and by the project's issuer, their dates read
+ * back by openssl) from the node's files (kubelet's, kubeconfigs', the static pods' and etcd's) and
+ * the cluster's TLS secrets, and sorts those expired on arrival by who renews them; a source it
+ * cannot read (secrets the user may not list, a file that is not a certificate) fails the check by
+ * name. Seal clears the factory run, closes the kubelet gate and records the shipment that `status`
+ * shows.
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -19,7 +22,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { ApisApi, CoreV1Api, CustomObjectsApi, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import yaml from 'js-yaml';
+import { issue, newKey } from '../../src/certs/x509.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../../src/factory/check.js';
 import { generateSigningKey } from '../../src/trust/signature.js';
@@ -33,11 +38,56 @@ import {
   runCliAsync,
   runOnNode,
   seedRelocatable,
+  settleMasterPool,
 } from './env.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
-const MCO = { group: 'machineconfiguration.openshift.io', version: 'v1' };
 const STATE = 'var/lib/sno-relocate';
+const DAY_MS = 86_400_000;
+/** a user of the API server who may read everything but secrets */
+const NO_SECRETS = 'factory-no-secrets';
+const RESOURCES = 'etc/kubernetes/static-pod-resources';
+const KAS_LOCALHOST = `/${RESOURCES}/kube-apiserver-certs/secrets/localhost-serving-cert-certkey/tls.crt`;
+const ETCD_PEER = `/${RESOURCES}/etcd-certs/secrets/etcd-all-certs/etcd-peer-sno-factory.crt`;
+
+/** A certificate from the project's issuer, issued `ageDays` ago for `days`. */
+const issued = (cn: string, days: number, ageDays = 0, client = false): string =>
+  issue({ commonName: cn, client, notBefore: new Date(Date.now() - ageDays * DAY_MS), validityDays: days }, newKey());
+
+/** A kubeconfig whose user carries its client certificate as data, as kubelet's and the bootstrap one do. */
+const kubeconfigWith = (user: string, pem: string): string =>
+  yaml.dump({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'local', cluster: { server: 'https://localhost:6443' } }],
+    users: [{ name: user, user: { 'client-certificate-data': Buffer.from(pem).toString('base64') } }],
+    contexts: [{ name: user, context: { cluster: 'local', user } }],
+    'current-context': user,
+  });
+
+/** RBAC for `user`: get, list and watch every resource the server serves but secrets. */
+async function everythingButSecrets(kc: KubeConfig, user: string): Promise<void> {
+  const core = await kc.makeApiClient(CoreV1Api).getAPIResources();
+  const groups = await kc.makeApiClient(ApisApi).getAPIVersions();
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const verbs = ['get', 'list', 'watch'];
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: user },
+      rules: [
+        { apiGroups: [''], resources: core.resources.map((r) => r.name).filter((n) => n !== 'secrets'), verbs },
+        { apiGroups: groups.groups.map((g) => g.name), resources: ['*'], verbs },
+      ],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: user },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    },
+  });
+}
 
 /** A self-signed certificate from openssl valid for `days`, as PEM. */
 function opensslCert(dir: string, cn: string, days: number): string {
@@ -66,7 +116,7 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
   const lineOf = (stdout: string, name: string) => stdout.split('\n').find((l) => l.includes(` ${name}: `));
 
   beforeAll(async () => {
-    env = await startFactory({ models: false, seed: { csrs: false } });
+    env = await startFactory({ models: false, seed: { csrs: false }, users: [{ name: NO_SECRETS }] });
     const kc = env.cluster.kubeConfig();
     await seedRelocatable(kc);
     root = mkdtempSync(path.join(tmpdir(), 'factory-check-'));
@@ -83,33 +133,7 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     mkdirSync(path.join(root, 'usr/local/bin'), { recursive: true });
     writeFileSync(path.join(root, 'usr/local/bin/sno-relocate'), '#!/bin/sh\n');
     chmodSync(path.join(root, 'usr/local/bin/sno-relocate'), 0o755);
-    const custom = kc.makeApiClient(CustomObjectsApi);
-    const rendered = 'rendered-master-relocatable';
-    await custom.patchClusterCustomObject({
-      ...MCO,
-      plural: 'machineconfigpools',
-      name: 'master',
-      body: [{ op: 'replace', path: '/spec/configuration', value: { name: rendered } }],
-    });
-    await custom.patchClusterCustomObjectStatus({
-      ...MCO,
-      plural: 'machineconfigpools',
-      name: 'master',
-      body: [
-        {
-          op: 'replace',
-          path: '/status/configuration',
-          value: {
-            name: rendered,
-            source: ['00-master', '50-master-sno-relocate', '51-master-sno-relocate-internal-ip'].map((name) => ({
-              apiVersion: 'machineconfiguration.openshift.io/v1',
-              kind: 'MachineConfig',
-              name,
-            })),
-          },
-        },
-      ],
-    });
+    await settleMasterPool(kc);
     // certificates: kubelet's (30 days), a kube-apiserver one (30 days), a store application's (45 days)
     kubeletCert = opensslCert(certs, 'system:node:sno-factory', 30);
     mkdirSync(path.join(root, 'var/lib/kubelet/pki'), { recursive: true });
@@ -127,6 +151,27 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
       });
     await tls('openshift-kube-apiserver', 'kubelet-client', opensslCert(certs, 'system:kube-apiserver', 30));
     await tls('shop-app', 'storefront-tls', opensslCert(certs, 'shop.example.net', 45));
+    // the node's other certificate files: the kube-apiserver's copy of a 30-day secret, etcd's
+    // peer certificate (3 years), kubelet's kubeconfig (its client certificate embedded) and the
+    // bootstrap kubeconfig (10 years, issued at installation a month ago)
+    const put = (file: string, text: string) => {
+      mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+      writeFileSync(path.join(root, file), text);
+    };
+    put(KAS_LOCALHOST, issued('localhost-serving', 30));
+    put(ETCD_PEER, issued('system:etcd-peer:sno-factory', 3 * 365));
+    // beside them what is no certificate: a key, and a file where the walk meets folders elsewhere
+    put(ETCD_PEER.replace(/\.crt$/, '.key'), 'key\n');
+    put(`/${RESOURCES}/kube-apiserver-pod-3/secrets/encryption-config`, '{}\n');
+    put('/var/lib/kubelet/kubeconfig', kubeconfigWith('default-auth', issued('system:node:sno-factory', 30, 0, true)));
+    put(
+      '/etc/kubernetes/kubeconfig',
+      kubeconfigWith(
+        'kubelet',
+        issued('system:serviceaccount:openshift-machine-config-operator:node-bootstrapper', 3650, 30, true),
+      ),
+    );
+    await everythingButSecrets(kc, NO_SECRETS);
   }, 240_000);
   afterAll(async () => env?.stop());
 
@@ -155,6 +200,11 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     });
     expect(fate('Secret openshift-kube-apiserver/kubelet-client')?.fate).toBe('regenerated at start');
     expect(fate('Secret shop-app/storefront-tls')?.fate).toBe('needs a person');
+    expect(fate(KAS_LOCALHOST)).toMatchObject({ fate: 'regenerated at start', subject: 'CN=localhost-serving' });
+    expect(fate('/var/lib/kubelet/kubeconfig (user default-auth)')?.fate).toBe('agent approves renewal');
+    expect(fate(ETCD_PEER)?.fate).toBe('valid');
+    expect(fate('/etc/kubernetes/kubeconfig (user kubelet)')?.fate).toBe('valid');
+    expect(report.unreadable).toEqual([]);
     // the seeded foreign certificate is valid for a year
     expect(fate('Secret openshift-config/foreign-cert')?.fate).toBe('valid');
     const text = check(60).stdout;
@@ -163,6 +213,58 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     );
     expect(text).toMatch(/agent approves renewal\s+\/var\/lib\/kubelet\/pki\/kubelet-client-current\.pem/);
     expect(text).toContain('NOT fit to ship');
+  });
+
+  it("for ten years on the shelf: etcd's certificates and kubelet's bootstrap credential need a person", () => {
+    const r = cli(['factory', 'check', '--shelf-days', '3650', '-o', 'json']);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout) as CheckReport;
+    const fate = (source: string) => report.certificates.find((c) => c.source === source);
+    const etcd = readFileSync(path.join(root, ETCD_PEER), 'utf8');
+    expect(fate(ETCD_PEER)).toMatchObject({ fate: 'needs a person', notAfter: opensslNotAfter(etcd) });
+    const bootstrap = yaml.load(readFileSync(path.join(root, 'etc/kubernetes/kubeconfig'), 'utf8')) as {
+      users: { user: { 'client-certificate-data': string } }[];
+    };
+    expect(fate('/etc/kubernetes/kubeconfig (user kubelet)')).toMatchObject({
+      fate: 'needs a person',
+      subject: 'CN=system:serviceaccount:openshift-machine-config-operator:node-bootstrapper',
+      notAfter: opensslNotAfter(Buffer.from(bootstrap.users[0]!.user['client-certificate-data'], 'base64').toString()),
+    });
+  });
+
+  it('a user who may not list secrets: the check says it could not look, and the node is not fit', async () => {
+    const r = runCli(['factory', 'check', '--shelf-days', '20', '--root', root, '--kubeconfig', await env.cluster.kubeconfigFor(NO_SECRETS)], {
+      timeoutMs: 120_000,
+    }); // prettier-ignore
+    expect(r.code).toBe(1);
+    for (const name of ['watcher', 'cluster operators', 'machine config pool'])
+      expect(lineOf(r.stdout, name), name).toMatch(/^ok /);
+    expect(lineOf(r.stdout, 'certificates')).toMatch(
+      /^FAIL {4}certificates: 1 source\(s\) could not be read, so what they hold is not known: the cluster's TLS secrets: cannot be listed \(.*forbidden.*\)$/,
+    );
+    expect(r.stdout).toContain('NOT fit to ship');
+  });
+
+  it('a certificate file that cannot be read or is not a certificate fails the check by name', () => {
+    const server = path.join(root, 'var/lib/kubelet/pki/kubelet-server-current.pem');
+    const etcd = path.join(root, ETCD_PEER);
+    const good = readFileSync(etcd, 'utf8');
+    mkdirSync(server);
+    writeFileSync(etcd, 'not a certificate\n');
+    try {
+      const r = check(20);
+      expect(r.code).toBe(1);
+      const line = lineOf(r.stdout, 'certificates')!;
+      expect(line).toMatch(/^FAIL {4}certificates: 2 source\(s\) could not be read/);
+      expect(line).toContain('/var/lib/kubelet/pki/kubelet-server-current.pem: cannot be read (EISDIR');
+      expect(line).toContain(`${ETCD_PEER}: not a readable certificate (Invalid PEM formatted message.)`);
+      const json = JSON.parse(cli(['factory', 'check', '--shelf-days', '20', '-o', 'json']).stdout) as CheckReport;
+      expect(json.fit).toBe(false);
+      expect(json.unreadable).toHaveLength(2);
+    } finally {
+      rmSync(server, { recursive: true });
+      writeFileSync(etcd, good);
+    }
   });
 
   it('fails while a ClusterOperator is Degraded or a site-config is left on the node', async () => {
@@ -239,7 +341,7 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
       await bus.stop();
     }
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toContain('powering off: poweroff.target started over D-Bus');
+    expect(r.stdout).toContain('powering off now: poweroff.target over D-Bus');
     expect(lineOf(r.stdout, 'trust anchors')).toMatch(/^ok +trust anchors: 1 key\(s\)/);
     expect(r.stdout).toMatch(/sealed at \S+: cleared kubelet-gate, state\.json from \/var\/lib\/sno-relocate/);
     expect(readdirSync(path.join(root, STATE))).toEqual(['shipment.json']);

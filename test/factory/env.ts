@@ -6,17 +6,21 @@
  * daemon's part: the files and units of the cluster's MachineConfigs written under a root.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import type { MachineConfig } from '../../src/node/machineconfig.js';
+import { CURRENT_CONFIG } from '../../src/node/rendered-config.js';
 import { FACTORY_NODE_IP, FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
-import { BINARY, type CliResult } from '../helpers/cli.js';
+import yaml from 'js-yaml';
+import { BINARY, type CliResult, EXAMPLE } from '../helpers/cli.js';
 import { noteCliOutput } from '../helpers/error-log.js';
 
 export const INSTALL_ADDRESS = `${FACTORY_NODE_IP}/24`;
+/** the master pool's rendered config once the agent's MachineConfigs are in it */
+const RENDERED = 'rendered-master-relocatable';
 
 const probe = spawnSync('unshare', ['-rn', 'ip', 'link', 'add', 'probe0', 'type', 'bridge']);
 export const netnsAvailable = probe.status === 0;
@@ -149,7 +153,8 @@ const decode = (source: string): string =>
 /**
  * The machine-config daemon's part, once the node rebooted into the rendered config: every file
  * of the cluster's MachineConfigs written under `root` with its mode, every unit with its drop-ins,
- * enabled units linked into the targets their [Install] section names.
+ * enabled units linked into the targets their [Install] section names, and the daemon's record of
+ * the config it applied (its files, merged), which it later compares the disk with.
  */
 export async function applyMachineConfigs(kc: KubeConfig, root: string): Promise<void> {
   const custom = kc.makeApiClient(CustomObjectsApi);
@@ -162,6 +167,8 @@ export async function applyMachineConfigs(kc: KubeConfig, root: string): Promise
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     writeFileSync(path.join(root, file), content, { mode });
   };
+  const files = list.items.flatMap((mc) => mc.spec.config.storage?.files ?? []);
+  put(CURRENT_CONFIG, JSON.stringify({ metadata: { name: RENDERED }, spec: { config: { storage: { files } } } }));
   for (const mc of list.items) {
     for (const f of mc.spec.config.storage?.files ?? []) put(f.path, decode(f.contents.source), f.mode);
     for (const u of mc.spec.config.systemd?.units ?? []) {
@@ -176,4 +183,65 @@ export async function applyMachineConfigs(kc: KubeConfig, root: string): Promise
       }
     }
   }
+}
+
+/**
+ * The Machine Config Operator's part once the node rebooted into the agent's MachineConfigs: the
+ * master pool's rendered config names them among its sources.
+ */
+export async function settleMasterPool(kc: KubeConfig): Promise<void> {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const pool = {
+    group: 'machineconfiguration.openshift.io',
+    version: 'v1',
+    plural: 'machineconfigpools',
+    name: 'master',
+  };
+  await custom.patchClusterCustomObject({
+    ...pool,
+    body: [{ op: 'replace', path: '/spec/configuration', value: { name: RENDERED } }],
+  });
+  await custom.patchClusterCustomObjectStatus({
+    ...pool,
+    body: [
+      {
+        op: 'replace',
+        path: '/status/configuration',
+        value: {
+          name: RENDERED,
+          source: ['00-master', '50-master-sno-relocate', '51-master-sno-relocate-internal-ip'].map((name) => ({
+            apiVersion: 'machineconfiguration.openshift.io/v1',
+            kind: 'MachineConfig',
+            name,
+          })),
+        },
+      },
+    ],
+  });
+}
+
+const INSTALL_CONFIG = {
+  apiVersion: 'v1',
+  baseDomain: 'factory.example.com',
+  metadata: { name: 'sno' },
+  controlPlane: { name: 'master', replicas: 1 },
+  compute: [{ name: 'worker', replicas: 0 }],
+  networking: { networkType: 'OVNKubernetes', machineNetwork: [{ cidr: '192.168.127.0/24' }] },
+  platform: { none: {} },
+};
+
+/** A relocatable cluster's install-config.yaml in `dir`, with `parts` replacing its top-level fields. */
+export function installConfig(dir: string, parts: Record<string, unknown> = {}): string {
+  const file = path.join(dir, 'install-config.yaml');
+  writeFileSync(file, yaml.dump({ ...INSTALL_CONFIG, ...parts }));
+  return file;
+}
+
+/** The example site-config with another spec.network.internalIP, in a folder of its own. */
+export function siteWithInternalIP(internalIP: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'factory-site-'));
+  cpSync(EXAMPLE, dir, { recursive: true });
+  const file = path.join(dir, 'site-config.yaml');
+  writeFileSync(file, readFileSync(file, 'utf8').replace('internalIP: 192.168.127.10/24', `internalIP: ${internalIP}`));
+  return dir;
 }

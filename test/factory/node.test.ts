@@ -4,29 +4,14 @@
  * and a prepared node refusing (validate, plan, run) a site-config that moves the internal IP off
  * its install subnet.
  */
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import type { MachineConfig } from '../../src/node/machineconfig.js';
-import { EXAMPLE, runCli } from '../helpers/cli.js';
-
-const INSTALL_CONFIG = {
-  apiVersion: 'v1',
-  baseDomain: 'factory.example.com',
-  metadata: { name: 'sno' },
-  controlPlane: { name: 'master', replicas: 1 },
-  compute: [{ name: 'worker', replicas: 0 }],
-  networking: { networkType: 'OVNKubernetes', machineNetwork: [{ cidr: '192.168.127.0/24' }] },
-  platform: { none: {} },
-};
-
-function installConfig(dir: string, parts: Record<string, unknown> = {}): string {
-  const file = path.join(dir, 'install-config.yaml');
-  writeFileSync(file, yaml.dump({ ...INSTALL_CONFIG, ...parts }));
-  return file;
-}
+import { runCli } from '../helpers/cli.js';
+import { installConfig, siteWithInternalIP } from './env.js';
 
 describe('factory prepare --manifests (before installation)', () => {
   it("writes the MachineConfigs for the installer's manifests, pinned to the given address, without the kubelet gate", () => {
@@ -129,17 +114,6 @@ describe('a prepared node and the internal IP of a site-config', () => {
     );
     return root;
   }
-  function siteWithInternalIP(internalIP: string): string {
-    const dir = mkdtempSync(path.join(tmpdir(), 'factory-site-'));
-    cpSync(EXAMPLE, dir, { recursive: true });
-    const file = path.join(dir, 'site-config.yaml');
-    writeFileSync(
-      file,
-      readFileSync(file, 'utf8').replace('internalIP: 192.168.127.10/24', `internalIP: ${internalIP}`),
-    );
-    return dir;
-  }
-
   it('validate and plan refuse an internal IP off the install subnet (exit 3), naming the field and the record', () => {
     const root = preparedNode();
     const site = siteWithInternalIP('10.20.0.10/24');

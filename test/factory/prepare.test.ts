@@ -47,7 +47,10 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory prepare on an installed
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('node sno-factory: install address 192.168.127.10/24 on br-ex is the internal IP');
     expect(r.stdout).toMatch(/^MachineConfig 50-master-sno-relocate: created; REBOOT: .*unit\(s\) kubelet\.service/m);
-    expect(r.stdout).toMatch(/^MachineConfig 51-master-sno-relocate-internal-ip: created; REBOOT: 3 file\(s\)/m);
+    // the record travels with the files pinning the address: the machine-config daemon owns it too
+    expect(r.stdout).toMatch(
+      /^MachineConfig 51-master-sno-relocate-internal-ip: created; REBOOT: 4 file\(s\) .*\/etc\/sno-relocate\/factory\.json/m,
+    );
     expect(r.stdout).toContain('the node reboots once to apply it; then run: sno-relocate factory check');
 
     const pinned = (await machineConfig('51-master-sno-relocate-internal-ip')).spec.config.storage!.files.find((f) =>
@@ -56,7 +59,12 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory prepare on an installed
     expect(Buffer.from(pinned.contents.source.split(',')[1]!, 'base64').toString()).toContain(
       'KUBELET_NODE_IP=192.168.127.10',
     );
-    const record = JSON.parse(readFileSync(path.join(root, 'etc/sno-relocate/factory.json'), 'utf8'));
+    const onNode = readFileSync(path.join(root, 'etc/sno-relocate/factory.json'), 'utf8');
+    const inConfig = (await machineConfig('51-master-sno-relocate-internal-ip')).spec.config.storage!.files.find(
+      (f) => f.path === '/etc/sno-relocate/factory.json',
+    )!;
+    expect(Buffer.from(inConfig.contents.source.split(',')[1]!, 'base64').toString()).toBe(onNode);
+    const record = JSON.parse(onNode);
     expect(record).toMatchObject({
       node: 'sno-factory',
       installAddress: '192.168.127.10/24',

@@ -12,7 +12,7 @@ import { checkFactoryNode, type CheckReport, renderCheck } from '../../factory/c
 import { checkImage, checkInternalIP, readTrustAnchors } from '../../factory/options.js';
 import { type AppliedConfig, installManifests, prepareNode, type PrepareResult } from '../../factory/prepare.js';
 import { installConfigPreconditions } from '../../factory/preconditions.js';
-import { FACTORY_RECORD } from '../../factory/record.js';
+import { FACTORY_RECORD, makeRecord, recordText } from '../../factory/record.js';
 import { sealNode } from '../../factory/seal.js';
 import { machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
@@ -93,7 +93,13 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
     throw new RefusedError(
       `${installConfig} is not a relocatable cluster; unmet: ${unmet.map((u, i) => `(${i + 1}) ${u}`).join('; ')}; nothing was written`,
     );
-  const configs = installManifests(bundledAgentSources(), { ...machineConfigOptions(inv), internalIP: ip });
+  // no node yet: the record names the address the installation gives br-ex, and the node has it from its first boot
+  const record = makeRecord(undefined, ip, new Date());
+  const configs = installManifests(bundledAgentSources(), {
+    ...machineConfigOptions(inv),
+    internalIP: ip,
+    factoryRecord: recordText(record),
+  });
   await mkdir(dir, { recursive: true });
   const files: string[] = [];
   for (const mc of configs) {
@@ -104,11 +110,13 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
   const text = [
     ...files.map((f) => `wrote ${f}`),
     `internal IP ${ip}; the installer applies them at the first boot (no extra reboot)`,
-    'the kubelet gate is left out, so the installation can start kubelet: once installed, run factory prepare on the node to arm it (one reboot) and record the install subnet',
+    `${FACTORY_RECORD} comes with them: install subnet ${record.installSubnet}, which validate, plan and run hold a site-config's internalIP to from the first boot`,
+    'the kubelet gate is left out, so the installation can start kubelet: once installed, run factory prepare on the node to arm it (one reboot)',
   ];
   return {
     exitCode: ExitCode.ok,
-    stdout: format === 'json' ? json({ manifests: files, internalIP: ip, gate: false }) : `${text.join('\n')}\n`,
+    stdout:
+      format === 'json' ? json({ manifests: files, internalIP: ip, record, gate: false }) : `${text.join('\n')}\n`,
   };
 }
 
@@ -176,25 +184,24 @@ async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
   };
   const cleared = await sealNode(rt.fs, rt.stateDir, shipment);
   rt.log.info({ shippedAt: shipment.shippedAt }, 'factory seal: node sealed for shipment');
-  let poweringOff = '';
-  if (inv.flags['power-off']) {
-    // as `systemctl poweroff` and logind do: poweroff.target, replace-irreversibly, not waited for
-    const { connectSystemdBus } = await import('../../ports/systemd-dbus.js');
-    const systemd = await connectSystemdBus(rt.log);
-    try {
-      await systemd.powerOff();
-    } finally {
-      systemd.close();
-    }
-    poweringOff = 'powering off: poweroff.target started over D-Bus\n';
-  }
-  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${poweringOff}`;
+  const powerOff = inv.flags['power-off'] === true;
+  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${powerOff ? 'powering off now: poweroff.target over D-Bus\n' : ''}`;
   return {
     exitCode: ExitCode.ok,
-    stdout:
-      format === 'json'
-        ? json({ ...report, sealed: { ...shipment, cleared, powerOff: inv.flags['power-off'] } })
-        : text,
+    stdout: format === 'json' ? json({ ...report, sealed: { ...shipment, cleared, powerOff } }) : text,
+    // the report first: the power off ends the session that reads it
+    ...(powerOff && {
+      afterOutput: async () => {
+        // as `systemctl poweroff` and logind do: poweroff.target, replace-irreversibly, not waited for
+        const { connectSystemdBus } = await import('../../ports/systemd-dbus.js');
+        const systemd = await connectSystemdBus(rt.log);
+        try {
+          await systemd.powerOff();
+        } finally {
+          systemd.close();
+        }
+      },
+    }),
   };
 }
 

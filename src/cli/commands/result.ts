@@ -4,4 +4,6 @@ import type { ExitCode } from '../../base/errors.js';
 export interface CommandResult {
   exitCode: ExitCode;
   stdout: string;
+  /** what comes once stdout is written (powering the node off: whoever reads the output sees it first) */
+  afterOutput?: () => Promise<void>;
 }

@@ -1,0 +1,194 @@
+// From the factory to the site on a real node. The node image laid out as the factory
+// MachineConfigs lay it out boots without a stick; the factory cluster's real kube-apiserver runs on
+// the host, reached from the guest through its node kubeconfig. In the guest: `factory prepare`
+// reads the install address on a real br-ex and opens the kubelet gate for the factory; a
+// site-config left on the node makes `factory seal --power-off` refuse (exit 1) and change nothing;
+// without it the node is sealed (state folder cleared, gate closed) and powers itself off through
+// systemd's D-Bus API: qemu reports the guest's own shutdown and exits by itself. The next boot,
+// with the site's stick, relocates the node: kubelet held until the node steps passed, and
+// `status` shows the shipment beside the run's result.
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
+import yaml from 'js-yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
+import { startFactory, type ClusterEnv } from '../cluster/env.js';
+import { INSTALL_ADDRESS, seedRelocatable, settleMasterPool } from '../factory/env.js';
+import { enableUnit, installFiles } from './disk.js';
+import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
+import { shq } from './node-checks.js';
+import {
+  announceSkip,
+  endVm,
+  expectKubeletGated,
+  expectSiteNetwork,
+  MIN,
+  recordTimings,
+  skipVm,
+  waitAgentSucceeded,
+  waitKubeletActive,
+} from './scenario.js';
+import { newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick } from './sites.js';
+import { bootVm, type Vm } from './vm.js';
+
+announceSkip('factory seal scenario');
+
+const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
+/** where the guest finds the factory's API server: the host's loopback, relayed by qemu */
+const API = { address: '10.0.2.100', port: 6443 };
+const WATCHER = 'sno-relocate-watch.service';
+const STATE = '/var/lib/sno-relocate';
+const LEFT_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
+const SEAL_OUT = '/var/tmp/factory-seal.out';
+const SEAL = `${AGENT_BINARY} factory seal --shelf-days 20 --power-off`;
+
+/** The host's admin kubeconfig as the node's: the relayed address, a name the server's certificate holds. */
+function guestKubeconfig(env: ClusterEnv): string {
+  const kc = yaml.load(readFileSync(env.cluster.kubeconfigPath, 'utf8')) as {
+    clusters: { cluster: Record<string, string> }[];
+  };
+  for (const c of kc.clusters) {
+    c.cluster.server = `https://${API.address}:${API.port}`;
+    c.cluster['tls-server-name'] = 'kubernetes';
+  }
+  return yaml.dump(kc);
+}
+
+describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the site', () => {
+  let env: ClusterEnv | undefined;
+  let image: NodeImage | undefined;
+  let vm: Vm | undefined;
+  let dir = '';
+  let stick = '';
+  const timings: Record<string, number> = {};
+  const stateFolder = async () => (await vm!.sshOk(`ls -A ${STATE}`)).split('\n').filter(Boolean).sort();
+
+  beforeAll(async () => {
+    const started = performance.now();
+    env = await startFactory({ models: false, seed: { csrs: false } });
+    await seedRelocatable(env.cluster.kubeConfig());
+    image = await buildNodeImage();
+    // the watcher unit as the MachineConfig installs it (the suite's image masks it), kept from
+    // starting by a drop-in: it reaches only the node's own API on localhost, and there is none here
+    const watcher = image.payload.entries.find((e) => e.path === `/etc/systemd/system/${WATCHER}`);
+    if (!watcher || !('contents' in watcher)) throw new Error(`the MachineConfigs carry no ${WATCHER}`);
+    await installFiles(image.disk, [
+      watcher,
+      {
+        path: `/etc/systemd/system/${WATCHER}.d/90-vm-no-api.conf`,
+        mode: 0o644,
+        contents: '# VM end-to-end suite: no API server on this node\n[Unit]\nConditionPathExists=/run/vm-e2e-no-api\n',
+      },
+    ]);
+    await enableUnit(image.disk, WATCHER);
+    dir = await mkdtemp(join(tmpdir(), 'sno-e2e-factory-'));
+    stick = await siteStick(dir, 'site.img', siteSpec(newSecret()));
+    vm = await bootVm({
+      name: 'factory-seal',
+      disk: image.disk,
+      hostForwards: [{ ...API, hostPort: Number(new URL(env.cluster.server).port) }],
+    });
+    await vm.waitSsh();
+    timings.factoryBootMs = Math.round(performance.now() - started);
+  }, 15 * MIN);
+
+  afterAll(async () => {
+    await endVm(vm);
+    await image?.dispose();
+    await env?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+    await recordTimings('factory-seal', timings);
+  }, 5 * MIN);
+
+  it("prepare reads the install address on the node's br-ex and opens the kubelet gate for the factory", async () => {
+    const v = vm!;
+    const started = performance.now();
+    // the factory has run for far longer than the agent waits for a site-config at boot
+    await v.sshOk(`systemctl stop ${AGENT_UNIT}`);
+    await v.sshOk(`mkdir -p ${posix.dirname(NODE_KUBECONFIG)} && cat >${NODE_KUBECONFIG}`, {
+      input: guestKubeconfig(env!),
+    });
+    // br-ex as ovs-configuration left it at installation: the install address first
+    await v.sshOk(
+      `ip link add br-ex type bridge && ip addr add ${INSTALL_ADDRESS} dev br-ex && ip addr add 10.1.2.3/24 dev br-ex && ip link set br-ex up`,
+    );
+    const r = await v.ssh(`${AGENT_BINARY} factory prepare`, { timeoutMs: 5 * MIN });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`node sno-factory: install address ${INSTALL_ADDRESS} on br-ex is the internal IP`);
+    expect(r.stdout).toMatch(/^MachineConfig 50-master-sno-relocate: created; REBOOT/m);
+    expect(JSON.parse(await v.sshOk('cat /etc/sno-relocate/factory.json'))).toMatchObject({
+      installAddress: INSTALL_ADDRESS,
+      installSubnet: '192.168.127.0/24',
+    });
+    expect(await v.sshOk(`cat ${STATE}/kubelet-gate`)).toBe('factory\n');
+    // the node's files are already the rendered config's (the image was laid out from it): the pool updated
+    await settleMasterPool(env!.cluster.kubeConfig());
+    timings.prepareMs = Math.round(performance.now() - started);
+  });
+
+  it('a site-config left on the node: not fit, not sealed, not powered off, nothing changed', async () => {
+    const v = vm!;
+    await v.sshOk(`cat >${LEFT_SITE_CONFIG}`, { input: siteConfigYaml(siteSpec(newSecret())) });
+    const before = await stateFolder();
+    const r = await v.ssh(SEAL, { timeoutMs: 5 * MIN });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toContain(`FAIL    no site-config: ${LEFT_SITE_CONFIG} is on the node`);
+    expect(r.stdout).toContain('NOT fit to ship');
+    expect(r.stdout).toContain('not sealed: nothing on the node was changed');
+    expect(r.stdout).not.toContain('powering off');
+    expect(await stateFolder()).toEqual(before);
+    expect(await v.sshOk(`cat ${STATE}/kubelet-gate`)).toBe('factory\n');
+    // no shutdown under way: the system still running, no job queued, qemu still there
+    expect((await v.ssh('systemctl is-system-running')).stdout.trim()).toMatch(/^(running|degraded)$/);
+    expect(await v.sshOk('systemctl list-jobs --no-legend --plain')).not.toContain('poweroff.target');
+    expect(v.running).toBe(true);
+    await v.sshOk(`rm ${LEFT_SITE_CONFIG}`);
+  });
+
+  it('seals a fit node and powers it off through systemd: qemu sees the guest shut itself down', async () => {
+    const v = vm!;
+    const started = performance.now();
+    const since = v.qmp!.events.length;
+    // the power off ends the session: the report goes to a file on the node, written before it
+    await v.ssh(`${SEAL} >${SEAL_OUT} 2>&1`, { timeoutMs: 5 * MIN });
+    const shutdown = await v.qmp!.waitEvent('SHUTDOWN', () => true, 5 * MIN, since);
+    await v.waitGuestStopped(5 * MIN);
+    timings.sealToPowerOffMs = Math.round(performance.now() - started);
+    // the guest's own power off (a reset would say guest-reset), and qemu exited by itself
+    expect(shutdown.data).toMatchObject({ guest: true, reason: 'guest-shutdown' });
+    expect(v.exit).toEqual({ code: 0, signal: null });
+  });
+
+  it("the next boot with the site's stick relocates the node, kubelet held until the node steps passed", async () => {
+    const v = vm!;
+    const started = performance.now();
+    await v.bootAgain({ sticks: [stick] });
+    await v.waitSsh();
+    // what seal printed before it powered the node off, and systemd's orderly shutdown that followed
+    const report = await v.sshOk(`cat ${SEAL_OUT}`);
+    expect(report).toMatch(/^WARNING trust anchors: NO TRUST ANCHOR/m);
+    expect(report).toMatch(/^ok {6}machine config pool: /m);
+    expect(report).toContain('\nfit to ship\n');
+    expect(report).toMatch(/^sealed at \S+: cleared .*kubelet-gate.* from \/var\/lib\/sno-relocate;/m);
+    expect(report).toContain('powering off now: poweroff.target over D-Bus');
+    expect(await v.sshOk('journalctl -b -1 -o cat --no-pager _PID=1 | tail -n 200')).toMatch(
+      /Reached target shutdown\.target|System Shutdown/,
+    );
+    await waitKubeletActive(v);
+    await waitAgentSucceeded(v);
+    timings.siteBootToRelocatedMs = Math.round(performance.now() - started);
+    await expectKubeletGated(v);
+    await expectSiteNetwork(v);
+    expect(await v.sshOk('hostnamectl hostname')).toBe(`${SITE_HOSTNAME}\n`);
+    const status = await v.sshOk(`${AGENT_BINARY} status`);
+    expect(status).toMatch(
+      /^Shipped: {2}\d{4}-\d\d-\d\dT\S+ \(factory seal; certificates checked for 20 days on the shelf\)$/m,
+    );
+    // the VM runs the node steps only (no cluster at the site here): a partial run, every node step done
+    expect(status).toMatch(/^Result: {3}succeeded \(partial run\)$/m);
+    expect(status).toMatch(/^kubelet +done +1 /m);
+    expect(await v.sshOk(`ls -A ${STATE} | grep -c ${shq('^shipment.json$')}`)).toBe('1\n');
+  });
+});
