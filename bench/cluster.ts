@@ -10,6 +10,9 @@
  * - with the operator models (test/cluster/models) at work: the same run also waits for the
  *   modelled kube-apiserver revisions and route admissions, as it would on a real cluster.
  *
+ * Also the same run on a cluster with no extra route: the phase's fixed part (process start, the
+ * other steps), and so what the routes add, against the floor.
+ *
  * Two baselines in the same run:
  *
  * - the floor: on the same API server right after each run, the same number of route merge patches
@@ -147,9 +150,9 @@ async function admitOperatorRoutes(env: ClusterEnv): Promise<void> {
 }
 
 /** The executable's cluster phase on a freshly seeded cluster, then the floor on the same API server. */
-async function agentOnce(models: boolean): Promise<AgentRun> {
+async function agentOnce(models: boolean, routes = ROUTES): Promise<AgentRun> {
   // the models make the factory cluster's operator objects (IngressController, canary, route status)
-  const env = await startFactory({ seed: { extraRoutes: ROUTES }, settleTimeoutMs: 600_000 });
+  const env = await startFactory({ seed: { extraRoutes: routes }, settleTimeoutMs: 600_000 });
   if (!models) {
     await env.models!.stop();
     await admitOperatorRoutes(env);
@@ -278,6 +281,7 @@ function certSets(): Record<string, number> {
 const rows: string[][] = [];
 const without: AgentRun[] = [];
 const withModels: AgentRun[] = [];
+const noExtraRoutes: AgentRun[] = [];
 const ratioOf = (r: AgentRun) => r.processMs / r.floorMs;
 for (let i = 0; i < RUNS; i++) {
   const run = await agentOnce(false);
@@ -291,6 +295,9 @@ for (let i = 0; i < RUNS; i++) {
       `steps ${inSteps} ms: ${stepList}), floor ${run.floorMs.toFixed(0)} ms for ${run.patches} patches: ` +
       `${ratioOf(run).toFixed(2)}x`,
   );
+  const fixed = await agentOnce(false, 0);
+  noExtraRoutes.push(fixed);
+  console.log(`run ${i + 1}, no models, no extra route: process ${fixed.processMs.toFixed(0)} ms`);
   const modelled = await agentOnce(true);
   withModels.push(modelled);
   console.log(
@@ -329,6 +336,16 @@ rows.push([
   `floor: ${without[0]!.patches} route merge patches, raw keep-alive HTTPS, ${FLOOR_CONCURRENCY} at a time`,
   median(without.map((r) => r.floorMs)).toFixed(0),
   'baseline',
+  '',
+]);
+// what the extra routes add to the process, against what the same patches cost raw
+const fixedMs = median(noExtraRoutes.map((r) => r.processMs));
+const floorMs = median(without.map((r) => r.floorMs));
+rows.push(["the same with no extra route (the phase's fixed part)", fixedMs.toFixed(0), '', '']);
+rows.push([
+  `what the ${ROUTES} extra routes add (${processMs.toFixed(0)} - ${fixedMs.toFixed(0)} ms)`,
+  (processMs - fixedMs).toFixed(0),
+  `${((processMs - fixedMs) / floorMs).toFixed(2)}x the floor`,
   '',
 ]);
 rows.push([
