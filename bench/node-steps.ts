@@ -1,5 +1,5 @@
 /**
- * How long `sno-relocate run --only node` takes on a factory-fresh node: all six node steps,
+ * How long `sno-relocate run --only node` takes on a factory-fresh node: every node step,
  * against a temporary root, with the nmstatectl stub on PATH and the test systemd/hostnamed on a
  * private D-Bus. Each run starts from a fresh root and a fresh stub network, so every step changes
  * something. Baselines measured in the same run: `node -e 0`, `--version`, and `plan --only node`.
@@ -18,7 +18,10 @@ import { layFactoryNode } from '../test/fixtures/factory-node.js';
 import { loopbackStoreSpec, writeSiteFolder } from '../test/node/cli.js';
 import { REPO, STUBS, stubEnvironment } from '../test/node/context.js';
 import { factoryNetwork } from '../test/node/factory-network.js';
+import { STEPS } from '../src/steps/index.js';
 import { median, printTable } from './lib.js';
+
+const NODE_STEP_COUNT = STEPS.filter((s) => s.group === 'node').length;
 
 const runs = Number(process.argv[2] ?? 9);
 const TARGET_MS = 1000;
@@ -137,7 +140,7 @@ try {
       plans.map((s) => s.ms),
     ),
     row(
-      'run --only node (6 steps)',
+      `run --only node (${NODE_STEP_COUNT} steps)`,
       fullRuns.map((s) => s.ms),
       `< ${TARGET_MS} ms`,
     ),
