@@ -29,7 +29,8 @@ Usage:
                                       on the installed node: br-ex's install address becomes the internal IP;
                                       preconditions checked, MachineConfigs applied (each reboot shown)
   sno-relocate factory prepare --manifests DIR --install-config FILE --internal-ip CIDR
-                                      before installation: the MachineConfigs for the installer's manifests
+                                      before installation: the MachineConfigs for the installer's manifests,
+                                      the install subnet recorded in them for the node's first boot
   sno-relocate factory check [--shelf-days N]
                                       fit to ship? cluster, agent, gate, trust, certificates on arrival (-o json|text)
   sno-relocate factory seal [--shelf-days N] [--power-off]
