@@ -333,13 +333,12 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     async list<T extends KubeObject>(apiVersion: string, kind: string, opts: ListOptions = {}): Promise<T[]> {
       const r = await resourceOf(apiVersion, kind);
       if (!r) return [];
-      const query = {
-        labelSelector: opts.labelSelector,
-        ...(opts.notOlderThan !== undefined && {
-          resourceVersion: opts.notOlderThan,
-          resourceVersionMatch: 'NotOlderThan',
-        }),
-      };
+      // from the watch cache: the same two parameters for either API
+      const cache =
+        opts.notOlderThan === undefined
+          ? undefined
+          : { resourceVersion: opts.notOlderThan, resourceVersionMatch: 'NotOlderThan' };
+      const query = { labelSelector: opts.labelSelector, ...cache };
       try {
         if (r.group !== '') {
           const page = (await retry(`list ${kind}`, () =>
@@ -353,21 +352,16 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         }
         // KubernetesObjectApi.list takes no resourceVersion and, of a configuration passed to it,
         // uses only the server to make the request (client-node 1.x object.js): the query goes there
-        const version = opts.notOlderThan;
-        const cached: Configuration | undefined =
-          version === undefined
-            ? undefined
-            : {
-                ...configuration,
-                baseServer: {
-                  makeRequestContext: (endpoint, method) => {
-                    const request = configuration.baseServer.makeRequestContext(endpoint, method);
-                    request.setQueryParam('resourceVersion', version);
-                    request.setQueryParam('resourceVersionMatch', 'NotOlderThan');
-                    return request;
-                  },
-                },
-              };
+        const cached: Configuration | undefined = cache && {
+          ...configuration,
+          baseServer: {
+            makeRequestContext: (endpoint, method) => {
+              const request = configuration.baseServer.makeRequestContext(endpoint, method);
+              for (const [name, value] of Object.entries(cache)) request.setQueryParam(name, value);
+              return request;
+            },
+          },
+        };
         const list = await retry(`list ${kind}`, () =>
           objects.list(
             apiVersion,
