@@ -13,6 +13,9 @@
  * Also the same run on a cluster with no extra route: the phase's fixed part (process start, the
  * other steps), and so what the routes add, against the floor.
  *
+ * BENCH_MODELS=0 leaves out the run with the operator models (minutes at several thousand routes,
+ * which the router model admits one by one), for a sweep of BENCH_ROUTES.
+ *
  * Two baselines in the same run:
  *
  * - the floor: on the same API server right after each run, the same number of route merge patches
@@ -52,6 +55,7 @@ const ROUTES = Number(process.env.BENCH_ROUTES ?? 1000);
 /** kubectl takes about half a second a call on a two-core machine: a whole baseline run is minutes long */
 const BASELINE_WHOLE = process.env.BENCH_BASELINE === 'whole';
 const BASELINE_SAMPLE = Number(process.env.BENCH_BASELINE_SAMPLE ?? 100);
+const MODELS = process.env.BENCH_MODELS !== '0';
 const FLOOR_CONCURRENCY = 32;
 const NEW_APPS_DOMAIN = 'apps.sno.store42.example.com';
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -298,6 +302,7 @@ for (let i = 0; i < RUNS; i++) {
   const fixed = await agentOnce(false, 0);
   noExtraRoutes.push(fixed);
   console.log(`run ${i + 1}, no models, no extra route: process ${fixed.processMs.toFixed(0)} ms`);
+  if (!MODELS) continue;
   const modelled = await agentOnce(true);
   withModels.push(modelled);
   console.log(
@@ -348,12 +353,13 @@ rows.push([
   `${((processMs - fixedMs) / floorMs).toFixed(2)}x the floor`,
   '',
 ]);
-rows.push([
-  'the same with the operator models at work (roll-outs waited for)',
-  median(withModels.map((r) => r.processMs)).toFixed(0),
-  `${median(withModels.map(ratioOf)).toFixed(2)}x its floor`,
-  `floor ${median(withModels.map((r) => r.floorMs)).toFixed(0)} ms`,
-]);
+if (MODELS)
+  rows.push([
+    'the same with the operator models at work (roll-outs waited for)',
+    median(withModels.map((r) => r.processMs)).toFixed(0),
+    `${median(withModels.map(ratioOf)).toFixed(2)}x its floor`,
+    `floor ${median(withModels.map((r) => r.floorMs)).toFixed(0)} ms`,
+  ]);
 rows.push([
   baselineHow,
   baselineMs.toFixed(0),
