@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events, journal, unitProps } from './node-checks.js';
-import { announceSkip, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import {
+  announceSkip,
+  KUBELET,
+  MIN,
+  skipVm,
+  waitAgentExited,
+  waitAgentSucceeded,
+  waitKubeletActive,
+} from './scenario.js';
 import { DEAD_GATEWAY, FACTORY_UPLINK_ADDRESS, GATEWAY, INTERNAL_IP, newSecret, siteSpec, siteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -45,11 +53,7 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
 
   it('is rolled back: factory uplink address, node reachable, kubelet stopped, exit 1 with the reason', async () => {
     const v = vm!;
-    await v.waitFor(
-      `journalctl -b 0 -u ${AGENT_UNIT} -o cat --no-pager | grep -q 'Main process exited, code=exited, status=1/FAILURE'`,
-      (r) => r.code === 0,
-      8 * MIN,
-    );
+    await waitAgentExited(v, '1/FAILURE', 8 * MIN);
     const [failed] = await events(v, 'runFailed');
     expect(failed!.MESSAGE).toContain(`gateway ${DEAD_GATEWAY} does not answer ping`);
     expect(await events(v, 'networkRollback')).not.toHaveLength(0);

@@ -35,6 +35,22 @@ export async function recordTimings(scenario: string, timings: Record<string, nu
   );
 }
 
+/** Waits for the agent's main process to exit with `status` ('2/', '1/FAILURE'), from its journal. */
+export async function waitAgentExited(vm: Vm, status: string, timeoutMs = 5 * MIN): Promise<void> {
+  await vm.waitFor(
+    `journalctl -b 0 -u ${AGENT_UNIT} -o cat --no-pager | grep -q 'Main process exited, code=exited, status=${status}'`,
+    (r) => r.code === 0,
+    timeoutMs,
+  );
+}
+
+/** After a refused stick: the hostname as it was, kubelet stopped and its gate shut (no node step passed). */
+export async function expectNodeHeld(vm: Vm, hostname: string): Promise<void> {
+  expect(await vm.sshOk('hostnamectl hostname')).toBe(hostname);
+  expect((await vm.ssh(`systemctl is-active ${KUBELET}`)).stdout.trim()).toBe('inactive');
+  expect((await vm.ssh('test -e /var/lib/sno-relocate/kubelet-gate')).code).not.toBe(0);
+}
+
 /**
  * Waits until the agent unit's run has ended, and expects it to have succeeded: exit 0, result
  * success, and the unit no longer active (a oneshot without RemainAfterExit, so that a stick
