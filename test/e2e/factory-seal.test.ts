@@ -1,36 +1,51 @@
 // From the factory to the site on a real node. The node image laid out as the factory
 // MachineConfigs lay it out boots without a stick; the factory cluster's real kube-apiserver runs on
-// the host, reached from the guest through its node kubeconfig. In the guest: `factory prepare`
-// reads the install address on a real br-ex and opens the kubelet gate for the factory; a
-// site-config left on the node makes `factory seal --power-off` refuse (exit 1) and change nothing;
-// without it the node is sealed (state folder cleared, gate closed) and powers itself off through
-// systemd's D-Bus API: qemu reports the guest's own shutdown and exits by itself. The next boot,
-// with the site's stick, relocates the node: kubelet held until the node steps passed, and
-// `status` shows the shipment beside the run's result.
+// the host, reached from the guest through its node kubeconfig. In the guest: `factory prepare
+// --trust` reads the install address on a real br-ex, opens the kubelet gate for the factory and
+// puts the factory's signing key into its MachineConfig; a site-config left on the node makes
+// `factory seal --power-off` refuse (exit 1) and change nothing; without it the node is sealed
+// (state folder cleared, gate closed) and powers itself off through systemd's D-Bus API: qemu
+// reports the guest's own shutdown and exits by itself. The next boot, with a stick nobody signed,
+// is refused (exit 3) and changes nothing; the site's signed stick, plugged in while the node runs,
+// relocates it: kubelet held until the node steps passed, and `status` shows the shipment beside
+// the run's result.
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
+import { promisify } from 'node:util';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
 import { INSTALL_ADDRESS, seedRelocatable, settleMasterPool } from '../factory/env.js';
 import { enableUnit, installFiles } from './disk.js';
-import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
-import { shq } from './node-checks.js';
+import {
+  AGENT_BINARY,
+  AGENT_UNIT,
+  buildNodeImage,
+  ensureAgentBuild,
+  machineConfigPayload,
+  type MachineConfig,
+  type NodeImage,
+} from './node-image.js';
+import { diffSnapshots, events, NODE_TREES, shq, snapshotTrees, waitEvent } from './node-checks.js';
 import {
   announceSkip,
   endVm,
   expectKubeletGated,
+  expectNodeHeld,
   expectSiteNetwork,
   MIN,
   recordTimings,
   skipVm,
+  waitAgentExited,
   waitAgentSucceeded,
   waitKubeletActive,
 } from './scenario.js';
-import { newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick } from './sites.js';
+import { newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick, signedSiteStick } from './sites.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('factory seal scenario');
@@ -43,6 +58,9 @@ const STATE = '/var/lib/sno-relocate';
 const LEFT_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
 const SEAL_OUT = '/var/tmp/factory-seal.out';
 const SEAL = `${AGENT_BINARY} factory seal --shelf-days 20 --power-off`;
+/** where the factory's public signing key is handed to `factory prepare --trust` in the guest */
+const GUEST_TRUST = '/var/tmp/factory-trust';
+const TRUST_ANCHOR = '/etc/sno-relocate/trust/factory.pub';
 
 /** The host's admin kubeconfig as the node's: the relayed address, a name the server's certificate holds. */
 function guestKubeconfig(env: ClusterEnv): string {
@@ -61,7 +79,10 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
   let image: NodeImage | undefined;
   let vm: Vm | undefined;
   let dir = '';
+  /** the site's stick, signed with the factory's key */
   let stick = '';
+  /** the same site-config, unsigned: any stick someone could plug in */
+  let unsigned = '';
   const timings: Record<string, number> = {};
   const stateFolder = async () => (await vm!.sshOk(`ls -A ${STATE}`)).split('\n').filter(Boolean).sort();
 
@@ -84,7 +105,12 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     ]);
     await enableUnit(image.disk, WATCHER);
     dir = await mkdtemp(join(tmpdir(), 'sno-e2e-factory-'));
-    stick = await siteStick(dir, 'site.img', siteSpec(newSecret()));
+    // the factory's signing key, made and used by the executable under test
+    const agent = await ensureAgentBuild();
+    await promisify(execFile)(agent, ['keygen', '--out', join(dir, 'factory')]);
+    const spec = siteSpec(newSecret());
+    stick = await signedSiteStick(dir, 'site.img', spec, agent, join(dir, 'factory.key'));
+    unsigned = await siteStick(dir, 'unsigned.img', spec);
     vm = await bootVm({
       name: 'factory-seal',
       disk: image.disk,
@@ -114,7 +140,10 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     await v.sshOk(
       `ip link add br-ex type bridge && ip addr add ${INSTALL_ADDRESS} dev br-ex && ip addr add 10.1.2.3/24 dev br-ex && ip link set br-ex up`,
     );
-    const r = await v.ssh(`${AGENT_BINARY} factory prepare`, { timeoutMs: 5 * MIN });
+    await v.sshOk(`mkdir -p ${GUEST_TRUST} && cat >${GUEST_TRUST}/factory.pub`, {
+      input: readFileSync(join(dir, 'factory.pub'), 'utf8'),
+    });
+    const r = await v.ssh(`${AGENT_BINARY} factory prepare --trust ${GUEST_TRUST}`, { timeoutMs: 5 * MIN });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(`node sno-factory: install address ${INSTALL_ADDRESS} on br-ex is the internal IP`);
     expect(r.stdout).toMatch(/^MachineConfig 50-master-sno-relocate: created; REBOOT/m);
@@ -123,7 +152,26 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
       installSubnet: '192.168.127.0/24',
     });
     expect(await v.sshOk(`cat ${STATE}/kubelet-gate`)).toBe('factory\n');
-    // the node's files are already the rendered config's (the image was laid out from it): the pool updated
+    // the machine-config daemon's part, which does not run here: the files of the MachineConfig
+    // prepare created that the image (laid out from the MachineConfigs without a key) lacks, the
+    // trust anchor; then the pool updated
+    const created = (await env!.cluster.kubeConfig().makeApiClient(CustomObjectsApi).getClusterCustomObject({
+      group: 'machineconfiguration.openshift.io',
+      version: 'v1',
+      plural: 'machineconfigs',
+      name: '50-master-sno-relocate',
+    })) as MachineConfig;
+    const anchors = (await machineConfigPayload([created])).entries.flatMap((e) =>
+      'contents' in e && e.path.startsWith(`${posix.dirname(TRUST_ANCHOR)}/`) ? [e] : [],
+    );
+    expect(anchors.map((e) => e.path)).toEqual([TRUST_ANCHOR]);
+    // as the daemon writes a file: its folder made first when missing
+    for (const e of anchors)
+      await v.sshOk(
+        `mkdir -p ${posix.dirname(e.path)} && cat >${e.path} && chmod ${(e.mode ?? 0o644).toString(8)} ${e.path}`,
+        { input: e.contents },
+      );
+    expect(await v.sshOk(`cat ${TRUST_ANCHOR}`)).toBe(readFileSync(join(dir, 'factory.pub'), 'utf8'));
     await settleMasterPool(env!.cluster.kubeConfig());
     timings.prepareMs = Math.round(performance.now() - started);
   });
@@ -161,14 +209,13 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     expect(v.exit).toEqual({ code: 0, signal: null });
   });
 
-  it("the next boot with the site's stick relocates the node, kubelet held until the node steps passed", async () => {
+  it('at the site, a stick nobody signed: refused (exit 3), nothing changed, kubelet held', async () => {
     const v = vm!;
-    const started = performance.now();
-    await v.bootAgain({ sticks: [stick] });
+    await v.bootAgain({ sticks: [] });
     await v.waitSsh();
     // what seal printed before it powered the node off, and systemd's orderly shutdown that followed
     const report = await v.sshOk(`cat ${SEAL_OUT}`);
-    expect(report).toMatch(/^WARNING trust anchors: NO TRUST ANCHOR/m);
+    expect(report).toMatch(/^ok {6}trust anchors: /m);
     expect(report).toMatch(/^ok {6}machine config pool: /m);
     expect(report).toContain('\nfit to ship\n');
     expect(report).toMatch(/^sealed at \S+: cleared .*kubelet-gate.* from \/var\/lib\/sno-relocate;/m);
@@ -176,12 +223,34 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     expect(await v.sshOk('journalctl -b -1 -o cat --no-pager _PID=1 | tail -n 200')).toMatch(
       /Reached target shutdown\.target|System Shutdown/,
     );
+    await waitEvent(v, 'configWaiting', { timeoutMs: 5 * MIN });
+    const trees = await snapshotTrees(v, NODE_TREES);
+    const hostname = await v.sshOk('hostnamectl hostname');
+    const id = await v.plugStick(unsigned);
+    await waitAgentExited(v, '3/');
+    const [untrusted] = await events(v, 'configUntrusted');
+    expect(untrusted!.MESSAGE).toMatch(
+      /^ERROR site-config refused: site-config not signed by a trusted key: the folder has no site-config\.sig; nothing on the host was changed /,
+    );
+    expect(diffSnapshots(trees, await snapshotTrees(v, NODE_TREES))).toEqual([]);
+    await expectNodeHeld(v, hostname);
+    await v.unplugStick(id);
+  });
+
+  it("the site's signed stick, plugged in, relocates the node, kubelet held until the node steps passed", async () => {
+    const v = vm!;
+    const started = performance.now();
+    await v.plugStick(stick);
+    await waitEvent(v, 'runStarted', { timeoutMs: 5 * MIN });
     await waitKubeletActive(v);
     await waitAgentSucceeded(v);
-    timings.siteBootToRelocatedMs = Math.round(performance.now() - started);
+    timings.sitePlugToRelocatedMs = Math.round(performance.now() - started);
     await expectKubeletGated(v);
     await expectSiteNetwork(v);
     expect(await v.sshOk('hostnamectl hostname')).toBe(`${SITE_HOSTNAME}\n`);
+    expect(await v.sshOk(`journalctl -b 0 -u ${AGENT_UNIT} -o cat --no-pager`)).toMatch(
+      /^INFO +site-config signed by trusted key factory\.pub /m,
+    );
     const status = await v.sshOk(`${AGENT_BINARY} status`);
     expect(status).toMatch(
       /^Shipped: {2}\d{4}-\d\d-\d\dT\S+ \(factory seal; certificates checked for 20 days on the shelf\)$/m,

@@ -5,7 +5,12 @@
  * a static address in that network and the default route through 192.0.2.1. ens3, the
  * management link, is never named.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import yaml from 'js-yaml';
 import { makeStick } from './stick.js';
 
@@ -95,4 +100,34 @@ export function siteStick(dir: string, fileName: string, spec: Record<string, un
     label: STICK_LABEL,
     files: [{ name: 'site-config.yaml', contents: siteConfigYaml(spec) }],
   });
+}
+
+/**
+ * The same stick signed as the factory signs it: the agent's own `sign` (`agent`, the executable
+ * under test) writes site-config.sig over the site-config with the private key `key`.
+ */
+export async function signedSiteStick(
+  dir: string,
+  fileName: string,
+  spec: Record<string, unknown>,
+  agent: string,
+  key: string,
+): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), 'sno-e2e-signed-'));
+  try {
+    const config = siteConfigYaml(spec);
+    await writeFile(join(folder, 'site-config.yaml'), config);
+    await promisify(execFile)(agent, ['sign', '--key', key, folder]);
+    return await makeStick({
+      dir,
+      fileName,
+      label: STICK_LABEL,
+      files: [
+        { name: 'site-config.yaml', contents: config },
+        { name: 'site-config.sig', contents: await readFile(join(folder, 'site-config.sig'), 'utf8') },
+      ],
+    });
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
 }
