@@ -30,7 +30,7 @@ import type { CheckReport } from '../../src/factory/check.js';
 import { generateSigningKey } from '../../src/trust/signature.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
 import { startTestBus } from '../dbus/bus.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, WITHOUT_FILE_OVERRIDE } from '../helpers/cli.js';
 import {
   applyMachineConfigs,
   INSTALL_ADDRESS,
@@ -110,9 +110,10 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
   let root: string;
   let kubeletCert: string;
   const certs = mkdtempSync(path.join(tmpdir(), 'factory-certs-'));
-  const cli = (args: string[]) =>
-    runCli([...args, '--root', root, '--kubeconfig', env.cluster.kubeconfigPath], { timeoutMs: 120_000 });
-  const check = (days: number) => cli(['factory', 'check', '--shelf-days', String(days)]);
+  const cli = (args: string[], prefix?: readonly string[]) =>
+    runCli([...args, '--root', root, '--kubeconfig', env.cluster.kubeconfigPath], { timeoutMs: 120_000, prefix });
+  const check = (days: number, prefix?: readonly string[]) =>
+    cli(['factory', 'check', '--shelf-days', String(days)], prefix);
   const lineOf = (stdout: string, name: string) => stdout.split('\n').find((l) => l.includes(` ${name}: `));
 
   beforeAll(async () => {
@@ -249,20 +250,23 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     const server = path.join(root, 'var/lib/kubelet/pki/kubelet-server-current.pem');
     const etcd = path.join(root, ETCD_PEER);
     const good = readFileSync(etcd, 'utf8');
-    mkdirSync(server);
+    // mode 000, and the check run by root without the capabilities that read any file anyway
+    writeFileSync(server, good, { mode: 0o000 });
     writeFileSync(etcd, 'not a certificate\n');
     try {
-      const r = check(20);
+      const r = check(20, WITHOUT_FILE_OVERRIDE);
       expect(r.code).toBe(1);
       const line = lineOf(r.stdout, 'certificates')!;
       expect(line).toMatch(/^FAIL {4}certificates: 2 source\(s\) could not be read/);
-      expect(line).toContain('/var/lib/kubelet/pki/kubelet-server-current.pem: cannot be read (EISDIR');
+      expect(line).toContain('/var/lib/kubelet/pki/kubelet-server-current.pem: cannot be read (EACCES');
       expect(line).toContain(`${ETCD_PEER}: not a readable certificate (Invalid PEM formatted message.)`);
-      const json = JSON.parse(cli(['factory', 'check', '--shelf-days', '20', '-o', 'json']).stdout) as CheckReport;
+      const json = JSON.parse(
+        cli(['factory', 'check', '--shelf-days', '20', '-o', 'json'], WITHOUT_FILE_OVERRIDE).stdout,
+      ) as CheckReport;
       expect(json.fit).toBe(false);
       expect(json.unreadable).toHaveLength(2);
     } finally {
-      rmSync(server, { recursive: true });
+      rmSync(server);
       writeFileSync(etcd, good);
     }
   });

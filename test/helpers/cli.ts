@@ -18,12 +18,24 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * Before the executable in the command line: root without the capabilities that let it read any
+ * file (util-linux's setpriv), so a file's mode 000 is unreadable to it as to any other user.
+ */
+export const WITHOUT_FILE_OVERRIDE = [
+  'setpriv',
+  '--bounding-set=-dac_override,-dac_read_search',
+  '--inh-caps=-dac_override,-dac_read_search',
+  '--',
+];
+
 export function runCli(
   args: readonly string[],
-  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number; prefix?: readonly string[] } = {},
 ): CliResult {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run ./build.sh first`);
-  const result = spawnSync(BINARY, args, {
+  const [command, ...before] = [...(options.prefix ?? []), BINARY];
+  const result = spawnSync(command!, [...before, ...args], {
     encoding: 'utf8',
     env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '', ...options.env },
     cwd: options.cwd ?? REPO,
