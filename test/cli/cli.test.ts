@@ -191,6 +191,23 @@ describe('sno-relocate (single executable)', () => {
     expect(r.stderr).not.toContain('nothing was changed');
   });
 
+  it('says on the console that the state file is damaged when a run finds no stick, not that nothing changed', () => {
+    const root = factoryRoot();
+    const state = path.join(root, 'var/lib/sno-relocate');
+    mkdirSync(state, { recursive: true });
+    writeFileSync(path.join(state, 'state.json'), '{"version": 1, "site": "store-0042", "steps": {');
+    const consoleFile = path.join(root, 'console');
+    const r = runCli(['run', '--root', root, '--wait', '0', '--console', consoleFile]);
+    expect(r.code).toBe(3);
+    const shown = readFileSync(consoleFile, 'utf8');
+    expect(shown).toMatch(/^sno-relocate: REFUSED: no site-config appeared, and state file .*state\.json is damaged/);
+    expect(shown).toContain('Move it aside');
+    expect(shown + r.stderr).not.toContain('nothing was changed');
+    expect(r.stderr).toMatch(
+      new RegExp(`ERROR run refused: no site-config appeared, .* msgId=${MessageId.runRefused}`),
+    );
+  });
+
   it('with no PATH and nothing to find, waits no longer than asked and exits 0', () => {
     const root = factoryRoot();
     const r = runCli(['run', '--root', root, '--wait', '0']);
