@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRootFs } from '../ports/fs.js';
 import { ensureSiteCa, issueServing, loadSiteCa, servingProblem } from './site-certs.js';
-import { certificatesIn } from './x509.js';
+import { certificatesIn } from '../base/pem.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'site-certs-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

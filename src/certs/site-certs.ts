@@ -8,7 +8,8 @@ import type { KeyObject, X509Certificate } from 'node:crypto';
 import path from 'node:path';
 import type { CertificatePair, Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
-import { certificatesIn, issue, keyToPem, matchesKey, newKey, parseKey, validFor, type Issuer } from './x509.js';
+import { certificatesIn } from '../base/pem.js';
+import { issue, keyToPem, matchesKey, newKey, parseKey, validFor, type Issuer } from './x509.js';
 
 export const SITE_CA_DIR = 'site-ca';
 const CA_VALIDITY_DAYS = 3650;

@@ -29,11 +29,6 @@ const extensionsToAsn1 = (pki as unknown as { certificateExtensionsToAsn1(exts: 
 const ECDSA_WITH_SHA256 = '1.2.840.10045.4.3.2';
 const DAY_MS = 86_400_000;
 
-export interface CertificateAndKey {
-  certPem: string;
-  keyPem: string;
-}
-
 export interface Issuer {
   cert: X509Certificate;
   key: KeyObject;
@@ -159,8 +154,6 @@ export function issue(req: CertificateRequest, key: KeyObject, issuer?: Issuer):
   ]);
   return forge.pem.encode({ type: 'CERTIFICATE', body: der(certificate) });
 }
-
-export { certificatesIn } from '../base/pem.js';
 
 export const parseKey = (pem: string): KeyObject => createPrivateKey(pem);
 

@@ -19,8 +19,6 @@ import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { FACTORY_RECORD } from '../node/machineconfig.js';
 
-export { FACTORY_RECORD };
-
 const RecordSchema = z.object({
   version: z.literal(1),
   /** the Node's name; absent in a record rendered before installation */

@@ -23,7 +23,8 @@ import {
   siteCaGiven,
   type SiteCa,
 } from '../certs/site-certs.js';
-import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
+import { certificatesIn } from '../base/pem.js';
+import { matchesKey, parseKey } from '../certs/x509.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';

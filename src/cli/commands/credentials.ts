@@ -7,7 +7,8 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import yaml from 'js-yaml';
-import { certificatesIn, issue, keyToPem, matchesKey, newKey, parseKey } from '../../certs/x509.js';
+import { certificatesIn } from '../../base/pem.js';
+import { issue, keyToPem, matchesKey, newKey, parseKey } from '../../certs/x509.js';
 import { loadSiteConfig } from '../../config/load.js';
 import { ConfigError, UsageError } from '../../base/errors.js';
 import { type Invocation, oneOf } from '../args.js';
