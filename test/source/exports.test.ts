@@ -18,7 +18,8 @@ const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclud
 const text = new Map(files.map((f) => [f, readFileSync(path.join(REPO, f), 'utf8')]));
 const modules = files.filter((f) => f.startsWith('src/') && !f.endsWith('.test.ts'));
 
-const DECLARED = /^export (?:declare )?(?:async )?(?:abstract )?(?:function\*?|const|let|class|interface|type|enum) (\w+)/gm;
+const DECLARED =
+  /^export (?:declare )?(?:async )?(?:abstract )?(?:function\*?|const|let|class|interface|type|enum) (\w+)/gm;
 
 describe('exports of src/', () => {
   it('are each used somewhere: no dead code', () => {
