@@ -44,9 +44,13 @@ function optionLine(name: OptionName | 'help'): string {
     : `${flag}\n${' '.repeat(OPTION_COLUMN)}${wrap(does, OPTION_COLUMN, OPTION_COLUMN)}`;
 }
 
-const DISCOVERY = `With no PATH, run looks for /etc/sno-relocate/site-config.yaml, then a filesystem labelled
-cluster-config or relocation-config holding a site-config.yaml or an image-based install's
-cluster-configuration/manifest.json.`;
+/** where the commands that take --wait look for a site-config when they are given no PATH */
+const discovery = (who: string) =>
+  wrap(
+    `With no PATH, ${who} /etc/sno-relocate/site-config.yaml, then a filesystem labelled cluster-config or relocation-config holding a site-config.yaml or an image-based install's cluster-configuration/manifest.json.`,
+    0,
+    0,
+  );
 
 const EXIT_CODES = `Exit codes: 0 done or nothing to do; 1 a step failed (the next run resumes); 2 usage error or invalid
 site-config (nothing changed); 3 refused: untrusted site-config or conflicting host state.`;
@@ -64,7 +68,12 @@ ${usageLine(['COMMAND --help', 'the options COMMAND takes (and, for run and plan
 Options most commands take (each command takes only those its --help lists):
 ${COMMON.map(optionLine).join('\n')}
 
-${DISCOVERY}
+${discovery(
+  `${COMMAND_SPECS.filter((s) => s.options.includes('wait'))
+    .map((s) => s.name)
+    .join(', ')
+    .replace(/, (?=[^,]*$)/, ' and ')} look for`,
+)}
 
 ${EXIT_CODES}
 `;
@@ -92,7 +101,7 @@ ${spec.usage.map(usageLine).join('\n')}
 
 Options:
 ${[...spec.options, 'help' as const].map(optionLine).join('\n')}
-${stepList}${spec.options.includes('wait') ? `\n${DISCOVERY}\n` : ''}
+${stepList}${spec.options.includes('wait') ? `\n${discovery(`${spec.name} looks for`)}\n` : ''}
 ${EXIT_CODES}
 `;
 }
