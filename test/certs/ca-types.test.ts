@@ -5,7 +5,7 @@
  * byte for byte and identify its key. CAs the agent cannot or must not sign with are refused by
  * `validate`, naming the field.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -115,7 +115,7 @@ describe('site CAs made by openssl', () => {
   });
 });
 
-describe('validate refuses the CAs the agent cannot sign with, naming the field', () => {
+describe('CAs the agent cannot or must not sign with are refused, naming the field', () => {
   const validate = (name: string, site: { crt: string; key: string }, client: { crt: string } = site) =>
     runAgent(['validate', siteFolder(name, site, client)], {});
   const fine = () => rootCa(path.join(work, 'fine'), 'fine', 'p256');
@@ -131,6 +131,19 @@ describe('validate refuses the CAs the agent cannot sign with, naming the field'
     for (const field of ['siteCA.certFile', 'siteCA.keyFile', 'clientCAFile'])
       expect(r.stderr).toContain(`error: $.spec.access.${field}: `);
     expect(r.stderr).toContain(`has a key of type ${type}; supported: RSA 2048, 3072 or 4096, or ECDSA P-256 or P-384`);
+  });
+
+  it('credentials refuses a --key of a type it cannot sign with', () => {
+    const ca = fine();
+    const weak = rootCa(path.join(work, 'weak-key'), 'weak-key', 'ed25519');
+    const out = path.join(work, 'weak.kubeconfig');
+    const r = runAgent(
+      ['credentials', '--site', siteFolder('weak-key-site', ca, ca), '--key', weak.key, '--out', out],
+      {},
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`--key: ${weak.key} holds a key of type ed25519; supported: RSA 2048`);
+    expect(existsSync(out)).toBe(false);
   });
 
   it('a site CA whose key is not its certificate', () => {
