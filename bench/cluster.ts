@@ -30,7 +30,8 @@
  *
  * Then the domain step's certificate set (site CA + apps wildcard, console, downloads, oauth and api)
  * three ways: node-forge alone with RSA keys, and the agent's issuer (@peculiar/x509) under a
- * P-256 CA of its own and under a site's RSA-2048 CA. Medians of BENCH_RUNS (default 3) runs. BENCH_BINARY measures another build.
+ * P-256 CA of its own and under a site's RSA-2048 CA. Medians of BENCH_RUNS (default 3) runs.
+ * BENCH_BINARY measures another build.
  *
  *   npx tsx bench/cluster.ts          (needs ./build.sh and scripts/ensure-kube-apiserver.sh once)
  */
