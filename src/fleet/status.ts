@@ -9,7 +9,7 @@ import { ApiException, CustomObjectsApi, KubeConfig } from '@kubernetes/client-n
 import pLimit from 'p-limit';
 import { errorMessage } from '../base/errors.js';
 import { REPORT_GROUP, REPORT_NAME, REPORT_PLURAL, REPORT_VERSION, type ReportStatus } from '../hub/report.js';
-import { timeoutConfiguration } from '../kube/client.js';
+import { timeoutConfiguration } from '../kube/transport.js';
 
 export interface SiteLine {
   /** the kubeconfig file's name, without its extension */
