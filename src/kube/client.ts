@@ -1,8 +1,8 @@
 /**
  * The Kube port over @kubernetes/client-node: each verb finds the resource that serves the kind
  * (discovery.ts), calls the endpoint chosen for that resource (endpoint.ts) through the shared
- * transport (transport.ts), and retries transient failures (retry.ts); updates re-read and re-apply
- * on 409. connectKube reads the kubeconfig and waits for the API first (connect.ts).
+ * transport (transport.ts), and rides out API outages (retry.ts); updates re-read and re-apply on
+ * 409. connectKube reads the kubeconfig and waits for the API first (connect.ts).
  */
 import { CertificatesV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { StepError } from '../base/errors.js';
@@ -13,7 +13,17 @@ import { loadKubeConfig, waitForApi, type ReadyOptions } from './connect.js';
 import { createDiscovery } from './discovery.js';
 import { createEndpoints, type Endpoint } from './endpoint.js';
 import { createListWatch } from './list-watch.js';
-import { DEFAULT_RETRY, describeFailure, isTransient, statusOf, withRetry, type RetryPolicy } from './retry.js';
+import {
+  createRetry,
+  DEFAULT_RETRY,
+  describeFailure,
+  isNotFound,
+  isTransient,
+  isUnserved,
+  OutageBudgetError,
+  statusOf,
+  type RetryPolicy,
+} from './retry.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, keepAliveConfiguration } from './transport.js';
 
 /** re-reads after 409 Conflict before giving up: enough for a busy operator, bounded for a stuck one */
@@ -21,55 +31,82 @@ const MAX_CONFLICTS = 10;
 
 export interface KubeClientOptions {
   clock?: Clock;
+  /** the outage budget of each call, and its backoff */
   retry?: RetryPolicy;
   /** bound on each request; one that runs out is a transient failure and retried */
   requestTimeoutMs?: number;
+}
+
+/** A write to a kind the cluster does not serve: an answer, not an outage. */
+class NotServedError extends Error {
+  constructor(apiVersion: string, kind: string) {
+    super(`the cluster does not serve ${apiVersion} ${kind}`);
+  }
 }
 
 const refOfObject = (obj: KubeObject): ObjectRef => ({ ...obj.metadata, apiVersion: obj.apiVersion, kind: obj.kind });
 
 export function createKube(config: KubeConfig, log: Logger, options: KubeClientOptions = {}): Kube {
   const clock = options.clock ?? systemClock;
-  const policy = options.retry ?? DEFAULT_RETRY;
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const configuration = keepAliveConfiguration(config, requestTimeoutMs);
   const certificates = new CertificatesV1Api(configuration);
-  const retry = <T>(what: string, fn: () => Promise<T>) => withRetry(clock, log, what, fn, policy);
-  const discovery = createDiscovery(configuration, retry);
+  const discovery = createDiscovery(configuration);
+  // once an outage is over, every group version is asked again: what came back is found
+  const retry = createRetry(clock, log, options.retry ?? DEFAULT_RETRY, () => discovery.forget());
   const endpointOf = createEndpoints(configuration);
 
   const fail = (verb: string, what: string, err: unknown): never => {
     throw new StepError(`failed to ${verb} ${what}: ${describeFailure(err)}`, {
       cause: err,
-      retryable: isTransient(err) || statusOf(err) === 409,
+      retryable: err instanceof OutageBudgetError || isTransient(err) || statusOf(err) === 409,
     });
   };
-  /** the endpoint of a kind the cluster must serve for `verb` to make sense */
-  const served = async (verb: string, ref: ObjectRef, fresh = false): Promise<Endpoint> => {
-    const r = await discovery.resourceOf(ref.apiVersion, ref.kind, fresh);
-    if (!r)
-      throw new StepError(
-        `failed to ${verb} ${describeRef(ref)}: the cluster does not serve ${ref.apiVersion} ${ref.kind}`,
-      );
-    return endpointOf(r);
+  /**
+   * One verb on one kind, retried through outages. Each attempt finds the resource again: a path not
+   * served yet (a bare 404) makes discovery ask again, and `act` gets undefined for a kind the
+   * cluster does not serve.
+   */
+  const attempt = <T>(
+    what: string,
+    apiVersion: string,
+    kind: string,
+    act: (e: Endpoint | undefined) => Promise<T>,
+    fresh = false,
+  ): Promise<T> =>
+    retry(what, async () => {
+      const r = await discovery.resourceOf(apiVersion, kind, fresh);
+      try {
+        return await act(r && endpointOf(r));
+      } catch (err) {
+        if (isUnserved(err)) discovery.forget(apiVersion);
+        throw err;
+      }
+    });
+  const served = (ref: ObjectRef, e: Endpoint | undefined): Endpoint => {
+    if (!e) throw new NotServedError(ref.apiVersion, ref.kind);
+    return e;
   };
-  /** one verb on one object: retried while transient, then a StepError naming it */
-  const call = async <T>(verb: string, ref: ObjectRef, fn: (e: Endpoint) => Promise<unknown>, fresh = false) => {
-    const e = await served(verb, ref, fresh);
+  /** a write: the kind must be served, and any failure is the step's, naming the object */
+  const write = async <T>(verb: string, ref: ObjectRef, act: (e: Endpoint) => Promise<unknown>, fresh = false) => {
     try {
-      return (await retry(`${verb} ${describeRef(ref)}`, () => fn(e))) as T;
+      return (await attempt(
+        `${verb} ${describeRef(ref)}`,
+        ref.apiVersion,
+        ref.kind,
+        (e) => act(served(ref, e)),
+        fresh,
+      )) as T;
     } catch (err) {
       return fail(verb, describeRef(ref), err);
     }
   };
 
   const get = async <T extends KubeObject>(ref: ObjectRef): Promise<T | undefined> => {
-    const r = await discovery.resourceOf(ref.apiVersion, ref.kind);
-    if (!r) return undefined;
     try {
-      return (await retry(`read ${describeRef(ref)}`, () => endpointOf(r).read(ref))) as T;
+      return (await attempt(`read ${describeRef(ref)}`, ref.apiVersion, ref.kind, async (e) => e?.read(ref))) as T;
     } catch (err) {
-      if (statusOf(err) === 404) return undefined;
+      if (isNotFound(err)) return undefined;
       return fail('read', describeRef(ref), err);
     }
   };
@@ -78,17 +115,15 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     listWatch: () => createListWatch(config, requestTimeoutMs),
     get,
     async list<T extends KubeObject>(apiVersion: string, kind: string, opts = {}): Promise<T[]> {
-      const r = await discovery.resourceOf(apiVersion, kind);
-      if (!r) return [];
       try {
-        return (await retry(`list ${kind}`, () => endpointOf(r).list(opts))) as T[];
+        return (await attempt(`list ${kind}`, apiVersion, kind, async (e) => (e ? e.list(opts) : []))) as T[];
       } catch (err) {
         return fail('list', kind, err);
       }
     },
-    create: <T extends KubeObject>(obj: T) => call<T>('create', refOfObject(obj), (e) => e.create(obj)),
+    create: <T extends KubeObject>(obj: T) => write<T>('create', refOfObject(obj), (e) => e.create(obj)),
     mergePatch: <T extends KubeObject>(ref: ObjectRef, patch: object) =>
-      call<T>('patch', ref, (e) => e.mergePatch(ref, patch)),
+      write<T>('patch', ref, (e) => e.mergePatch(ref, patch)),
     async update<T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T> {
       for (let attempt = 1; ; attempt++) {
         const current = await get<T>(ref);
@@ -96,11 +131,10 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         const next = change(structuredClone(current));
         if (next === undefined) return current;
         const body = { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } };
-        const e = await served('update', ref);
         try {
-          return (await retry(`replace ${describeRef(ref)}`, () => e.replace(body))) as T;
+          return await write<T>('update', ref, (e) => e.replace(body));
         } catch (err) {
-          if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('update', describeRef(ref), err);
+          if (statusOf((err as Error).cause) !== 409 || attempt >= MAX_CONFLICTS) throw err;
           log.info(
             { target: describeRef(ref), attempt },
             `${describeRef(ref)} changed while it was being updated: reading it again`,
@@ -109,26 +143,34 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
       }
     },
     async delete(ref: ObjectRef): Promise<boolean> {
-      const r = await discovery.resourceOf(ref.apiVersion, ref.kind);
-      if (!r) return false;
       try {
-        await retry(`delete ${describeRef(ref)}`, () => endpointOf(r).delete(ref));
-        return true;
+        return await attempt(`delete ${describeRef(ref)}`, ref.apiVersion, ref.kind, async (e) =>
+          e ? (await e.delete(ref), true) : false,
+        );
       } catch (err) {
-        if (statusOf(err) === 404) return false;
+        if (isNotFound(err)) return false;
         return fail('delete', describeRef(ref), err);
       }
     },
     async apply<T extends KubeObject>(obj: T, opts: { force: boolean; dryRun?: boolean }): Promise<T> {
       const verb = opts.dryRun ? 'dry-run apply' : 'apply';
-      const r = await discovery.resourceOf(obj.apiVersion, obj.kind, true);
-      if (!r) throw new StepError(`the cluster does not serve ${obj.apiVersion} ${obj.kind}`);
-      const namespace = r.namespaced ? (obj.metadata.namespace ?? 'default') : undefined;
-      const body = { ...obj, metadata: { ...obj.metadata, ...(namespace !== undefined && { namespace }) } };
-      return call<T>(verb, refOfObject(body), (e) => e.apply(body, opts));
+      // a namespaced object without a namespace goes to `default`
+      const act = (e: Endpoint) => {
+        const namespace = e.namespaced ? (obj.metadata.namespace ?? 'default') : undefined;
+        return e.apply({ ...obj, metadata: { ...obj.metadata, ...(namespace !== undefined && { namespace }) } }, opts);
+      };
+      return write<T>(verb, refOfObject(obj), act, true);
     },
-    serves: async (apiVersion, kind, opts = {}) =>
-      (await discovery.resourceOf(apiVersion, kind, opts.fresh)) !== undefined,
+    async serves(apiVersion: string, kind: string, opts: { fresh?: boolean } = {}): Promise<boolean> {
+      try {
+        return (
+          (await retry(`discover ${apiVersion}`, () => discovery.resourceOf(apiVersion, kind, opts.fresh))) !==
+          undefined
+        );
+      } catch (err) {
+        return fail('discover', apiVersion, err);
+      }
+    },
     async approveCsr(name: string, reason: string, message: string): Promise<void> {
       for (let attempt = 1; ; attempt++) {
         try {

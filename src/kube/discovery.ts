@@ -1,11 +1,21 @@
 /**
- * Which resource serves a kind: the group version's resource list, asked once and remembered. A
- * failed discovery is asked again next time, not remembered.
+ * Which resource serves a kind: the group version's resource list, asked once and remembered until
+ * the next outage ends. A failed discovery is asked again next time, not remembered.
+ *
+ * A 404 for a group version is "not served" only when the API says so with authority: it is ready
+ * (/readyz, which waits for the CRDs and APIServices to be registered after a start) and its group
+ * list does not name the group version. Otherwise it is a server that has not registered every path
+ * yet, and the caller retries it like a 503.
  */
-import { type Configuration, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { StepError } from '../base/errors.js';
-import { statusOf } from './retry.js';
-import { RequestTimeoutError } from './transport.js';
+import {
+  ApisApi,
+  type Configuration,
+  CoreV1Api,
+  CustomObjectsApi,
+  HttpMethod,
+  type ResponseContext,
+} from '@kubernetes/client-node';
+import { describeFailure, statusOf } from './retry.js';
 
 export interface Resource {
   apiVersion: string;
@@ -20,9 +30,17 @@ export interface Resource {
 export interface Discovery {
   /** the resource that serves `kind`, or undefined; `fresh` asks again when the remembered answer is no */
   resourceOf(apiVersion: string, kind: string, fresh?: boolean): Promise<Resource | undefined>;
+  /** forgets every answer: after an outage, a group version may be served again, or no more */
+  forget(apiVersion?: string): void;
 }
 
-type Retry = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+/** A discovery that failed, named by its group version; as transient as its cause. */
+export class DiscoveryError extends Error {
+  constructor(apiVersion: string, cause: unknown) {
+    super(`cannot discover ${apiVersion}: ${describeFailure(cause)}`, { cause });
+    this.name = 'DiscoveryError';
+  }
+}
 
 export const splitApiVersion = (apiVersion: string): { group: string; version: string } => {
   const slash = apiVersion.indexOf('/');
@@ -31,7 +49,26 @@ export const splitApiVersion = (apiVersion: string): { group: string; version: s
     : { group: apiVersion.slice(0, slash), version: apiVersion.slice(slash + 1) };
 };
 
-export function createDiscovery(configuration: Configuration, retry: Retry): Discovery {
+/** Whether the API server reports itself ready (GET /readyz), through the clients' own transport. */
+export async function apiReady(configuration: Configuration): Promise<boolean> {
+  const request = configuration.baseServer.makeRequestContext('/readyz', HttpMethod.GET);
+  await configuration.authMethods.default?.applySecurityAuthentication(request);
+  const response: ResponseContext = await configuration.httpApi.send(request).toPromise();
+  await response.body.text();
+  return response.httpStatusCode === 200;
+}
+
+/**
+ * Whether a 404 for `group/version` means the API does not serve it (true), rather than "not yet"
+ * (false): the API is ready and its group list does not name the group version.
+ */
+export async function surelyUnserved(configuration: Configuration, group: string, version: string): Promise<boolean> {
+  if (!(await apiReady(configuration))) return false;
+  const groups = await new ApisApi(configuration).getAPIVersions();
+  return !groups.groups.some((g) => g.name === group && g.versions.some((v) => v.version === version));
+}
+
+export function createDiscovery(configuration: Configuration): Discovery {
   const core = new CoreV1Api(configuration);
   const custom = new CustomObjectsApi(configuration);
   const served = new Map<string, Promise<Map<string, Resource>>>();
@@ -47,21 +84,19 @@ export function createDiscovery(configuration: Configuration, retry: Retry): Dis
           .map((r) => [r.kind, { apiVersion, kind: r.kind, group, version, plural: r.name, namespaced: r.namespaced }]),
       );
     } catch (err) {
-      if (statusOf(err) === 404) return new Map<string, Resource>();
-      throw err;
+      // a failure of the check itself leaves the 404 as it was: not served yet
+      if (statusOf(err) === 404 && (await surelyUnserved(configuration, group, version).catch(() => false)))
+        return new Map();
+      throw new DiscoveryError(apiVersion, err);
     }
   };
 
   const resources = (apiVersion: string): Promise<Map<string, Resource>> => {
     let found = served.get(apiVersion);
     if (!found) {
-      found = retry(`discover ${apiVersion}`, () => ask(apiVersion)).catch((err: unknown) => {
-        // a stuck API is named in the failure; an answer (ApiException) goes to the caller as it was
-        if (err instanceof RequestTimeoutError)
-          throw new StepError(`failed to discover ${apiVersion}: ${err.message}`, { cause: err, retryable: true });
-        throw err;
-      });
-      found.catch(() => served.delete(apiVersion));
+      found = ask(apiVersion);
+      const asked = found;
+      asked.catch(() => served.get(apiVersion) === asked && served.delete(apiVersion));
       served.set(apiVersion, found);
     }
     return found;
@@ -73,6 +108,10 @@ export function createDiscovery(configuration: Configuration, retry: Retry): Dis
       if (found || !fresh) return found;
       served.delete(apiVersion);
       return (await resources(apiVersion)).get(kind);
+    },
+    forget(apiVersion) {
+      if (apiVersion === undefined) served.clear();
+      else served.delete(apiVersion);
     },
   };
 }

@@ -19,6 +19,7 @@ import type { Resource } from './discovery.js';
 export const FIELD_MANAGER = 'sno-relocate';
 
 export interface Endpoint {
+  readonly namespaced: boolean;
   read(ref: ObjectRef): Promise<KubeObject>;
   /** the items carry apiVersion and kind, as refs need them */
   list(options: ListOptions): Promise<KubeObject[]>;
@@ -44,6 +45,7 @@ function customEndpoint(api: CustomObjectsApi, r: Resource): Endpoint {
   const at = (ref: { namespace?: string; name?: string }) => ({ ...path, namespace: ref.namespace!, name: ref.name! });
   const as = (p: Promise<unknown>) => p as Promise<KubeObject>;
   return {
+    namespaced: r.namespaced,
     read: (ref) => as(r.namespaced ? api.getNamespacedCustomObject(at(ref)) : api.getClusterCustomObject(at(ref))),
     async list(options) {
       const query = { ...path, labelSelector: options.labelSelector, ...cacheQuery(options) };
@@ -101,6 +103,7 @@ function coreEndpoint(objects: KubernetesObjectApi, configuration: Configuration
   const as = (p: Promise<unknown>) => p as Promise<KubeObject>;
   const k8s = (obj: KubeObject) => obj as unknown as KubernetesObject;
   return {
+    namespaced: r.namespaced,
     read: (ref) => as(objects.read(headerOf(ref))),
     async list(options) {
       const cache = cacheQuery(options);
