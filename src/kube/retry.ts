@@ -116,12 +116,9 @@ export class OutageBudgetError extends Error {
     readonly budgetMs: number,
     readonly last: unknown,
   ) {
-    super(
-      `the API was away longer than the outage budget of ${Math.round(budgetMs / 1000)} s: ${describeFailure(last)}`,
-      {
-        cause: last,
-      },
-    );
+    super(`the API was away longer than the outage budget of ${budgetMs / 1000} s: ${describeFailure(last)}`, {
+      cause: last,
+    });
     this.name = 'OutageBudgetError';
   }
 }

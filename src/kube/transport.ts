@@ -34,7 +34,7 @@ export function serverOf(config: KubeConfig): string {
 
 /**
  * A request the API did not answer (in full) in time: an API server that accepts connections but
- * is stuck (stopped, overloaded, behind a dead link). Its code makes it transient for withRetry.
+ * is stuck (stopped, overloaded, behind a dead link). Its code makes it transient (retry.ts).
  */
 export class RequestTimeoutError extends Error {
   readonly code = 'ETIMEDOUT';

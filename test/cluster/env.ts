@@ -11,7 +11,7 @@ import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { RunOptions, StepName } from '../../src/engine/step.js';
 import type { StepContext } from '../../src/config/site.js';
-import { connectKube } from '../../src/kube/client.js';
+import { connectKube, type KubeClientOptions } from '../../src/kube/client.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
@@ -161,10 +161,11 @@ export async function agent(
   root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')),
   onLog?: (entry: LogEntry) => void,
   options: Partial<RunOptions> = {},
+  kubeOptions: KubeClientOptions = {},
 ): Promise<Agent> {
   const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
   const fs = createRootFs(root);
-  const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000 });
+  const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000, ...kubeOptions });
   const ctx: StepContext = {
     site,
     fs,

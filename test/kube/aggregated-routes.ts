@@ -215,6 +215,9 @@ export async function serveRoutesByAggregation(cluster: TestCluster, kc: KubeCon
       res.end('404 page not found\n');
     });
   });
+  // idle connections stay open, as a Go API server keeps them: node's 5 s default closes one the
+  // aggregator is about to reuse, which it reports as a 503 "connection reset by peer"
+  server.keepAliveTimeout = 0;
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
