@@ -200,7 +200,7 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     expect(Buffer.from(after.data!.kubeadmin!, 'base64').toString()).toBe(SITE_HASH);
     expect(after.metadata!.uid).toBe(kubeadmin.metadata!.uid);
     expect(after.metadata!.creationTimestamp).toEqual(kubeadmin.metadata!.creationTimestamp);
-  });
+  }, 300_000); // a run, the operator models' rollouts and an API server restart: ~55 s on an idle machine
 
   it('refuses (exit 3, nothing changed) a clientCA another tool set, and a kubeadmin secret that is gone', async () => {
     const kc = env.cluster.kubeConfig();
