@@ -4,11 +4,20 @@
  * new one the technician's browsers would have to learn again. Serving keys never touch the disk:
  * they go straight into TLS secrets.
  */
-import type { KeyObject, X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import path from 'node:path';
-import type { CertificatePair, Site } from '../config/site.js';
+import { certificatesIn } from '../base/pem.js';
+import { StepError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
-import { certificatesIn, issue, keyToPem, matchesKey, newKey, parseKey, validFor, type Issuer } from './x509.js';
+import { chainProblem, intermediatesOf } from './chain.js';
+import { issue, keyToPem, newKey, type Issuer } from './issue.js';
+import { matchesKey, parseKey } from './key-types.js';
+
+/** a certificate (leaf first, then its chain) and its key, as PEM */
+export interface PemPair {
+  certPem: string;
+  keyPem: string;
+}
 
 export const SITE_CA_DIR = 'site-ca';
 const CA_VALIDITY_DAYS = 3650;
@@ -18,6 +27,7 @@ const SERVING_VALIDITY_DAYS = 825;
 export const RENEW_MARGIN_DAYS = 30;
 /** clocks of freshly installed machines run behind; backdating keeps the certificate valid for them */
 const BACKDATE_MS = 60 * 60_000;
+const DAY_MS = 86_400_000;
 
 export interface SiteCa extends Issuer {
   certPem: string;
@@ -42,17 +52,21 @@ export async function loadSiteCa(fs: RootFs, stateDir: string, now: Date): Promi
     const cert = certificatesIn(certPem)[0];
     const key = parseKey(keyPem);
     if (!cert || !matchesKey(cert, key) || !validFor(cert, now, RENEW_MARGIN_DAYS)) return undefined;
-    return { cert, key, certPem };
+    return { cert, key, chain: [], certPem };
   } catch {
     return undefined;
   }
 }
 
-/** The site CA the site-config gives (spec.access.siteCA); the loader checked it is a CA and matches its key. */
-export function siteCaGiven(site: Site): SiteCa | undefined {
+/**
+ * The site CA the site-config gives (spec.access.siteCA): the issuing CA, then its chain. The loader
+ * checked its key type, that it matches its key, and that each certificate issued the one before.
+ */
+export function siteCaGiven(site: { access?: { siteCa?: PemPair } }): SiteCa | undefined {
   const given = site.access?.siteCa;
   if (!given) return undefined;
-  return { cert: certificatesIn(given.certPem)[0]!, key: parseKey(given.keyPem), certPem: given.certPem };
+  const [cert, ...chain] = certificatesIn(given.certPem);
+  return { cert: cert!, key: parseKey(given.keyPem), chain, certPem: given.certPem };
 }
 
 /** The kept site CA, or a new one written to the state folder (key 0600) first. */
@@ -60,7 +74,7 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
   const kept = await loadSiteCa(fs, stateDir, now);
   if (kept) return kept;
   const key = newKey();
-  const certPem = issue(
+  const certPem = await issue(
     {
       commonName: `sno-relocate site CA ${siteName}`,
       isCA: true,
@@ -74,13 +88,16 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
   // the key first: a certificate without its key would be unusable after a power cut
   await fs.writeAtomic(paths.key, keyToPem(key), { mode: 0o600 });
   await fs.writeAtomic(paths.cert, certPem, { mode: 0o644 });
-  return { cert: certificatesIn(certPem)[0]!, key, certPem };
+  return { cert: certificatesIn(certPem)[0]!, key, chain: [], certPem };
 }
 
-/** A serving certificate for `names` (the first is the subject), with the CA appended as its chain. */
-export function issueServing(names: readonly string[], ca: SiteCa, now: Date): CertificatePair {
-  const key: KeyObject = newKey();
-  const leaf = issue(
+/**
+ * A serving certificate for `names` (the first is the subject), followed by the CA's intermediates.
+ * It is checked against the CA's chain before anyone sees it: one that does not verify is refused.
+ */
+export async function issueServing(names: readonly string[], ca: SiteCa, now: Date): Promise<PemPair> {
+  const key = newKey();
+  const leaf = await issue(
     {
       commonName: names[0]!,
       dnsNames: [...names],
@@ -90,40 +107,43 @@ export function issueServing(names: readonly string[], ca: SiteCa, now: Date): C
     key,
     ca,
   );
-  return { certPem: leaf + ca.certPem, keyPem: keyToPem(key) };
+  const certPem =
+    leaf +
+    intermediatesOf(ca)
+      .map((c) => c.toString())
+      .join('');
+  const problem = chainProblem(certPem, ca, { server: names }, now);
+  if (problem)
+    throw new StepError(`the certificate for ${names.join(', ')} does not verify against the site CA: ${problem}`);
+  return { certPem, keyPem: keyToPem(key) };
 }
 
-const dnsNamesOf = (cert: X509Certificate): string[] =>
-  (cert.subjectAltName ?? '')
-    .split(', ')
-    .filter((n) => n.startsWith('DNS:'))
-    .map((n) => n.slice(4));
+/** Valid now and for at least `marginDays` more. */
+const validFor = (cert: X509Certificate, now: Date, marginDays: number): boolean =>
+  Date.parse(cert.validFrom) <= now.getTime() && Date.parse(cert.validTo) > now.getTime() + marginDays * DAY_MS;
 
 /**
  * Why a certificate and key pair does not serve `names` signed by `ca`, or undefined when it does:
- * it must be readable, match its key, name every one of `names`, chain to the CA and stay valid.
+ * it must be readable, match its key, verify up to the CA with the intermediates served after it,
+ * name every one of `names` and stay valid.
  */
 export function servingProblem(
-  pair: CertificatePair,
+  pair: PemPair,
   names: readonly string[],
   ca: SiteCa | undefined,
   now: Date,
 ): string | undefined {
   let leaf: X509Certificate | undefined;
-  let key: KeyObject;
   try {
     leaf = certificatesIn(pair.certPem)[0];
-    key = parseKey(pair.keyPem);
+    if (leaf && !matchesKey(leaf, parseKey(pair.keyPem))) return 'the key does not match the certificate';
   } catch {
     return 'the certificate or key cannot be read';
   }
   if (!leaf) return 'no certificate';
-  if (!matchesKey(leaf, key)) return 'the key does not match the certificate';
-  const sans = new Set(dnsNamesOf(leaf));
-  const absent = names.filter((n) => !sans.has(n));
-  if (absent.length > 0) return `it does not name ${absent.join(', ')}`;
-  if (!validFor(leaf, now, RENEW_MARGIN_DAYS)) return `it expires within ${RENEW_MARGIN_DAYS} days`;
   if (!ca) return 'the site CA that signed it is gone';
-  if (!leaf.checkIssued(ca.cert) || !leaf.verify(ca.cert.publicKey)) return 'it is not signed by the site CA';
+  const problem = chainProblem(pair.certPem, ca, { server: names }, now);
+  if (problem) return problem;
+  if (!validFor(leaf, now, RENEW_MARGIN_DAYS)) return `it expires within ${RENEW_MARGIN_DAYS} days`;
   return undefined;
 }

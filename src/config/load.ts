@@ -9,6 +9,7 @@ import { ConfigError } from '../base/errors.js';
 import { type Finding, formatFinding, hasErrors } from '../base/findings.js';
 import type { CertificatePair, InService, LoadedSite, Site, SiteAccess, SiteFile, TrustBundle } from './site.js';
 import { certificatesIn, pemBlockTypes } from '../base/pem.js';
+import { accessCaFindings } from '../certs/ca-checks.js';
 import { DEFAULT_IN_SERVICE_TIMEOUT_SECONDS, DEFAULT_VERIFY_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { parseLenient, parseSiteConfig } from './v1/parse.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
@@ -228,6 +229,7 @@ async function readAccess(
     if (problem) findings.push({ severity: 'error', path: certPath, message: problem });
     else if (checked) out.siteCa = checked;
   }
+  findings.push(...accessCaFindings(out, new Date()));
   return out;
 }
 

@@ -23,7 +23,8 @@ import {
   siteCaGiven,
   type SiteCa,
 } from '../certs/site-certs.js';
-import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
+import { certificatesIn } from '../base/pem.js';
+import { matchesKey, parseKey } from '../certs/key-types.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';
@@ -370,7 +371,7 @@ export const domainStep: Step = {
     if (!s.ca && ca) ctx.log.info({ caDir: `${ctx.stateDir}/site-ca`, subject: ca.cert.subject }, 'site CA created');
     await Promise.all(
       s.stale.map(async (x) => {
-        const pair = x.want.given ?? issueServing(x.want.names, ca!, now);
+        const pair = x.want.given ?? (await issueServing(x.want.names, ca!, now));
         await writeSecret(kube, tlsSecret(x.want.name, x.want.namespace, pair), x.exists);
         ctx.log.info(
           {

@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApisApi, CoreV1Api, CustomObjectsApi, type KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
-import { issue, newKey } from '../../src/certs/x509.js';
+import { issue, newKey } from '../../src/certs/issue.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../../src/factory/check.js';
 import { generateSigningKey } from '../../src/trust/signature.js';
@@ -51,7 +51,7 @@ const KAS_LOCALHOST = `/${RESOURCES}/kube-apiserver-certs/secrets/localhost-serv
 const ETCD_PEER = `/${RESOURCES}/etcd-certs/secrets/etcd-all-certs/etcd-peer-sno-factory.crt`;
 
 /** A certificate from the project's issuer, issued `ageDays` ago for `days`. */
-const issued = (cn: string, days: number, ageDays = 0, client = false): string =>
+const issued = (cn: string, days: number, ageDays = 0, client = false): Promise<string> =>
   issue({ commonName: cn, client, notBefore: new Date(Date.now() - ageDays * DAY_MS), validityDays: days }, newKey());
 
 /** A kubeconfig whose user carries its client certificate as data, as kubelet's and the bootstrap one do. */
@@ -159,17 +159,20 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
       mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
       writeFileSync(path.join(root, file), text);
     };
-    put(KAS_LOCALHOST, issued('localhost-serving', 30));
-    put(ETCD_PEER, issued('system:etcd-peer:sno-factory', 3 * 365));
+    put(KAS_LOCALHOST, await issued('localhost-serving', 30));
+    put(ETCD_PEER, await issued('system:etcd-peer:sno-factory', 3 * 365));
     // beside them what is no certificate: a key, and a file where the walk meets folders elsewhere
     put(ETCD_PEER.replace(/\.crt$/, '.key'), 'key\n');
     put(`/${RESOURCES}/kube-apiserver-pod-3/secrets/encryption-config`, '{}\n');
-    put('/var/lib/kubelet/kubeconfig', kubeconfigWith('default-auth', issued('system:node:sno-factory', 30, 0, true)));
+    put(
+      '/var/lib/kubelet/kubeconfig',
+      kubeconfigWith('default-auth', await issued('system:node:sno-factory', 30, 0, true)),
+    );
     put(
       '/etc/kubernetes/kubeconfig',
       kubeconfigWith(
         'kubelet',
-        issued('system:serviceaccount:openshift-machine-config-operator:node-bootstrapper', 3650, 30, true),
+        await issued('system:serviceaccount:openshift-machine-config-operator:node-bootstrapper', 3650, 30, true),
       ),
     );
     await everythingButSecrets(kc, NO_SECRETS);

@@ -5,9 +5,14 @@
  * (spec.access.clientCAFile, whose key stays at the factory), which the access step installs as the
  * API server's client CA; it trusts the site CA (spec.access.siteCA) that signs the API's certificate.
  */
+import type { X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import yaml from 'js-yaml';
-import { certificatesIn, issue, keyToPem, matchesKey, newKey, parseKey } from '../../certs/x509.js';
+import { certificatesIn } from '../../base/pem.js';
+import { chainProblem, intermediatesOf, selfSigned } from '../../certs/chain.js';
+import { issue, keyToPem, newKey } from '../../certs/issue.js';
+import { describeKey, matchesKey, parseKey, SUPPORTED_KEY_TYPES, supportedKey } from '../../certs/key-types.js';
+import { systemClock } from '../../ports/clock.js';
 import { loadSiteConfig } from '../../config/load.js';
 import { ConfigError, UsageError } from '../../base/errors.js';
 import { type Invocation, oneOf } from '../args.js';
@@ -17,6 +22,20 @@ const DAY_MS = 86_400_000;
 /** as the installer's admin kubeconfig: the certificate outlives the node's time at the site */
 const CLIENT_VALIDITY_DAYS = 3650;
 const USER = /^[A-Za-z0-9][A-Za-z0-9:._@-]{0,62}$/;
+
+/** The CAs above `ca` in the bundle, its issuer first, as far as the bundle goes. */
+function chainAbove(ca: X509Certificate, bundle: readonly X509Certificate[]): X509Certificate[] {
+  const chain: X509Certificate[] = [];
+  for (let cert = ca; !selfSigned(cert);) {
+    const issuer = bundle.find(
+      (c) => !chain.includes(c) && c !== cert && cert.checkIssued(c) && cert.verify(c.publicKey),
+    );
+    if (!issuer) break;
+    chain.push(issuer);
+    cert = issuer;
+  }
+  return chain;
+}
 
 export async function credentialsCommand(inv: Invocation): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
@@ -47,13 +66,17 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
   } catch (err) {
     throw new UsageError(`--key: cannot read a private key from ${key}: ${(err as Error).message}`);
   }
-  const caCert = certificatesIn(clientCa).find((c) => matchesKey(c, caKey));
+  if (!supportedKey(caKey))
+    throw new UsageError(`--key: ${key} is a ${describeKey(caKey)} key; supported: ${SUPPORTED_KEY_TYPES}`);
+  const bundle = certificatesIn(clientCa);
+  const caCert = bundle.find((c) => matchesKey(c, caKey));
   if (!caCert) throw new UsageError(`--key: ${key} is not the key of any certificate in spec.access.clientCAFile`);
+  const ca = { cert: caCert, key: caKey, chain: chainAbove(caCert, bundle) };
 
-  const now = new Date();
+  const now = systemClock.now();
   const notAfter = Math.min(Date.parse(caCert.validTo), now.getTime() + CLIENT_VALIDITY_DAYS * DAY_MS);
   const clientKey = newKey();
-  const certPem = issue(
+  const leaf = await issue(
     {
       commonName: user,
       organizations: ['system:masters'],
@@ -62,8 +85,16 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
       validityDays: Math.floor((notAfter - now.getTime()) / DAY_MS),
     },
     clientKey,
-    { cert: caCert, key: caKey },
+    ca,
   );
+  const certPem =
+    leaf +
+    intermediatesOf(ca)
+      .map((c) => c.toString())
+      .join('');
+  // nothing that would not verify is handed over: the API server would answer Unauthorized
+  const problem = chainProblem(certPem, ca, { client: user }, now);
+  if (problem) throw new UsageError(`--key: the certificate signed with ${key} does not verify: ${problem}`);
   const server = `https://api.${document.spec.clusterName}.${site.baseDomain}:6443`;
   const name = `${document.spec.clusterName}.${site.baseDomain}`;
   const kubeconfig = {

@@ -1,0 +1,77 @@
+/**
+ * The checks a site's CAs pass when the site-config is read, before anything is signed with them
+ * or installed: the admin client CA (spec.access.clientCAFile, a bundle of CA certificates) and the
+ * site CA (spec.access.siteCA: the issuing CA, then the CAs above it up to the root, and its key).
+ * The loader has already made sure each certificate is a CA that has not expired and that the site
+ * CA's key is the first certificate's; these add the key types the agent signs with, the right to
+ * sign certificates (keyCertSign), and a chain in which each certificate is issued by the next.
+ */
+import { createPrivateKey, createPublicKey, type X509Certificate } from 'node:crypto';
+import { certificatesIn } from '../base/pem.js';
+import type { Finding } from '../base/findings.js';
+import { describeCert, keyUsageOf, selfSigned, validityProblem } from './chain.js';
+import type { PemPair } from './site-certs.js';
+import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from './key-types.js';
+import { x509 } from './library.js';
+
+export const CLIENT_CA_PATH = '$.spec.access.clientCAFile';
+export const SITE_CA_CERT_PATH = '$.spec.access.siteCA.certFile';
+export const SITE_CA_KEY_PATH = '$.spec.access.siteCA.keyFile';
+
+const error = (path: string, message: string): Finding => ({ severity: 'error', path, message });
+
+/** What each certificate of a CA file must be: of a supported key type, able to sign certificates, valid now. */
+function caCertFindings(path: string, certs: readonly X509Certificate[], now: Date): Finding[] {
+  return certs.flatMap((cert) => {
+    const out: Finding[] = [];
+    const key = createPublicKey(cert.publicKey);
+    if (!supportedKey(key))
+      out.push(error(path, `${describeCert(cert)} has a ${describeKey(key)} key; supported: ${SUPPORTED_KEY_TYPES}`));
+    const usage = keyUsageOf(cert);
+    if (!cert.ca) out.push(error(path, `${describeCert(cert)} is not a CA certificate`));
+    else if (usage !== undefined && !(usage & x509.KeyUsageFlags.keyCertSign))
+      out.push(error(path, `${describeCert(cert)} has no keyCertSign in its keyUsage: it cannot sign certificates`));
+    const validity = validityProblem(cert, now);
+    if (validity) out.push(error(path, validity));
+    return out;
+  });
+}
+
+function siteCaFindings(pair: PemPair, now: Date): Finding[] {
+  const certs = certificatesIn(pair.certPem);
+  const out = caCertFindings(SITE_CA_CERT_PATH, certs, now);
+  const key = createPrivateKey(pair.keyPem);
+  if (!supportedKey(key))
+    out.push(error(SITE_CA_KEY_PATH, `a ${describeKey(key)} key; supported: ${SUPPORTED_KEY_TYPES}`));
+  else if (!certs[0]!.checkPrivateKey(key))
+    out.push(error(SITE_CA_KEY_PATH, `the key is not the key of ${describeCert(certs[0]!)}`));
+  // the issuing CA first, then each certificate's issuer: what a TLS client is served after the leaf
+  for (const [i, cert] of certs.entries()) {
+    const next = certs[i + 1];
+    if (next && !(cert.checkIssued(next) && cert.verify(next.publicKey)))
+      out.push(
+        error(
+          SITE_CA_CERT_PATH,
+          `certificate ${i + 2} (${describeCert(next)}) did not issue certificate ${i + 1} (${describeCert(cert)}): give the issuing CA first, then its chain up to the root`,
+        ),
+      );
+    if (!next && !selfSigned(cert) && i > 0)
+      out.push({
+        severity: 'warning',
+        path: SITE_CA_CERT_PATH,
+        message: `the chain ends at ${describeCert(cert)}, not at a root: clients must trust it or its issuer`,
+      });
+  }
+  return out;
+}
+
+/**
+ * Findings on the CAs the site-config gives, read by the loader (`access` holds only those that
+ * passed its checks); `now` is the clock their validity is checked at.
+ */
+export function accessCaFindings(access: { clientCaPem?: string; siteCa?: PemPair }, now: Date): Finding[] {
+  return [
+    ...(access.clientCaPem ? caCertFindings(CLIENT_CA_PATH, certificatesIn(access.clientCaPem), now) : []),
+    ...(access.siteCa ? siteCaFindings(access.siteCa, now) : []),
+  ];
+}
