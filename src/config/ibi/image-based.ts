@@ -56,8 +56,3 @@ export function withImageBased(site: Site, imageBased: ImageBasedSite | undefine
     ...(adminClientCaPem !== undefined && { access: { ...site.access, clientCaPem: adminClientCaPem } }),
   };
 }
-
-/** The installer signer for one of the domain step's secrets, when the media gives one. */
-export function installerSigner(site: Site, which: 'api' | 'apps'): InstallerSigner | undefined {
-  return which === 'api' ? site.imageBased?.apiSigner : site.imageBased?.ingressSigner;
-}

@@ -17,6 +17,7 @@ import type { Finding } from '../../base/findings.js';
 import { API_VERSION, KIND } from '../v1/schema.js';
 import { USER_CA_BUNDLE } from '../../kube/openshift.js';
 import { DocumentError, parseYamlDocument } from '../yaml.js';
+import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from '../../certs/key-types.js';
 import { type ImageBasedSite, LB_SIGNER_SUBJECT } from './image-based.js';
 
 export const MANIFEST_FILE = 'cluster-configuration/manifest.json';
@@ -130,15 +131,18 @@ const INGRESS = `${CRYPTO}.IngresssCrypto`;
 /** the installer's admin kubeconfig client CA: the loader checks it is a CA certificate valid now */
 export const ADMIN_CA_FIELD = `${CRYPTO}.KubeAPICrypto.ClientAuthCrypto.admin_ca_certificate`;
 
-/** A PEM private key that node:crypto reads; the finding never quotes it. */
+/** A PEM private key of a type certificates are signed with here; the finding never quotes it. */
 function privateKey(value: string, out: Translation, path: string): string | undefined {
+  let key;
   try {
-    createPrivateKey(value);
-    return value;
+    key = createPrivateKey(value);
   } catch {
     out.findings.push(error(path, 'not a PEM private key'));
     return undefined;
   }
+  if (supportedKey(key)) return value;
+  out.findings.push(error(path, `a ${describeKey(key)} key: a signer must be ${SUPPORTED_KEY_TYPES}`));
+  return undefined;
 }
 
 const NOT_RESIGNED =
