@@ -2,17 +2,17 @@
  * The checks a site's CAs pass when the site-config is read, before anything is signed with them
  * or installed: the admin client CA (spec.access.clientCAFile, a bundle of CA certificates) and the
  * site CA (spec.access.siteCA: the issuing CA, then the CAs above it up to the root, and its key).
- * The loader has already made sure each certificate is a CA that has not expired and that the site
- * CA's key is the first certificate's; these add the key types the agent signs with, the right to
- * sign certificates (keyCertSign), and a chain in which each certificate is issued by the next.
+ * The loader has already made sure each certificate is a CA (for OpenSSL that includes keyCertSign
+ * when there is a keyUsage) that has not expired and that the site CA's key is the first
+ * certificate's; these add the key types the agent signs with, validity at the clock given (not
+ * before its start either), and a chain in which each certificate is issued by the next.
  */
-import { createPrivateKey, createPublicKey, type X509Certificate } from 'node:crypto';
+import { createPrivateKey, type X509Certificate } from 'node:crypto';
 import { certificatesIn } from '../base/pem.js';
 import type { Finding } from '../base/findings.js';
-import { describeCert, keyUsageOf, selfSigned, validityProblem } from './chain.js';
+import { describeCert, selfSigned, validityProblem } from './chain.js';
 import type { PemPair } from './site-certs.js';
 import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from './key-types.js';
-import { x509 } from './library.js';
 
 export const CLIENT_CA_PATH = '$.spec.access.clientCAFile';
 export const SITE_CA_CERT_PATH = '$.spec.access.siteCA.certFile';
@@ -20,17 +20,15 @@ export const SITE_CA_KEY_PATH = '$.spec.access.siteCA.keyFile';
 
 const error = (path: string, message: string): Finding => ({ severity: 'error', path, message });
 
-/** What each certificate of a CA file must be: of a supported key type, able to sign certificates, valid now. */
+/** What each certificate of a CA file must be beyond a CA (the loader's check): of a supported key type, valid now. */
 function caCertFindings(path: string, certs: readonly X509Certificate[], now: Date): Finding[] {
   return certs.flatMap((cert) => {
     const out: Finding[] = [];
-    const key = createPublicKey(cert.publicKey);
+    const key = cert.publicKey;
     if (!supportedKey(key))
-      out.push(error(path, `${describeCert(cert)} has a ${describeKey(key)} key; supported: ${SUPPORTED_KEY_TYPES}`));
-    const usage = keyUsageOf(cert);
-    if (!cert.ca) out.push(error(path, `${describeCert(cert)} is not a CA certificate`));
-    else if (usage !== undefined && !(usage & x509.KeyUsageFlags.keyCertSign))
-      out.push(error(path, `${describeCert(cert)} has no keyCertSign in its keyUsage: it cannot sign certificates`));
+      out.push(
+        error(path, `${describeCert(cert)} has a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`),
+      );
     const validity = validityProblem(cert, now);
     if (validity) out.push(error(path, validity));
     return out;
@@ -42,7 +40,7 @@ function siteCaFindings(pair: PemPair, now: Date): Finding[] {
   const out = caCertFindings(SITE_CA_CERT_PATH, certs, now);
   const key = createPrivateKey(pair.keyPem);
   if (!supportedKey(key))
-    out.push(error(SITE_CA_KEY_PATH, `a ${describeKey(key)} key; supported: ${SUPPORTED_KEY_TYPES}`));
+    out.push(error(SITE_CA_KEY_PATH, `a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`));
   else if (!certs[0]!.checkPrivateKey(key))
     out.push(error(SITE_CA_KEY_PATH, `the key is not the key of ${describeCert(certs[0]!)}`));
   // the issuing CA first, then each certificate's issuer: what a TLS client is served after the leaf

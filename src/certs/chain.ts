@@ -3,7 +3,8 @@
  * the domain step's verify runs on what the cluster serves: with node:crypto's X509Certificate
  * (OpenSSL underneath), each link of leaf -> served intermediates -> the CA's own chain is checked
  * for its issuer name and key identifier, its signature, its validity at the clock given, and the
- * issuer's right to sign certificates (a CA whose keyUsage lacks keyCertSign signs nothing).
+ * issuer's right to sign certificates (a CA whose keyUsage lacks keyCertSign signs nothing); the
+ * leaf for its key usage and names.
  */
 import type { X509Certificate } from 'node:crypto';
 import { certificatesIn } from '../base/pem.js';
@@ -42,10 +43,8 @@ export function validityProblem(cert: X509Certificate, now: Date): string | unde
 /** Why `child` was not issued by `parent`, or undefined when the link holds. */
 function linkProblem(child: X509Certificate, parent: X509Certificate): string | undefined {
   const who = `${describeCert(child)} by ${describeCert(parent)}`;
-  if (!parent.ca) return `${describeCert(parent)} is not a CA certificate`;
-  const usage = keyUsageOf(parent);
-  if (usage !== undefined && !(usage & x509.KeyUsageFlags.keyCertSign))
-    return `${describeCert(parent)} has no keyCertSign in its keyUsage`;
+  // OpenSSL's CA test: basicConstraints CA:TRUE and, when there is a keyUsage, keyCertSign in it
+  if (!parent.ca) return `${describeCert(parent)} is not a CA certificate that may sign certificates`;
   // issuer name and authority key identifier against the parent's subject and subject key identifier
   if (!child.checkIssued(parent)) return `${who}: the issuer name or key identifier does not match`;
   if (!child.verify(parent.publicKey)) return `${who}: the signature does not verify`;

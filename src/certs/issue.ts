@@ -15,7 +15,7 @@ import {
   type KeyObject,
   type X509Certificate,
 } from 'node:crypto';
-import { describeKey, supportedKey } from './key-types.js';
+import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from './key-types.js';
 import { x509 } from './library.js';
 
 const DAY_MS = 86_400_000;
@@ -50,7 +50,10 @@ async function signer(
   key: KeyObject,
 ): Promise<{ key: webcrypto.CryptoKey; algorithm: webcrypto.RsaHashedImportParams | webcrypto.EcdsaParams }> {
   const type = supportedKey(key);
-  if (!type) throw new Error(`a ${describeKey(key)} key cannot sign certificates here`);
+  if (!type)
+    throw new Error(
+      `a key of type ${describeKey(key)} cannot sign certificates here; supported: ${SUPPORTED_KEY_TYPES}`,
+    );
   const der = key.export({ type: 'pkcs8', format: 'der' });
   if (type.kind === 'rsa') {
     const algorithm = { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' };

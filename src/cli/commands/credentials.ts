@@ -67,7 +67,7 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
     throw new UsageError(`--key: cannot read a private key from ${key}: ${(err as Error).message}`);
   }
   if (!supportedKey(caKey))
-    throw new UsageError(`--key: ${key} is a ${describeKey(caKey)} key; supported: ${SUPPORTED_KEY_TYPES}`);
+    throw new UsageError(`--key: ${key} holds a key of type ${describeKey(caKey)}; supported: ${SUPPORTED_KEY_TYPES}`);
   const bundle = certificatesIn(clientCa);
   const caCert = bundle.find((c) => matchesKey(c, caKey));
   if (!caCert) throw new UsageError(`--key: ${key} is not the key of any certificate in spec.access.clientCAFile`);
