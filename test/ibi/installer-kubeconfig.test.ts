@@ -264,15 +264,12 @@ describe.skipIf(kubeSkipped)("the installer's admin kubeconfig at the site, on a
   });
 
   it('sets the cluster ID and reports it to the hub with the kept infrastructure name; no key anywhere', async () => {
-    const version = (await env.cluster
-      .kubeConfig()
-      .makeApiClient(CustomObjectsApi)
-      .getClusterCustomObject({
-        group: 'config.openshift.io',
-        version: 'v1',
-        plural: 'clusterversions',
-        name: 'version',
-      })) as {
+    const version = (await env.cluster.kubeConfig().makeApiClient(CustomObjectsApi).getClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'clusterversions',
+      name: 'version',
+    })) as {
       spec: { clusterID: string };
     };
     expect(version.spec.clusterID).toBe(media.clusterId);
