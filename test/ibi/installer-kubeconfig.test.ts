@@ -195,6 +195,10 @@ describe.skipIf(kubeSkipped)("the installer's admin kubeconfig at the site, on a
     ).steps;
     expect(steps[0]).toMatchObject({ step: 'cluster-identity', action: 'change' });
     expect(steps[0]!.changes![0]!.diff).toContain(`+ spec.clusterID: ${media.clusterId}`);
+    // the signers that would re-sign every certificate: accepted, said to be unused
+    expect(plan.stdout).toContain(
+      'accepted, not used: localhost_signer_private_key, service_network_signer_private_key',
+    );
     expect(plan.stderr).toContain(
       `infra_id ${media.infraId} differs from the cluster's infrastructure name ${FACTORY_INFRA}`,
     );
