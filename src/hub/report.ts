@@ -195,12 +195,32 @@ export async function reportStatus(ctx: ReportContext, state: RunState): Promise
   };
 }
 
-/** Installs the CRD when the cluster lacks it, and waits (bounded) until it is served. */
+type CrdObject = KubeObject & {
+  spec?: { versions?: { schema?: { openAPIV3Schema?: { properties?: { status?: { properties?: object } } } } }[] };
+};
+
+/** Whether the cluster's CRD has every status field of this agent (one made by an older agent may not). */
+const servesAllFields = (crd: CrdObject): boolean => {
+  const served = crd.spec?.versions?.[0]?.schema?.openAPIV3Schema?.properties?.status?.properties ?? {};
+  const ours = REPORT_CRD.spec.versions[0]!.schema.openAPIV3Schema.properties.status.properties;
+  return Object.keys(ours).every((field) => field in served);
+};
+
+/**
+ * Installs the CRD when the cluster lacks it, or updates its schema when an older agent's lacks a
+ * field of this one (the API server would prune that field from every status written), and waits
+ * (bounded) until it is served.
+ */
 export async function ensureReportCrd(kube: Kube, clock: Clock): Promise<void> {
   const ref = { apiVersion: REPORT_CRD.apiVersion, kind: REPORT_CRD.kind, name: CRD_NAME };
-  const crd = await kube.get(ref);
-  if (established(crd)) return;
+  const crd = await kube.get<CrdObject>(ref);
+  if (crd && established(crd) && servesAllFields(crd)) return;
   if (!crd) await kube.create(REPORT_CRD as unknown as KubeObject);
+  else if (!servesAllFields(crd))
+    await kube.update<CrdObject>(ref, (current) => ({
+      ...current,
+      spec: { ...current.spec, versions: REPORT_CRD.spec.versions },
+    }));
   await waitForCrd(kube, clock, CRD_NAME);
 }
 
