@@ -20,6 +20,7 @@ import { applyCrds } from '../test/kube/install.js';
 import { STUBS, stubEnvironment } from '../test/node/context.js';
 import { factoryNetwork } from '../test/node/factory-network.js';
 import { BENCH_BINARY, peakRssMb, printTable, timeCommands, type Timing } from './lib.js';
+import { reportFigure } from './figures.js';
 
 const runs = Number(process.argv[2] ?? 15);
 if (!existsSync(BENCH_BINARY)) throw new Error(`${BENCH_BINARY} is missing: run ./build.sh first`);
@@ -60,6 +61,26 @@ try {
     row(watched, ''),
   ]);
   console.log(`  peak RSS of plan: ${rss.toFixed(1)} MB (target <= 100 MB)`);
+  const times = (t: Timing) => `${x(t.medianMs).toFixed(1)}x \`node -e 0\``;
+  const node = `\`node -e 0\` ${baseline.medianMs.toFixed(0)} ms`;
+  reportFigure({
+    what: '`sno-relocate --version` (single executable)',
+    target: '<= 1.4x `node -e 0`',
+    measured: times(version),
+    baseline: node,
+  });
+  reportFigure({
+    what: '`plan` of the bundled example, every step',
+    target: '<= 300 ms',
+    measured: `${planned.medianMs.toFixed(0)} ms, ${times(planned)}`,
+    baseline: node,
+  });
+  reportFigure({
+    what: '`watch --once` on a seeded factory cluster',
+    measured: `${watched.medianMs.toFixed(0)} ms, ${times(watched)}`,
+    baseline: node,
+  });
+  reportFigure({ what: 'peak RSS of `plan`', target: '<= 100 MB', measured: `${rss.toFixed(0)} MB` });
 } finally {
   await cluster.stop();
   await bus.stop();

@@ -29,7 +29,9 @@
  *   BENCH_BASELINE=whole runs it on the whole cluster instead.
  *
  * Then the domain step's certificate set (site CA + apps wildcard, console, downloads, oauth and api)
- * two ways. Medians of BENCH_RUNS (default 3) runs. BENCH_BINARY measures another build.
+ * three ways: node-forge alone with RSA keys, and the agent's issuer (@peculiar/x509) under a
+ * P-256 CA of its own and under a site's RSA-2048 CA. Medians of BENCH_RUNS (default 3) runs.
+ * BENCH_BINARY measures another build.
  *
  *   npx tsx bench/cluster.ts          (needs ./build.sh and scripts/ensure-kube-apiserver.sh once)
  */
@@ -48,6 +50,7 @@ import { startFactory, type ClusterEnv } from '../test/cluster/env.js';
 import { FACTORY_APPS_DOMAIN, FACTORY_NODE_NAME } from '../test/kube/factory-cluster.js';
 import { writeSiteFolder } from '../test/node/cli.js';
 import { OPERATOR_ROUTES } from '../src/kube/openshift.js';
+import { reportFigure } from './figures.js';
 import { BENCH_BINARY, median } from './lib.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -391,3 +394,29 @@ console.log(
 );
 console.log(line(['what', 'median ms', 'ratio', 'target']));
 for (const r of rows) console.log(line(r));
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+reportFigure({
+  what: `cluster phase, ${ROUTES.toLocaleString('en')} extra routes${MODELS ? ', whole process from start to exit' : ` (\`BENCH_ROUTES=${ROUTES} BENCH_MODELS=0\`)`}`,
+  target: '<= 1.3x the floor, >= 25x kubectl',
+  measured:
+    `${seconds(processMs)}, ${ratio.toFixed(2)}x the floor${ratio <= 1.3 ? '' : ' (over target)'}: start to first log line ` +
+    `${seconds(median(without.map((r) => r.startMs)))}, ${stepNames.map((n) => `${n} ${median(without.map((r) => r.steps[n] ?? NaN)).toFixed(0)} ms`).join(', ')}`,
+  baseline:
+    `floor: the same ${without[0]!.patches} route merge patches as raw keep-alive HTTPS, ${FLOOR_CONCURRENCY} at a time, ${seconds(floorMs)}; ` +
+    `kubectl per object${BASELINE_WHOLE ? '' : ', extrapolated'}: ${(baselineMs / 1000).toFixed(0)} s (${(baselineMs / processMs).toFixed(0)}x)`,
+});
+reportFigure({ what: 'cluster phase, no extra route (its fixed part)', measured: seconds(fixedMs) });
+if (MODELS)
+  reportFigure({
+    what: 'cluster phase with the operator models at work (their roll-outs waited for)',
+    measured: seconds(median(withModels.map((r) => r.processMs))),
+  });
+reportFigure({
+  what: 'certificate set: site CA + 5 serving certificates',
+  target: '< 0.5 s',
+  measured: `${Object.entries(certs)
+    .filter(([name]) => name !== 'node-forge, RSA-2048 (forge signs)')
+    .map(([name, ms]) => `${ms.toFixed(1)} ms, ${name}`)
+    .join('; ')}`,
+  baseline: `node-forge RSA-2048: ${base.toFixed(0)} ms`,
+});

@@ -21,6 +21,7 @@ import { AGENT_UNIT, buildNodeImage, type NodeImage } from '../test/e2e/node-ima
 import { newSecret, siteSpec, siteStick } from '../test/e2e/sites.js';
 import { ensureBaseImage } from '../test/e2e/base-image.js';
 import { bootVm, REPO_ROOT, type Vm } from '../test/e2e/vm.js';
+import { reportFigure } from './figures.js';
 import { median, printTable } from './lib.js';
 
 const RUNS = Number(process.env.E2E_BENCH_RUNS ?? 3);
@@ -212,6 +213,21 @@ async function main(): Promise<void> {
       ],
     ],
   );
+  const s1 = (x: number) => `${x.toFixed(1)} s`;
+  reportFigure({
+    what: 'VM: boot with the stick to kubelet active (guest clock)',
+    measured: `${s1(stickKubelet)} from kernel start; the agent started at ${s1(m(rows.stick, (r) => r.agentStartMs))} and ran ${s1(agent)}`,
+    baseline: `the same node without a stick, kernel to multi-user.target: ${s1(baseMultiUser)}`,
+  });
+  reportFigure({
+    what: 'VM: stick hot-plugged to kubelet active',
+    measured: `${s1(m(rows.hotplug, (r) => r.hostMs))} from the host's plug command (${s1(m(rows.hotplug, (r) => r.guestMs))} from the guest seeing the device)`,
+  });
+  if (coldMs !== undefined)
+    reportFigure({
+      what: 'VM: base image build, empty cache (`--cold`)',
+      measured: `${s1(coldMs / 1000)} (cached by key)`,
+    });
   printTable('VM harness (seconds)', [
     ['what', 'median s', 'runs'],
     ['base image cache check (warm)', cacheCheckMs / 1000, '1'],

@@ -10,6 +10,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { BINARY, REPO } from '../test/helpers/cli.js';
+import { reportFigure } from './figures.js';
 import { median, printTable } from './lib.js';
 
 const runs = Number(process.argv[2] ?? 3);
@@ -110,6 +111,16 @@ try {
       `${(median(isos) / ISO_SITES).toFixed(0)} ms a site`,
     ],
   ]);
+  reportFigure({
+    what: `\`render\`: ${SITES.toLocaleString('en')} sites rendered, validated and signed into folders, one process`,
+    target: '< 10 s',
+    measured: `${(renderMs / 1000).toFixed(2)} s wall (${median(cpu).toFixed(2)} s CPU)`,
+    baseline: `one \`validate\` + \`sign\` process per site, from ${sample} sites: ${(baselineMs / 1000).toFixed(0)} s (${(baselineMs / renderMs).toFixed(0)}x)`,
+  });
+  reportFigure({
+    what: `\`render --iso\`: ${ISO_SITES} sites, one xorriso image each`,
+    measured: `${(median(isos) / 1000).toFixed(2)} s (${(median(isos) / ISO_SITES).toFixed(0)} ms a site)`,
+  });
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -23,6 +23,7 @@ import { startCluster } from '../test/kube/cluster.js';
 import { seedFactoryCluster } from '../test/kube/factory-cluster.js';
 import { applyCrds } from '../test/kube/install.js';
 import { condition, GVR, healthyOperator, Scenario } from '../test/watch/scenario.js';
+import { reportFigure } from './figures.js';
 import { BENCH_BINARY, median, printTable, REPO } from './lib.js';
 import { seedWatchedObjects, WATCHED_TOTAL } from './watch-objects.js';
 
@@ -284,6 +285,28 @@ try {
       ],
     ],
   );
+  reportFigure({
+    what: `watcher initial sync, ${total.toLocaleString('en')} watched objects`,
+    target: '< 5 s',
+    measured: `${(median(syncMs) / 1000).toFixed(1)} s in process; ${(median(firstStatus) / 1000).toFixed(1)} s from executable start to the status file`,
+    baseline: `\`kubectl get -A -o json\` of the same kinds: ${(median(kubectlMs) / 1000).toFixed(1)} s (${(median(syncMs) / median(kubectlMs)).toFixed(2)}x)`,
+  });
+  reportFigure({
+    what: `watcher idle RSS over ${IDLE_SECONDS} s, as the unit runs it`,
+    target: '< 70 MB',
+    measured: `${rss.toFixed(1)} MB, keeping ${kept} of the ${total.toLocaleString('en')} objects, ${fileBacked.toFixed(1)} MB of it pages of the executable and libraries; started right after its executable was read whole: ${readWholeRss.toFixed(1)} MB`,
+    baseline: `idle Node process: ${node.rss.toFixed(1)} MB (${(node.rss - node.anonymous).toFixed(1)} MB of it pages of \`node\`)`,
+  });
+  reportFigure({
+    what: `watcher idle CPU over ${IDLE_SECONDS} s`,
+    target: '< 1% of a core',
+    measured: `${cpuPct.toFixed(1)}%`,
+  });
+  reportFigure({
+    what: 'ClusterOperator going Degraded to the status file',
+    target: '< 1 s',
+    measured: `${median(latency).toFixed(0)} ms`,
+  });
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
   await cluster.stop();

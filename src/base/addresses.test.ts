@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { networkAddress } from './addresses.js';
+import { networkAddress, subnetContains } from './addresses.js';
 
 describe('networkAddress', () => {
   it.each([
@@ -13,5 +13,19 @@ describe('networkAddress', () => {
     ['fd00::1/128', 'fd00::1'],
   ])('%s -> %s', (cidr, network) => {
     expect(networkAddress(cidr)).toBe(network);
+  });
+});
+
+describe('subnetContains', () => {
+  it.each([
+    ['10.42.0.0/24', '10.42.0.200', true],
+    ['10.42.0.20/24', '10.42.0.1', true],
+    ['10.42.0.0/24', '10.42.1.1', false],
+    ['fd00:1:2:3::10/64', 'fd00:1:2:3:ffff::1', true],
+    ['fd00:1:2:3::/64', 'fd00:1:2:4::1', false],
+    ['10.42.0.0/24', 'fd00::1', false],
+    ['0.0.0.0/0', '192.0.2.1', true],
+  ])('%s holds %s: %s', (subnet, ip, holds) => {
+    expect(subnetContains(subnet, ip)).toBe(holds);
   });
 });

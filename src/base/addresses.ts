@@ -2,7 +2,7 @@
  * IP addresses and CIDRs as text: canonical forms for comparing what nmstate or `ip` report with
  * what a site-config says.
  */
-import { isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
 
 export interface Cidr {
   ip: string;
@@ -39,6 +39,15 @@ export function networkAddress(cidr: string): string {
     return keep === 0 ? 0 : value & (((1 << width) - 1) ^ ((1 << (width - keep)) - 1));
   });
   return family === 4 ? masked.join('.') : canonicalIp(masked.map((g) => g.toString(16)).join(':'));
+}
+
+/** Whether an address lies in a subnet (CIDR; its host bits are ignored). False across families. */
+export function subnetContains(subnet: string, ip: string): boolean {
+  const net = parseCidr(subnet);
+  const family = net.family === 4 ? 'ipv4' : 'ipv6';
+  const block = new BlockList();
+  block.addSubnet(net.ip, net.prefix, family);
+  return block.check(ip, family);
 }
 
 /** The eight 16-bit groups of an IPv6 address. */

@@ -44,31 +44,6 @@ const ipBlock = (ip: z.ZodType<string>, maxPrefix: number) =>
     address: z.array(addressEntry(ip, maxPrefix)).optional(),
   });
 
-/** The interface types nmstate knows (its InterfaceType); it takes any other name as a type too. */
-export const NMSTATE_INTERFACE_TYPES = [
-  'bond',
-  'linux-bridge',
-  'dummy',
-  'ethernet',
-  'hsr',
-  'loopback',
-  'mac-vlan',
-  'mac-vtap',
-  'ovs-bridge',
-  'ovs-interface',
-  'veth',
-  'vlan',
-  'vrf',
-  'vxlan',
-  'infiniband',
-  'tun',
-  'macsec',
-  'ipsec',
-  'xfrm',
-  'ipvlan',
-  'unknown',
-] as const;
-
 /** nmstate's bond modes, by name or by the kernel's number */
 const BOND_MODES = ['balance-rr', 'active-backup', 'balance-xor', 'broadcast', '802.3ad', 'balance-tlb', 'balance-alb'];
 const bondMode = z

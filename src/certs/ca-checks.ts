@@ -41,8 +41,6 @@ function siteCaFindings(pair: PemPair, now: Date): Finding[] {
   const key = createPrivateKey(pair.keyPem);
   if (!supportedKey(key))
     out.push(error(SITE_CA_KEY_PATH, `a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`));
-  else if (!certs[0]!.checkPrivateKey(key))
-    out.push(error(SITE_CA_KEY_PATH, `the key is not the key of ${describeCert(certs[0]!)}`));
   // the issuing CA first, then each certificate's issuer: what a TLS client is served after the leaf
   for (const [i, cert] of certs.entries()) {
     const next = certs[i + 1];

@@ -3,13 +3,14 @@
  * the exit code. What it prints may quote a stick or the cluster: control
  * characters other than newlines and tabs are escaped. Each command's modules
  * load when that command runs, so `--version` and `--help` evaluate none of
- * them (the Kubernetes client, the watcher, the steps).
+ * them (the Kubernetes client, the watcher, the steps): a test counts the modules they load.
  */
 import pkg from '../../package.json' with { type: 'json' };
 import { errorMessage, exitCodeOf, UsageError } from '../base/errors.js';
 import { scrubText } from '../log/redact.js';
 import { safeText } from '../log/safe-text.js';
 import { type Invocation, parseCommandLine } from './args.js';
+import { commandSpec } from './commands/options.js';
 import type { CommandResult } from './commands/result.js';
 
 type Command = (inv: Invocation) => Promise<CommandResult>;
@@ -29,13 +30,25 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   factory: async () => (await import('./commands/factory.js')).factoryCommand,
 };
 
+/** The overview, or one command's help: only run's and plan's, which list the steps, load them. */
+async function helpFor(words: readonly (string | undefined)[]): Promise<string> {
+  const { HELP, commandHelp } = await import('./help.js');
+  const spec = words[0] === undefined ? undefined : commandSpec(words as string[]);
+  if (!spec) {
+    if (words[0] !== undefined) throw new UsageError(`unknown command "${words[0]}"; run 'sno-relocate --help'`);
+    return HELP;
+  }
+  return commandHelp(spec, spec.listsSteps && (await import('../steps/index.js')).STEPS);
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   let inv: Invocation;
   try {
     inv = parseCommandLine(argv);
     if (inv.flags.version) return (void process.stdout.write(`sno-relocate ${pkg.version}\n`), 0);
-    if (inv.flags.help || inv.command === undefined || inv.command === 'help') {
-      process.stdout.write((await import('./help.js')).HELP);
+    if (inv.command === undefined || inv.command === 'help' || inv.flags.help) {
+      const words = inv.command === 'help' ? inv.positionals : [inv.command, ...inv.positionals];
+      process.stdout.write(await helpFor(words));
       return inv.command === undefined && !inv.flags.help ? 2 : 0;
     }
     const load = COMMANDS[inv.command];

@@ -38,14 +38,17 @@ const runState = z.object({
 export type StepRecord = z.infer<typeof stepRecord>;
 export type RunState = z.infer<typeof runState>;
 
-/** sha256 of a value's JSON with sorted keys, so equal inputs always hash alike */
+/** By UTF-16 code unit, as Array.prototype.sort does: the same order in every process locale. */
+const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** sha256 of a value's JSON with keys sorted by code unit, so equal inputs hash alike on every node */
 export function hashOf(value: unknown): string {
   const stable = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(stable);
     if (v && typeof v === 'object')
       return Object.fromEntries(
         Object.entries(v)
-          .sort(([a], [b]) => a.localeCompare(b))
+          .sort(([a], [b]) => byCodeUnit(a, b))
           .map(([k, x]) => [k, stable(x)]),
       );
     return v;

@@ -19,6 +19,7 @@ import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { openGate } from '../node/kubelet-gate.js';
 import {
   type AgentSources,
+  FACTORY_RECORD,
   type MachineConfig,
   type MachineConfigOptions,
   renderMachineConfigs,
@@ -31,7 +32,6 @@ import { type ConfigChange, configChange } from './disruption.js';
 import { clusterPreconditions, MACHINE_CONFIG_API } from './preconditions.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 import {
-  FACTORY_RECORD,
   type FactoryRecord,
   makeRecord,
   parseRecord,

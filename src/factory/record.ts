@@ -10,16 +10,13 @@
  * the machine-config daemon's config declares it, the daemon owns it: prepare keeps a record that
  * still holds, byte for byte, so its MachineConfig stays unchanged, and never writes other contents.
  */
-import { BlockList } from 'node:net';
 import * as z from 'zod';
-import { formatCidr, parseCidr } from '../base/addresses.js';
+import { formatCidr, networkAddress, parseCidr, subnetContains } from '../base/addresses.js';
 import { RefusedError } from '../base/errors.js';
 import type { Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { FACTORY_RECORD } from '../node/machineconfig.js';
-
-export { FACTORY_RECORD };
 
 const RecordSchema = z.object({
   version: z.literal(1),
@@ -32,29 +29,8 @@ const RecordSchema = z.object({
 });
 export type FactoryRecord = z.infer<typeof RecordSchema>;
 
-/** The subnet a CIDR address lies in, as network/prefix. */
-export function subnetOf(cidr: string): string {
-  const { ip, prefix, family } = parseCidr(cidr);
-  if (family === 4) {
-    const n = ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
-    const net = prefix === 0 ? 0 : Math.floor(n / 2 ** (32 - prefix)) * 2 ** (32 - prefix);
-    return `${[24, 16, 8, 0].map((s) => Math.floor(net / 2 ** s) % 256).join('.')}/${prefix}`;
-  }
-  const full = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
-  const groups = expandV6(full);
-  let bits = groups.map((g) => g.toString(2).padStart(16, '0')).join('');
-  bits = bits.slice(0, prefix).padEnd(128, '0');
-  const out = Array.from({ length: 8 }, (_, i) => parseInt(bits.slice(i * 16, i * 16 + 16), 2).toString(16));
-  return formatCidr(parseCidr(`${out.join(':')}/${prefix}`));
-}
-
-function expandV6(ip: string): number[] {
-  const [head, tail] = ip.split('::') as [string, string | undefined];
-  const h = head ? head.split(':') : [];
-  const t = tail ? tail.split(':') : [];
-  const fill = tail === undefined ? [] : Array<string>(8 - h.length - t.length).fill('0');
-  return [...h, ...fill, ...t].map((g) => parseInt(g, 16));
-}
+/** The subnet a CIDR address lies in, as network/prefix: 192.168.127.0/24 for 192.168.127.10/24. */
+export const subnetOf = (cidr: string): string => `${networkAddress(cidr)}/${parseCidr(cidr).prefix}`;
 
 export function makeRecord(node: string | undefined, installAddress: string, now: Date): FactoryRecord {
   const cidr = formatCidr(parseCidr(installAddress));
@@ -99,10 +75,7 @@ export async function writeFactoryRecord(fs: RootFs, record: FactoryRecord): Pro
 export function inSubnet(address: string, subnet: string): boolean {
   const a = parseCidr(address);
   const net = parseCidr(subnet);
-  const family = net.family === 4 ? 'ipv4' : 'ipv6';
-  const block = new BlockList();
-  block.addSubnet(net.ip, net.prefix, family);
-  return a.family === net.family && a.prefix === net.prefix && block.check(a.ip, family);
+  return a.family === net.family && a.prefix === net.prefix && subnetContains(subnet, a.ip);
 }
 
 /** Why this site's internal IP cannot be used on the prepared node, or undefined when it can. */

@@ -5,11 +5,12 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ApiException, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
-import { errorMessage } from '../base/errors.js';
 import { REPORT_GROUP, REPORT_NAME, REPORT_PLURAL, REPORT_VERSION, type ReportStatus } from '../hub/report.js';
-import { timeoutConfiguration } from '../kube/client.js';
+import { surelyUnserved } from '../kube/discovery.js';
+import { describeFailure, isNotFound, isTransient, isUnserved } from '../kube/retry.js';
+import { timeoutConfiguration } from '../kube/transport.js';
 
 export interface SiteLine {
   /** the kubeconfig file's name, without its extension */
@@ -34,6 +35,12 @@ export async function kubeconfigsIn(dir: string): Promise<string[]> {
     .sort();
 }
 
+/**
+ * One site's report, retried within the site's timeout while its API is away: a refused connection,
+ * a 503, or a 404 for a path not served yet (an API server that has just started). "No report" is
+ * an answer: a NotFound for the object, or an API that is ready and does not serve the kind at all
+ * (the agent has not installed it yet).
+ */
 export async function readSite(file: string, timeoutMs: number): Promise<SiteLine> {
   const name = path.basename(file).replace(/\.(ya?ml|kubeconfig|conf)$/, '');
   const started = performance.now();
@@ -42,34 +49,47 @@ export async function readSite(file: string, timeoutMs: number): Promise<SiteLin
     ...line,
     durationMs: Math.round(performance.now() - started),
   });
+  const unreachable = (err: unknown) => done({ state: 'unreachable', error: describeFailure(err).split('\n')[0]! });
+  const config = new KubeConfig();
   try {
-    const config = new KubeConfig();
     config.loadFromFile(file);
-    const api = new CustomObjectsApi(timeoutConfiguration(config, timeoutMs));
-    const obj = (await api.getClusterCustomObject({
-      group: REPORT_GROUP,
-      version: REPORT_VERSION,
-      plural: REPORT_PLURAL,
-      name: REPORT_NAME,
-    })) as { status?: ReportStatus };
-    const s = obj.status;
-    if (!s) return done({ state: 'no report' });
-    return done({
-      state: 'reported',
-      status: {
-        site: s.site,
-        phase: s.phase,
-        ...(s.currentStep !== undefined && { currentStep: s.currentStep }),
-        watcherErrorCount: s.watcherErrorCount,
-        updatedAt: s.updatedAt,
-        ...(s.message !== undefined && { message: s.message }),
-      },
-    });
   } catch (err) {
-    // the API answered, but has no report yet: the agent has not reached the cluster steps
-    if (err instanceof ApiException && err.code === 404) return done({ state: 'no report' });
-    const reason = err instanceof ApiException ? `HTTP ${err.code}` : errorMessage(err);
-    return done({ state: 'unreachable', error: reason.split('\n')[0]! });
+    return unreachable(err);
+  }
+  for (let delay = 100; ; delay = Math.min(delay * 2, 1_000)) {
+    // each attempt gets what is left of the site's time
+    const configuration = timeoutConfiguration(
+      config,
+      Math.max(1, Math.round(started + timeoutMs - performance.now())),
+    );
+    try {
+      const obj = (await new CustomObjectsApi(configuration).getClusterCustomObject({
+        group: REPORT_GROUP,
+        version: REPORT_VERSION,
+        plural: REPORT_PLURAL,
+        name: REPORT_NAME,
+      })) as { status?: ReportStatus };
+      const s = obj.status;
+      if (!s) return done({ state: 'no report' });
+      return done({
+        state: 'reported',
+        status: {
+          site: s.site,
+          phase: s.phase,
+          ...(s.currentStep !== undefined && { currentStep: s.currentStep }),
+          watcherErrorCount: s.watcherErrorCount,
+          updatedAt: s.updatedAt,
+          ...(s.message !== undefined && { message: s.message }),
+        },
+      });
+    } catch (err) {
+      // the API answered, but has no report yet: the agent has not reached the cluster steps
+      if (isNotFound(err)) return done({ state: 'no report' });
+      if (isUnserved(err) && (await surelyUnserved(configuration, REPORT_GROUP, REPORT_VERSION).catch(() => false)))
+        return done({ state: 'no report' });
+      if (!isTransient(err) || started + timeoutMs - performance.now() < delay) return unreachable(err);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 }
 

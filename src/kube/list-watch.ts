@@ -6,7 +6,7 @@
 import type https from 'node:https';
 import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { ListPage, ListWatch, ResourcePath } from '../ports/kube.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, keepAliveConfiguration, sharedAgent } from './client.js';
+import { DEFAULT_REQUEST_TIMEOUT_MS, keepAliveConfiguration, sharedAgent } from './transport.js';
 
 /**
  * The kubeconfig as client-node's Watch reads it, with the shared keep-alive agent in place of the

@@ -33,6 +33,8 @@ export interface ClusterSourceOptions extends Partial<Omit<InformerOptions, 'clo
   emit(event: WatchEvent): void;
   /** each list or watch failure, already described */
   onError?(resource: string, message: string): void;
+  /** each list that succeeded, after a failure or not */
+  onSynced?(resource: string): void;
 }
 
 const LIST_CONCURRENCY = 1;
@@ -136,6 +138,7 @@ export class ClusterSource {
             this.opts.onError?.(resource.key, message);
           },
           synced: () => {
+            this.opts.onSynced?.(resource.key);
             entry.listed = true;
             this.status.lastSyncAt = this.opts.clock.now();
             this.checkSynced();

@@ -35,7 +35,13 @@ export class ClusterView {
     private readonly options: ClusterViewOptions,
   ) {
     options.recorder?.write({ type: 'context', context: options.ctx, at: options.clock.now().toISOString() });
+    // an outage is one warning when the first list or watch fails and one line when all list again;
+    // every failure in between (each informer backs off and lists again) is a debug line
+    const failing = new Set<string>();
+    let since = 0;
     const emit = (event: WatchEvent): void => {
+      // a kind no longer served has no list to wait for
+      if (event.type === 'uninstalled') failing.delete(event.resource);
       this.store.apply(event);
       options.recorder?.write({ ...event, at: options.clock.now().toISOString() });
       options.onChange?.();
@@ -44,8 +50,23 @@ export class ClusterView {
       clock: options.clock,
       emit,
       onError: (resource, message) => {
-        options.log.warn({ resource }, `watch ${resource}: ${message}; listing again after a backoff`);
+        if (failing.size === 0) {
+          since = options.clock.monotonic();
+          options.log.warn(
+            { event: 'apiOutageStarted', resource },
+            `watch ${resource}: ${message}; listing again after a backoff until the API answers`,
+          );
+        } else options.log.debug({ resource }, `watch ${resource}: ${message}; listing again after a backoff`);
+        failing.add(resource);
         options.onSyncError?.(resource);
+      },
+      onSynced: (resource) => {
+        if (!failing.delete(resource) || failing.size > 0) return;
+        const seconds = Math.round((options.clock.monotonic() - since) / 1000);
+        options.log.info(
+          { event: 'apiOutageEnded', outageSeconds: seconds },
+          `the watched lists answer again after ${seconds} s`,
+        );
       },
       ...(options.resyncMs !== undefined && { resyncMs: options.resyncMs }),
     });

@@ -23,7 +23,7 @@ describe('sno-relocate (single executable)', () => {
     expect(r).toMatchObject({ code: 0, stdout: `sno-relocate ${pkg.version}\n` });
   });
 
-  it('prints help listing every command and step', () => {
+  it('prints help listing every command and the options most take', () => {
     const r = runCli(['--help']);
     expect(r.code).toBe(0);
     for (const word of [
@@ -32,10 +32,16 @@ describe('sno-relocate (single executable)', () => {
       'run',
       'status',
       'watch',
+      'gate',
       'keygen',
       'sign',
-      'csr-approval',
-      'cluster-pull-secret',
+      'render',
+      'credentials',
+      'fleet status',
+      'factory prepare',
+      'factory check',
+      'factory seal',
+      'COMMAND --help',
       '--state-dir',
     ])
       expect(r.stdout).toContain(word);
@@ -43,7 +49,7 @@ describe('sno-relocate (single executable)', () => {
 
   it.each([
     [['frobnicate'], 'unknown command "frobnicate"'],
-    [['plan', '--frob'], "Unknown option '--frob'"],
+    [['plan', '--frob'], 'plan has no option --frob'],
     [['plan', EXAMPLE, '-o', 'xml'], '-o: "xml" is not one of text, json, yaml'],
     [['run', EXAMPLE, '--only', 'dns'], '--only: unknown step or group "dns"'],
     [['validate', 'a', 'b'], 'validate takes at most one PATH'],
@@ -189,6 +195,23 @@ describe('sno-relocate (single executable)', () => {
     expect(readFileSync(consoleFile, 'utf8')).toBe(`sno-relocate: ${line}\n`);
     expect(r.stderr).toContain(line);
     expect(r.stderr).not.toContain('nothing was changed');
+  });
+
+  it('says on the console that the state file is damaged when a run finds no stick, not that nothing changed', () => {
+    const root = factoryRoot();
+    const state = path.join(root, 'var/lib/sno-relocate');
+    mkdirSync(state, { recursive: true });
+    writeFileSync(path.join(state, 'state.json'), '{"version": 1, "site": "store-0042", "steps": {');
+    const consoleFile = path.join(root, 'console');
+    const r = runCli(['run', '--root', root, '--wait', '0', '--console', consoleFile]);
+    expect(r.code).toBe(3);
+    const shown = readFileSync(consoleFile, 'utf8');
+    expect(shown).toMatch(/^sno-relocate: REFUSED: no site-config appeared, and state file .*state\.json is damaged/);
+    expect(shown).toContain('Move it aside');
+    expect(shown + r.stderr).not.toContain('nothing was changed');
+    expect(r.stderr).toMatch(
+      new RegExp(`ERROR run refused: no site-config appeared, .* msgId=${MessageId.runRefused}`),
+    );
   });
 
   it('with no PATH and nothing to find, waits no longer than asked and exits 0', () => {

@@ -11,7 +11,7 @@ import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { RunOptions, StepName } from '../../src/engine/step.js';
 import type { StepContext } from '../../src/config/site.js';
-import { connectKube } from '../../src/kube/client.js';
+import { connectKube, type KubeClientOptions } from '../../src/kube/client.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
@@ -27,6 +27,7 @@ import {
   type SeedOptions,
 } from '../kube/factory-cluster.js';
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
+import { serveRoutesByAggregation, type AggregatedRoutes } from '../kube/aggregated-routes.js';
 import { startModels, type Models } from './models/index.js';
 import { testSite } from '../node/context.js';
 import { noteLogLine } from '../helpers/error-log.js';
@@ -42,6 +43,8 @@ export interface ClusterEnv {
   factory: FactoryCluster;
   /** the OpenShift components' models (test/cluster/models), unless started without */
   models?: Models;
+  /** the aggregated server that serves route.openshift.io, when started with `aggregatedRoutes` */
+  routes?: AggregatedRoutes;
   stop(): Promise<void>;
 }
 
@@ -54,6 +57,11 @@ export interface FactoryOptions {
   settleTimeoutMs?: number;
   /** more static-token users of the API server, for RBAC tests */
   users?: TestUser[];
+  /**
+   * serve route.openshift.io through an APIService backed by the tests' aggregated server, as
+   * OpenShift does, instead of a CRD (test/kube/aggregated-routes.ts); default false
+   */
+  aggregatedRoutes?: boolean;
 }
 
 /** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
@@ -74,18 +82,24 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
   const cluster = await startCluster(opts.users && { users: opts.users });
   serializeRestarts(cluster);
   let models: Models | undefined;
+  let routes: AggregatedRoutes | undefined;
   const stop = async () => {
     await models?.stop();
+    await routes?.close();
     await cluster.stop();
   };
   try {
-    await applyCrds(cluster.kubeconfigPath, opts.crds);
+    const crds = opts.aggregatedRoutes
+      ? { ...opts.crds, except: [...(opts.crds?.except ?? []), 'routes.route.openshift.io'] }
+      : opts.crds;
+    await applyCrds(cluster.kubeconfigPath, crds);
+    if (opts.aggregatedRoutes) routes = await serveRoutesByAggregation(cluster, cluster.kubeConfig());
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {
       models = startModels(cluster, cluster.kubeConfig(), { nodeName: factory.nodeName });
       await models.settled(opts.settleTimeoutMs);
     }
-    return { cluster, factory, ...(models && { models }), stop };
+    return { cluster, factory, ...(models && { models }), ...(routes && { routes }), stop };
   } catch (err) {
     await stop();
     throw err;
@@ -147,10 +161,11 @@ export async function agent(
   root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-cluster-')),
   onLog?: (entry: LogEntry) => void,
   options: Partial<RunOptions> = {},
+  kubeOptions: KubeClientOptions = {},
 ): Promise<Agent> {
   const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
   const fs = createRootFs(root);
-  const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000 });
+  const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000, ...kubeOptions });
   const ctx: StepContext = {
     site,
     fs,

@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepError } from '../../src/base/errors.js';
 import { connectKube, createKube } from '../../src/kube/client.js';
 import { FACTORY_APPS_DOMAIN, FOREIGN_CERT_NAMES, FOREIGN_CERT_SECRET } from '../kube/factory-cluster.js';
-import { agent, memoryLogger, startFactory, storeSite, type ClusterEnv, type LogEntry } from './env.js';
+import { StateStore } from '../../src/engine/state.js';
+import { createListWatch } from '../../src/kube/list-watch.js';
+import { systemClock } from '../../src/ports/clock.js';
+import { EMPTY_CONTEXT } from '../../src/watch/model.js';
+import { ClusterView } from '../../src/watch/view.js';
+import { agent, memoryLogger, startFactory, STATE_DIR, storeSite, type ClusterEnv, type LogEntry } from './env.js';
 
 const cfg = { group: 'config.openshift.io', version: 'v1' };
 type Ingress = {
@@ -155,7 +160,7 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       const read = await outcome(kube.get(defaultNamespace));
       expect(read).toBeInstanceOf(StepError);
       expect((read as StepError).message).toBe(
-        'failed to read Namespace default: no answer from the API within 0.5 s (GET /api/v1/namespaces/default)',
+        'failed to read Namespace default: the API was away longer than the outage budget of 1.5 s: no answer from the API within 0.5 s (GET /api/v1/namespaces/default)',
       );
       expect((read as StepError).retryable).toBe(true);
       // the attempts fit the retry budget plus one request bound, with room for a slow machine
@@ -165,7 +170,7 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
         kube.get({ apiVersion: 'config.openshift.io/v1', kind: 'Ingress', name: 'cluster' }),
       );
       expect((discovery as Error).message).toMatch(
-        /^failed to discover config\.openshift\.io\/v1: no answer from the API within 0\.5 s/,
+        /^failed to read Ingress cluster: the API was away longer than the outage budget of 1\.5 s: cannot discover config\.openshift\.io\/v1: no answer from the API within 0\.5 s/,
       );
     });
     expect(
@@ -268,3 +273,206 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
     ]);
   }, 300_000);
 });
+
+/**
+ * Outages as the move itself causes them, each at a random point of the routes and domain steps,
+ * found by following the run's log: kube-apiserver stopped (restarted after the outage, so the
+ * aggregator's 404 window follows), the aggregated server of route.openshift.io stopped (the
+ * aggregator answers 503), both at once, and one longer than the run's outage budget. Each
+ * scenario has a cluster of its own, and they run side by side.
+ */
+type Step = 'routes' | 'domain';
+interface Scenario {
+  /** where the fault may land */
+  steps: Step[];
+  /** kube-apiserver stopped this long */
+  apiDownS?: number;
+  /** the aggregated route server stopped this long */
+  routesDownS?: number;
+  /** the run's outage budget, when the outage is to outlast it */
+  budgetS?: number;
+}
+interface Point {
+  step: Step;
+  /** a line of the run's log in that step: the fault lands as it is written */
+  matches(entry: LogEntry, seen: number): boolean;
+  what: string;
+}
+
+const pick = <T>(items: readonly T[]): T => items[Math.floor(Math.random() * items.length)]!;
+
+/** A random point of the step, as its log shows it. */
+function pointIn(step: Step, routes: number): Point {
+  if (step === 'routes') {
+    const k = 1 + Math.floor(Math.random() * Math.max(1, Math.floor(routes / 2)));
+    return { step, what: `after ${k} routes moved`, matches: (e, seen) => e.msg === 'route moved' && seen === k };
+  }
+  return pick<Point>([
+    { step, what: 'as the domain step starts', matches: (e) => e.event === 'stepStarted' },
+    // the plan's summary: the step's first line of its own, right before it applies
+    { step, what: 'as the domain step applies its plan', matches: (e) => e.level === 30 && !e.event },
+    { step, what: 'as the domain step writes its first secret', matches: (e) => / written$/.test(e.msg) },
+  ]);
+}
+
+type Entry = LogEntry & { outageSeconds?: number };
+
+describe.skipIf(kubeSkipped).concurrent('cluster phase through API outages', () => {
+  const scenario = (s: Scenario) => async () => {
+    const env = await startFactory({ aggregatedRoutes: true, seed: { extraRoutes: 100 } });
+    try {
+      await rideOut(env, s);
+    } finally {
+      await env.stop();
+    }
+  };
+
+  async function rideOut(env: ClusterEnv, s: Scenario): Promise<void> {
+    const site = storeSite();
+    const point = pointIn(pick(s.steps), env.factory.oldDomainRoutes.length);
+    let current: string | undefined;
+    let seen = 0;
+    let injected: { step: string | undefined; at: number } | undefined;
+    const faults: Promise<void>[] = [];
+    const onLog = (e: LogEntry) => {
+      if (e.event === 'stepStarted') current = e.step;
+      if (injected || current !== point.step || e.step !== point.step) return;
+      if (e.msg === 'route moved') seen += 1;
+      if (!point.matches(e, seen)) return;
+      injected = { step: current, at: performance.now() };
+      if (s.apiDownS) faults.push(env.cluster.restartApiServer({ downMs: s.apiDownS * 1000 }));
+      if (s.routesDownS) {
+        const downMs = s.routesDownS * 1000;
+        faults.push(
+          env
+            .routes!.stop()
+            .then(() => new Promise<void>((resolve) => setTimeout(() => resolve(env.routes!.start()), downMs))),
+        );
+      }
+    };
+    // the health wait of a real run (10 minutes): the domain step's settle outlasts the outage
+    const options = { healthTimeoutSeconds: 600 };
+    const kubeOptions = s.budgetS
+      ? { retry: { budgetMs: s.budgetS * 1000, firstDelayMs: 100, maxDelayMs: 5_000 } }
+      : {};
+    const watcher = s.apiDownS && !s.budgetS ? await watchDuring(env) : undefined;
+    const a = await agent(env, site, undefined, onLog, options, kubeOptions);
+    const first = await a.run().then(
+      (state) => state,
+      (err: unknown) => err as Error,
+    );
+    await Promise.all(faults);
+    const where = `${point.what} (${JSON.stringify(s)})`;
+    // the fault landed where the run was, and the run met it there
+    expect(injected?.step, `fault ${where} never landed`).toBe(point.step);
+    const entries = a.logs.map((l) => JSON.parse(l) as Entry);
+    const journal = entries.filter((e) => e.level >= 30);
+    expect(journal.filter((e) => e.msg.includes('transient failure'))).toEqual([]);
+    const started = journal.filter((e) => e.event === 'apiOutageStarted');
+    const ended = journal.filter((e) => e.event === 'apiOutageEnded');
+    expect(started.length, where).toBeGreaterThan(0);
+    expect(ended.length, where).toBe(started.length);
+
+    if (s.budgetS) {
+      // beyond the budget: exit 1 naming the operation, and the next run resumes
+      expect(first).toBeInstanceOf(Error);
+      expect((first as Error).message).toMatch(
+        new RegExp(
+          `^(${point.step}: )?failed to \\w+ .+: the API was away longer than the outage budget of ${s.budgetS} s: `,
+        ),
+      );
+      const before = (await new StateStore(a.ctx.fs, STATE_DIR).load())?.steps ?? {};
+      const done = Object.keys(before).filter((name) => before[name]!.status === 'done');
+      const resumed = await agent(env, site, a.root, undefined, options);
+      const state = await resumed.run();
+      expect(state.result).toBe('succeeded');
+      // what the first run finished is not done again
+      for (const name of done) expect(state.steps[name]!.attempts, name).toBe(before[name]!.attempts);
+      expect(done).not.toContain(point.step);
+    } else {
+      expect(first, where).not.toBeInstanceOf(Error);
+      const state = first as Exclude<typeof first, Error>;
+      expect(state.result, where).toBe('succeeded');
+      // one run, no step recorded twice
+      for (const [name, r] of Object.entries(state.steps)) expect(r.attempts, name).toBeLessThanOrEqual(1);
+      // the outage injected is one outage in the journal, however many calls met it
+      const downS = Math.max(s.apiDownS ?? 0, s.routesDownS ?? 0);
+      expect(
+        ended.some((e) => (e.outageSeconds ?? 0) >= downS - 2),
+        where,
+      ).toBe(true);
+    }
+    await env.models!.settled();
+    await expectRelocated(env);
+    await watcher?.expectOutagesLoggedOnce();
+  }
+
+  it('rides out kube-apiserver stopped for 30 s', scenario({ steps: ['routes', 'domain'], apiDownS: 30 }), 900_000);
+  it('rides out kube-apiserver stopped for 120 s', scenario({ steps: ['routes', 'domain'], apiDownS: 120 }), 900_000);
+  it('rides out kube-apiserver stopped for 300 s', scenario({ steps: ['routes', 'domain'], apiDownS: 300 }), 900_000);
+  it(
+    'rides out the aggregated route server stopped for 60 s',
+    scenario({ steps: ['routes'], routesDownS: 60 }),
+    900_000,
+  );
+  it('rides out both stopped at once', scenario({ steps: ['routes'], apiDownS: 60, routesDownS: 60 }), 900_000);
+  it(
+    'exits naming the call when the outage outlasts the budget, and the next run resumes',
+    scenario({ steps: ['routes', 'domain'], apiDownS: 40, budgetS: 15 }),
+    900_000,
+  );
+});
+
+/** A watcher's view of the cluster while the run goes on: it meets the same outages. */
+async function watchDuring(env: ClusterEnv) {
+  const { log, lines } = memoryLogger();
+  const view = new ClusterView(createListWatch(env.cluster.kubeConfig()), {
+    clock: systemClock,
+    log,
+    ctx: EMPTY_CONTEXT,
+  });
+  view.start();
+  await view.synced(120_000);
+  const journal = () => lines.map((l) => JSON.parse(l) as LogEntry).filter((e) => e.level >= 30);
+  const count = (event: string) => journal().filter((e) => e.event === event).length;
+  return {
+    async expectOutagesLoggedOnce() {
+      // each informer lists again after its backoff (at most 30 s): every outage met ends, bounded
+      const deadline = Date.now() + 120_000;
+      while (count('apiOutageEnded') < count('apiOutageStarted') && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      await view.stop();
+      expect(count('apiOutageStarted')).toBeGreaterThan(0);
+      expect(count('apiOutageEnded')).toBe(count('apiOutageStarted'));
+      // one warning an outage, not one a failed list or watch
+      expect(journal().filter((e) => e.level >= 40).length).toBe(count('apiOutageStarted'));
+    },
+  };
+}
+
+/** The cluster relocated to the store's domain: routes, the API's named certificate, the component routes. */
+async function expectRelocated(env: ClusterEnv): Promise<void> {
+  const custom = env.cluster.kubeConfig().makeApiClient(CustomObjectsApi);
+  const routes = (await custom.listClusterCustomObject({
+    group: 'route.openshift.io',
+    version: 'v1',
+    plural: 'routes',
+  })) as { items: { spec: { host: string } }[] };
+  const hosts = routes.items.flatMap((r) => (r.spec.host ? [r.spec.host] : []));
+  expect(hosts.filter((h) => h.endsWith(`.${FACTORY_APPS_DOMAIN}`)).sort()).toEqual([
+    `console-openshift-console.${FACTORY_APPS_DOMAIN}`,
+    `downloads-openshift-console.${FACTORY_APPS_DOMAIN}`,
+  ]);
+  expect(hosts.filter((h) => h.endsWith('.apps.sno.store42.example.com')).length).toBe(
+    env.factory.oldDomainRoutes.filter((r) => !r.owner).length + 3,
+  );
+  const apiserver = (await custom.getClusterCustomObject({
+    ...cfg,
+    plural: 'apiservers',
+    name: 'cluster',
+  })) as APIServer;
+  expect(apiserver.spec.servingCerts?.namedCertificates).toEqual([
+    { names: FOREIGN_CERT_NAMES, servingCertificate: { name: FOREIGN_CERT_SECRET } },
+    { names: ['api.sno.store42.example.com'], servingCertificate: { name: 'sno-relocate-api' } },
+  ]);
+}

@@ -93,8 +93,13 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     expect(kc.getCurrentCluster()?.skipTLSVerify).toBeFalsy();
     const version = await kc.makeApiClient(VersionApi).getCode();
     expect(version.gitVersion).toBe('v1.20.2');
-    const ns = await kc.makeApiClient(CoreV1Api).listNamespace();
-    expect(ns.items.map((n) => n.metadata?.name)).toContain('default');
+    // kube-apiserver creates the default namespace a moment after it first answers: its bootstrap
+    // controller (v1.20 pkg/master/controller.go, Controller.Start) does so in a goroutine of a
+    // post-start hook. On a loaded machine that is after this line, so wait for it, bounded.
+    const core = kc.makeApiClient(CoreV1Api);
+    await expect
+      .poll(async () => (await core.listNamespace()).items.map((n) => n.metadata?.name), { timeout: 30_000 })
+      .toContain('default');
     // the certificate the kubeconfig trusts names the address served
     const leaf = execFileSync('openssl', ['x509', '-noout', '-checkip', '127.0.0.1', '-in', c().caPath], {
       encoding: 'utf8',

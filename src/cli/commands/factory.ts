@@ -12,9 +12,9 @@ import { checkFactoryNode, type CheckReport, renderCheck } from '../../factory/c
 import { checkImage, checkInternalIP, readTrustAnchors } from '../../factory/options.js';
 import { type AppliedConfig, installManifests, prepareNode, type PrepareResult } from '../../factory/prepare.js';
 import { installConfigPreconditions } from '../../factory/preconditions.js';
-import { FACTORY_RECORD, makeRecord, recordText } from '../../factory/record.js';
+import { makeRecord, recordText } from '../../factory/record.js';
 import { sealNode } from '../../factory/seal.js';
-import { machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
+import { FACTORY_RECORD, machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
 import { type Invocation, oneOf } from '../args.js';
 import { createRuntime, kubeconfigPath, type Runtime } from '../runtime.js';

@@ -3,6 +3,7 @@ import { selectSteps } from '../../engine/select.js';
 import { holdPoints } from '../../engine/hold.js';
 import { StateStore } from '../../engine/state.js';
 import { hubObserver } from '../../hub/report.js';
+import { errorMessage } from '../../base/errors.js';
 import { logEvent } from '../../log/logger.js';
 import { closeGateUnlessFor } from '../../node/kubelet-gate.js';
 import { STEPS } from '../../steps/index.js';
@@ -34,7 +35,13 @@ async function runLocked(
 ): Promise<CommandResult> {
   const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
   if (!loaded) {
-    const unfinished = await unfinishedRun(new StateStore(rt.fs, rt.stateDir));
+    const unfinished = await unfinishedRun(new StateStore(rt.fs, rt.stateDir)).catch(async (err: unknown) => {
+      // a damaged state file says nothing of how far a run got: the node may be half way
+      const message = `no site-config appeared, and ${errorMessage(err)}`;
+      logEvent(rt.log, 'error', 'runRefused', { err }, `run refused: ${message}`);
+      await rt.banner.show(`REFUSED: ${message}`);
+      throw err;
+    });
     if (unfinished) {
       rt.log.warn({ site: unfinished.site, done: unfinished.done, remaining: unfinished.remaining }, unfinished.line);
       await rt.banner.show(unfinished.line);
@@ -91,7 +98,7 @@ async function runLocked(
 async function unfinishedRun(
   store: StateStore,
 ): Promise<{ site: string; done: string[]; remaining: string[]; line: string } | undefined> {
-  const state = await store.load().catch(() => undefined);
+  const state = await store.load();
   if (!state || state.result === 'succeeded') return undefined;
   const done = STEPS.filter((s) => state.steps[s.name]?.status === 'done').map((s) => s.name);
   if (done.length === 0) return undefined;

@@ -57,7 +57,7 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
   const file = await kubeconfigPath(rt);
   // the client library and the watcher load only here: the other commands never pay for them
   const [{ loadKubeConfig }, { createListWatch }, { ClusterView }] = await Promise.all([
-    import('../../kube/client.js'),
+    import('../../kube/connect.js'),
     import('../../kube/list-watch.js'),
     import('../../watch/view.js'),
   ]);

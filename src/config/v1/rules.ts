@@ -2,7 +2,8 @@
  * Cross-field checks, one small named function each, run after the schema and
  * before anything on the host changes.
  */
-import { BlockList, isIPv4 } from 'node:net';
+import { isIPv4 } from 'node:net';
+import { subnetContains } from '../../base/addresses.js';
 import type { Finding } from '../../base/findings.js';
 import { domainsOf, siteHostsProblem } from '../../kube/openshift.js';
 import { isDnsName, type Mirror, type SiteConfigV1 } from './schema.js';
@@ -110,13 +111,6 @@ export const dnsNames: Rule = {
   },
 };
 
-function prefixBlock(cidr: string): BlockList {
-  const [ip, bits] = cidr.split('/') as [string, string];
-  const block = new BlockList();
-  block.addSubnet(ip, Number(bits), isIPv4(ip) ? 'ipv4' : 'ipv6');
-  return block;
-}
-
 export const internalIpOutsideSiteSubnets: Rule = {
   name: 'internal-ip-outside-site-subnets',
   check: ({ config, nmstate, nmstatePath }) => {
@@ -124,12 +118,11 @@ export const internalIpOutsideSiteSubnets: Rule = {
     if (internal === undefined || !nmstate) return [];
     const [internalAddr] = internal.split('/') as [string];
     const family = isIPv4(internalAddr) ? 'ipv4' : 'ipv6';
-    const internalBlock = prefixBlock(internal);
     const out: Finding[] = [];
     (nmstate.interfaces ?? []).forEach((iface, i) => {
       (iface[family]?.address ?? []).forEach((addr, j) => {
         const site = `${addr.ip}/${addr['prefix-length']}`;
-        if (prefixBlock(site).check(internalAddr, family) || internalBlock.check(addr.ip, family)) {
+        if (subnetContains(site, internalAddr) || subnetContains(internal, addr.ip)) {
           out.push(
             error(
               `${nmstatePath}.interfaces[${i}].${family}.address[${j}]`,
@@ -327,7 +320,7 @@ export const machineNetworksAreSiteNetworks: Rule = {
       seen.set(family, first ?? i);
       if (internal !== undefined && familyOf(internal) === family) {
         const internalAddr = internal.split('/')[0]!;
-        if (prefixBlock(cidr).check(internalAddr, family) || prefixBlock(internal).check(cidr.split('/')[0]!, family))
+        if (subnetContains(cidr, internalAddr) || subnetContains(internal, cidr.split('/')[0]!))
           out.push(
             error(
               at,
@@ -341,7 +334,7 @@ export const machineNetworksAreSiteNetworks: Rule = {
         return ip?.dhcp === true || ip?.autoconf === true;
       });
       const statics = ifaces.flatMap((iface) => iface[family]?.address ?? []);
-      if (!dynamic && statics.length > 0 && !statics.some((a) => prefixBlock(cidr).check(a.ip, family)))
+      if (!dynamic && statics.length > 0 && !statics.some((a) => subnetContains(cidr, a.ip)))
         out.push(
           error(
             at,

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { HttpMethod, RequestContext } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RequestTimeoutError, timeoutHttpLibrary } from './client.js';
+import { RequestTimeoutError, timeoutHttpLibrary } from './transport.js';
 import { isTransient } from './retry.js';
 
 /** A server that answers /ok, never answers /silent and stalls halfway through the body of /stall. */
