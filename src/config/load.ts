@@ -18,7 +18,9 @@ import { type NmstateState, nmstateSchema } from '../base/nmstate.js';
 import { readBounded } from './read-bounded.js';
 import { readExtraManifests } from './extra-manifests.js';
 import { DocumentError, decodeText, parseYamlDocument } from './yaml.js';
+import { type ImageBasedSite, withImageBased } from './ibi/image-based.js';
 import {
+  ADMIN_CA_FIELD,
   MANIFEST_FILE,
   MIRROR_FILES,
   mirrorsFromFile,
@@ -338,7 +340,11 @@ function toSite(
 }
 
 /** manifest.json and the mirror sets beside it -> the native site-config document it becomes. */
-async function translateMedia(bytes: Buffer, files: FileReader, findings: Finding[]): Promise<unknown> {
+async function translateMedia(
+  bytes: Buffer,
+  files: FileReader,
+  findings: Finding[],
+): Promise<{ document: unknown; imageBased: ImageBasedSite }> {
   let json: unknown;
   try {
     json = JSON.parse(decodeText(bytes, MANIFEST_FILE));
@@ -352,6 +358,10 @@ async function translateMedia(bytes: Buffer, files: FileReader, findings: Findin
   if (!parsed.value) fail(findings);
   const translated = translateSeedReconfiguration(parsed.value);
   findings.push(...translated.findings);
+  const { adminClientCaPem } = translated.imageBased;
+  const caProblem = adminClientCaPem !== undefined ? caBundleProblem(adminClientCaPem) : undefined;
+  if (caProblem)
+    findings.push({ severity: 'error', path: `${MANIFEST_FILE}: $.${ADMIN_CA_FIELD}`, message: caProblem });
   const spec = (translated.document as { spec: Record<string, unknown> }).spec;
   for (const name of MIRROR_FILES) {
     if (!(await isFile(path.join(files.dir, name)))) continue;
@@ -368,7 +378,7 @@ async function translateMedia(bytes: Buffer, files: FileReader, findings: Findin
     if (mirrors) spec.imageDigestMirrors = [...((spec.imageDigestMirrors as unknown[] | undefined) ?? []), ...mirrors];
   }
   if (hasErrors(findings)) fail(findings);
-  return translated.document;
+  return translated;
 }
 
 /**
@@ -381,11 +391,13 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
   const findings: Finding[] = [];
   const files = await fileReader(dir, findings);
   let document: unknown;
+  let imageBased: ImageBasedSite | undefined;
   let bytes: Buffer;
   try {
     // the site-config itself is confined to its folder like every file it names
     bytes = await readBounded(file, shown, { inside: files.realDir });
-    document = media === 'ibi' ? await translateMedia(bytes, files, findings) : parseYamlDocument(bytes, shown);
+    if (media === 'ibi') ({ document, imageBased } = await translateMedia(bytes, files, findings));
+    else document = parseYamlDocument(bytes, shown);
   } catch (err) {
     if (err instanceof DocumentError)
       fail([{ severity: 'error', path: shown, message: err.message.replace(`${shown}: `, '') }], err.message);
@@ -419,13 +431,16 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
     dir,
     media,
     document: config,
-    site: toSite(config, nmstate, {
-      ...(pullSecret && { pullSecret }),
-      certificates,
-      ...(access && { access }),
-      ...(trustBundle && { trustBundle }),
-      extraManifests,
-    }),
+    site: withImageBased(
+      toSite(config, nmstate, {
+        ...(pullSecret && { pullSecret }),
+        certificates,
+        ...(access && { access }),
+        ...(trustBundle && { trustBundle }),
+        extraManifests,
+      }),
+      imageBased,
+    ),
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],
     findings,
   };

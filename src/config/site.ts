@@ -3,6 +3,7 @@ import type { DockerConfig, Mirror, SiteConfigV1, Workload } from './v1/schema.j
 import type { NmstateState } from '../base/nmstate.js';
 import type { Finding } from '../base/findings.js';
 import type { ExtraManifest } from './extra-manifests.js';
+import type { ImageBasedSite } from './ibi/image-based.js';
 import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
 
 export interface CertificatePair {
@@ -48,6 +49,8 @@ export interface Site {
   inService?: InService;
   /** objects applied at the site, in name order (extra-manifests/) */
   extraManifests: ExtraManifest[];
+  /** what an image-based install's config media adds: identity and the installer's signers (absent: native) */
+  imageBased?: ImageBasedSite;
 }
 
 export interface SiteAccess {

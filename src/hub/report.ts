@@ -4,7 +4,10 @@
  * updated at every recorded change of the run. It lives in `status` because that is what a hub
  * reads: Open Cluster Management returns a managed object's fields through a ManifestWork's
  * statusFeedback JSONPaths under `.status`. It never holds a secret: step messages are already
- * scrubbed, and the site CA's certificate is public.
+ * scrubbed, and the site CA's certificate is public. From an image-based install's config media it
+ * also carries the identity the hub knows the site by: the cluster ID as the cluster holds it (the
+ * media's once the cluster-identity step set it), the infrastructure name the cluster kept, the
+ * media's infra_id when it differs, and the media fields accepted but not used; never a key.
  */
 import pkg from '../../package.json' with { type: 'json' };
 import { caPaths } from '../certs/site-certs.js';
@@ -14,6 +17,8 @@ import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 import { established, waitForCrd } from '../kube/crd.js';
+import { infraIdWarning, readClusterIdentity } from '../config/ibi/cluster-identity.js';
+import type { ImageBasedSite } from '../config/ibi/image-based.js';
 import { readWatchStatus } from '../watch/status-file.js';
 
 export const REPORT_GROUP = 'sno-relocate.openshift.io';
@@ -45,6 +50,16 @@ export interface ReportStatus {
   }[];
   watcherErrorCount: number;
   siteCACertificate?: string;
+  /** ClusterVersion spec.clusterID (image-based media only) */
+  clusterID?: string;
+  /** the cluster's infrastructure name, the factory's (image-based media only) */
+  infraID?: string;
+  /** the media's infra_id, when it differs from infraID: not applied */
+  mediaInfraID?: string;
+  /** the warnings of the run about the media, each naming both values */
+  warnings?: string[];
+  /** manifest.json fields accepted and not used */
+  unusedFields?: string[];
   agentVersion: string;
   updatedAt: string;
 }
@@ -106,6 +121,11 @@ export const REPORT_CRD = {
                   },
                   watcherErrorCount: int,
                   siteCACertificate: str,
+                  clusterID: str,
+                  infraID: str,
+                  mediaInfraID: str,
+                  warnings: { type: 'array', items: str },
+                  unusedFields: { type: 'array', items: str },
                   agentVersion: str,
                   updatedAt: str,
                 },
@@ -130,6 +150,20 @@ export interface ReportContext {
   clock: Clock;
   log: Logger;
   stateDir: string;
+  /** what the config media asks beyond the native site-config (absent for a native one) */
+  imageBased?: ImageBasedSite;
+}
+
+/** The media's identity against the cluster's, for the hub: IDs, names and field paths only. */
+export async function imageBasedStatus(kube: Kube, media: ImageBasedSite): Promise<Partial<ReportStatus>> {
+  const cluster = await readClusterIdentity(kube);
+  const warning = infraIdWarning(media, cluster);
+  return {
+    ...(cluster.clusterID !== undefined && { clusterID: cluster.clusterID }),
+    ...(cluster.infrastructureName !== undefined && { infraID: cluster.infrastructureName }),
+    ...(warning && { mediaInfraID: media.infraID, warnings: [warning] }),
+    ...(media.unused.length > 0 && { unusedFields: media.unused.map((u) => u.field) }),
+  };
 }
 
 /** The status as it stands, from the run's state, the watcher's status file and the site CA. */
@@ -161,12 +195,32 @@ export async function reportStatus(ctx: ReportContext, state: RunState): Promise
   };
 }
 
-/** Installs the CRD when the cluster lacks it, and waits (bounded) until it is served. */
+type CrdObject = KubeObject & {
+  spec?: { versions?: { schema?: { openAPIV3Schema?: { properties?: { status?: { properties?: object } } } } }[] };
+};
+
+/** Whether the cluster's CRD has every status field of this agent (one made by an older agent may not). */
+const servesAllFields = (crd: CrdObject): boolean => {
+  const served = crd.spec?.versions?.[0]?.schema?.openAPIV3Schema?.properties?.status?.properties ?? {};
+  const ours = REPORT_CRD.spec.versions[0]!.schema.openAPIV3Schema.properties.status.properties;
+  return Object.keys(ours).every((field) => field in served);
+};
+
+/**
+ * Installs the CRD when the cluster lacks it, or updates its schema when an older agent's lacks a
+ * field of this one (the API server would prune that field from every status written), and waits
+ * (bounded) until it is served.
+ */
 export async function ensureReportCrd(kube: Kube, clock: Clock): Promise<void> {
   const ref = { apiVersion: REPORT_CRD.apiVersion, kind: REPORT_CRD.kind, name: CRD_NAME };
-  const crd = await kube.get(ref);
-  if (established(crd)) return;
+  const crd = await kube.get<CrdObject>(ref);
+  if (crd && established(crd) && servesAllFields(crd)) return;
   if (!crd) await kube.create(REPORT_CRD as unknown as KubeObject);
+  else if (!servesAllFields(crd))
+    await kube.update<CrdObject>(ref, (current) => ({
+      ...current,
+      spec: { ...current.spec, versions: REPORT_CRD.spec.versions },
+    }));
   await waitForCrd(kube, clock, CRD_NAME);
 }
 
@@ -195,7 +249,10 @@ export function hubObserver(ctx: ReportContext, kube: () => Promise<Kube>): (sta
   return async (state) => {
     if (state.steps.kubelet?.status !== 'done') return;
     try {
-      await publishReport(await kube(), ctx.clock, await reportStatus(ctx, state));
+      const client = await kube();
+      const status = await reportStatus(ctx, state);
+      if (ctx.imageBased) Object.assign(status, await imageBasedStatus(client, ctx.imageBased));
+      await publishReport(client, ctx.clock, status);
     } catch (err) {
       if (!warned)
         ctx.log.warn({ err }, `hub report ${REPORT_KIND} ${REPORT_NAME} not written: ${(err as Error).message}`);

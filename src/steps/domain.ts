@@ -24,6 +24,7 @@ import {
   type SiteCa,
 } from '../certs/site-certs.js';
 import { certificatesIn } from '../base/pem.js';
+import { installerIssuers, installerSignersInput } from '../config/ibi/signers.js';
 import { matchesKey, parseKey } from '../certs/key-types.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
@@ -65,6 +66,8 @@ interface WantedSecret {
   given?: CertificatePair;
   /** which site-config field the given pair came from */
   field?: string;
+  /** the installer's signer from image-based config media, instead of the site CA */
+  signer?: SiteCa;
 }
 
 export const API_SECRET = `${SECRET_PREFIX}api`;
@@ -202,7 +205,11 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   const domains = await siteDomains(kube, ctx.site, ingress);
   // the site's own CA when the site-config gives one; otherwise the one generated on the node
   const ca = siteCaGiven(ctx.site) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
-  const wanted = wantedSecrets(domains, ingress.spec!.domain!, ctx.site.certificates);
+  const signers = await installerIssuers(ctx.site, now);
+  const wanted = wantedSecrets(domains, ingress.spec!.domain!, ctx.site.certificates).map((w) => ({
+    ...w,
+    signer: w.name === API_SECRET ? signers.api : signers.apps,
+  }));
   const current = await Promise.all(wanted.map((w) => kube.get<SecretObject>(secretRef(w.name, w.namespace))));
   const ingressController = (await kube.serves(INGRESS_CONTROLLER.apiVersion, INGRESS_CONTROLLER.kind))
     ? await kube.get<IngressControllerObject>(INGRESS_CONTROLLER)
@@ -247,12 +254,13 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
         s.stale.push({ want, exists: !!current[i], why: `the site's certificate from ${want.field}` });
       continue;
     }
-    const problem = pair ? servingProblem(pair, want.names, ca, now) : 'missing';
+    const problem = pair ? servingProblem(pair, want.names, want.signer ?? ca, now) : 'missing';
+    const by = want.signer ? `the installer's ${want.signer.cert.subject.replace(/\n/g, ', ')}` : 'the site CA';
     if (problem)
       s.stale.push({
         want,
         exists: !!current[i],
-        why: `signed by the site CA for ${want.names.join(', ')}${pair ? ` (${problem})` : ''}`,
+        why: `signed by ${by} for ${want.names.join(', ')}${pair ? ` (${problem})` : ''}`,
       });
   }
   return s;
@@ -261,7 +269,7 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
 function planOf(ctx: StepContext, s: Survey): PlanResult {
   if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
   const changes: Change[] = [];
-  if (!s.ca && s.stale.some((x) => !x.want.given)) {
+  if (!s.ca && s.stale.some((x) => !x.want.given && !x.want.signer)) {
     changes.push({
       action: 'create',
       target: `${ctx.stateDir}/site-ca`,
@@ -355,6 +363,7 @@ export const domainStep: Step = {
     baseDomain: site.baseDomain,
     clusterName: site.clusterName ?? null,
     certificates: site.certificates,
+    ...(site.imageBased && { installerSigners: installerSignersInput(site) }),
   }),
 
   async plan(ctx) {
@@ -365,13 +374,13 @@ export const domainStep: Step = {
     const kube = await ctx.kube();
     const s = await survey(ctx, kube);
     const now = ctx.clock.now();
-    const ca = s.stale.some((x) => !x.want.given)
+    const ca = s.stale.some((x) => !x.want.given && !x.want.signer)
       ? (s.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now)))
       : s.ca;
     if (!s.ca && ca) ctx.log.info({ caDir: `${ctx.stateDir}/site-ca`, subject: ca.cert.subject }, 'site CA created');
     await Promise.all(
       s.stale.map(async (x) => {
-        const pair = x.want.given ?? (await issueServing(x.want.names, ca!, now));
+        const pair = x.want.given ?? (await issueServing(x.want.names, x.want.signer ?? ca!, now));
         await writeSecret(kube, tlsSecret(x.want.name, x.want.namespace, pair), x.exists);
         ctx.log.info(
           {

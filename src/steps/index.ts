@@ -2,6 +2,7 @@
  * The order of the steps, in one place. Each line says why it stands where it does.
  */
 import type { Step } from '../config/site.js';
+import { clusterIdentityStep } from '../config/ibi/cluster-identity.js';
 import { accessStep } from './access.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
@@ -43,6 +44,8 @@ export const STEPS: readonly Step[] = [
   ntpStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
+  // first of the cluster steps: a release registry the agent cannot honour is refused before any cluster change
+  clusterIdentityStep,
   // needs kubelet: it is kubelet that files these requests
   csrApprovalStep,
   // needs the new Node Ready, so its requests approved: only then the former Node goes

@@ -14,7 +14,19 @@ import { createBanner } from '../../src/engine/banner.js';
 import { runSteps } from '../../src/engine/engine.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { Step } from '../../src/engine/step.js';
-import { hubObserver, REPORT_API_VERSION, REPORT_KIND, REPORT_NAME, type ReportStatus } from '../../src/hub/report.js';
+import {
+  hubObserver,
+  publishReport,
+  REPORT_API_VERSION,
+  REPORT_CRD,
+  REPORT_GROUP,
+  REPORT_KIND,
+  REPORT_NAME,
+  REPORT_PLURAL,
+  reportStatus,
+  type ReportStatus,
+} from '../../src/hub/report.js';
+import type { RunState } from '../../src/engine/state.js';
 import { connectKube } from '../../src/kube/client.js';
 import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
@@ -145,5 +157,36 @@ describe.skipIf(skip)('the hub report (SiteRelocation)', () => {
     });
     expect(out).toMatch(/NAME\s+SITE\s+PHASE\s+STEP\s+UPDATED/);
     expect(out).toMatch(/sno-relocate\s+store-0042\s+Failed\s+routes/);
+  });
+
+  it('updates a CRD an older agent installed, so the image-based fields are not pruned', async () => {
+    const crdRef = {
+      apiVersion: REPORT_CRD.apiVersion,
+      kind: REPORT_CRD.kind,
+      name: `${REPORT_PLURAL}.${REPORT_GROUP}`,
+    };
+    const old = structuredClone(REPORT_CRD);
+    const schema = old.spec.versions[0]!.schema.openAPIV3Schema.properties.status;
+    const added = ['clusterID', 'infraID', 'mediaInfraID', 'warnings', 'unusedFields'];
+    (schema as { properties: object }).properties = Object.fromEntries(
+      Object.entries(schema.properties).filter(([field]) => !added.includes(field)),
+    );
+    await kube.update(crdRef, (current) => ({
+      ...current,
+      spec: { ...(current.spec as object), versions: old.spec.versions },
+    }));
+    const log = createLogger({ write: () => undefined, journal: false });
+    const fs = createRootFs(path.join(work, 'upgraded'));
+    const now = new Date().toISOString();
+    await publishReport(kube, systemClock, {
+      ...(await reportStatus({ fs, clock: systemClock, log, stateDir: STATE_DIR }, {
+        site: 'store-0042',
+        result: 'succeeded',
+        startedAt: now,
+        steps: {},
+      } as unknown as RunState)),
+      clusterID: 'e6a68c95-0e2c-4b5a-9f62-3c0e1d2f8a11',
+    });
+    expect(await statusOf()).toMatchObject({ clusterID: 'e6a68c95-0e2c-4b5a-9f62-3c0e1d2f8a11' });
   });
 });

@@ -176,20 +176,30 @@ const BROKEN: { name: string; change: (m: Manifest) => void; names: string }[] =
     names: `${MANIFEST}: $.raw_nm_state_config ($.spec.network.nmstate.interfaces[0].ipv4.address[0].ip)`,
   },
   {
-    name: 'signer key of KubeconfigCryptoRetention',
+    name: 'load-balancer signer key that is no key',
     change: (m) =>
       (m.KubeconfigCryptoRetention = {
         KubeAPICrypto: { ServingCrypto: { loadbalancer_external_signer_private_key: 'k' }, ClientAuthCrypto: {} },
         IngresssCrypto: {},
       }),
-    names: `${MANIFEST}: $.KubeconfigCryptoRetention.KubeAPICrypto.ServingCrypto.loadbalancer_external_signer_private_key: refused: signer private keys`,
+    names: `${MANIFEST}: $.KubeconfigCryptoRetention.KubeAPICrypto.ServingCrypto.loadbalancer_external_signer_private_key: not a PEM private key`,
   },
   {
-    name: 'ingress CA key',
-    change: (m) => (m.KubeconfigCryptoRetention = { IngresssCrypto: { ingress_ca: 'k' } }),
-    names: `${MANIFEST}: $.KubeconfigCryptoRetention.IngresssCrypto.ingress_ca`,
+    name: 'ingress CA key that is no key',
+    change: (m) => (m.KubeconfigCryptoRetention = { IngresssCrypto: { ingress_ca: 'k', ingress_certificate_cn: 'x' } }),
+    names: `${MANIFEST}: $.KubeconfigCryptoRetention.IngresssCrypto.ingress_ca: not a PEM private key`,
   },
-  { name: 'cluster_id', change: (m) => (m.cluster_id = 'e6a68c95'), names: `${MANIFEST}: $.cluster_id: refused` },
+  {
+    name: 'admin client CA that is no certificate',
+    change: (m) =>
+      (m.KubeconfigCryptoRetention = { KubeAPICrypto: { ClientAuthCrypto: { admin_ca_certificate: 'not PEM' } } }),
+    names: `${MANIFEST}: $.KubeconfigCryptoRetention.KubeAPICrypto.ClientAuthCrypto.admin_ca_certificate`,
+  },
+  {
+    name: 'cluster_id no UUID',
+    change: (m) => (m.cluster_id = 'e6a68c95'),
+    names: `${MANIFEST}: $.cluster_id: not a UUID`,
+  },
   {
     name: 'server_ssh_keys',
     change: (m) => (m.server_ssh_keys = [{ file_name: 'ssh_host_rsa_key', file_content: 'x' }]),

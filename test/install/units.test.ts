@@ -305,22 +305,28 @@ describe('udev rule', () => {
     .split('\n')
     .filter((l) => l.trim() && !l.startsWith('#'));
 
-  it('wants the agent when a vfat, ISO 9660 or ext4 filesystem labelled cluster-config or relocation-config is added', () => {
-    expect(rule).toHaveLength(1);
-    const keys = Object.fromEntries(
-      rule[0]!
+  const keysOf = (line: string) =>
+    Object.fromEntries(
+      line
         .split(/,\s*/)
         .map((p) => /^(.+?)(==|\+=|=)"(.*)"$/.exec(p)!.slice(1))
         .map(([k, op, v]) => [k, [op, v]]),
     );
-    expect(keys).toEqual({
-      ACTION: ['==', 'add'],
-      SUBSYSTEM: ['==', 'block'],
-      'ENV{ID_FS_LABEL}': ['==', 'cluster-config|relocation-config'],
-      // the types the agent mounts, and no other
-      'ENV{ID_FS_TYPE}': ['==', MOUNT_TYPES.join('|')],
-      TAG: ['+=', 'systemd'],
-      'ENV{SYSTEMD_WANTS}': ['+=', 'sno-relocate.service'],
-    });
+  const wants = {
+    SUBSYSTEM: ['==', 'block'],
+    'ENV{ID_FS_LABEL}': ['==', 'cluster-config|relocation-config'],
+    // the types the agent mounts, and no other
+    'ENV{ID_FS_TYPE}': ['==', MOUNT_TYPES.join('|')],
+    TAG: ['+=', 'systemd'],
+    'ENV{SYSTEMD_WANTS}': ['+=', 'sno-relocate.service'],
+  };
+
+  it('wants the agent when a vfat, ISO 9660 or ext4 filesystem labelled cluster-config or relocation-config is added', () => {
+    expect(rule).toHaveLength(2);
+    expect(keysOf(rule[0]!)).toEqual({ ACTION: ['==', 'add'], ...wants });
+  });
+
+  it('wants it too when such a medium is inserted into a drive already there (a virtual CD), on no other change', () => {
+    expect(keysOf(rule[1]!)).toEqual({ ACTION: ['==', 'change'], 'ENV{DISK_MEDIA_CHANGE}': ['==', '1'], ...wants });
   });
 });

@@ -78,7 +78,12 @@ async function runLocked(
       configHash: ctx.configHash,
       // the hub reads the run's progress from the cluster's SiteRelocation; a run of node steps
       // only does not wait for an API it will not use
-      ...(STEPS.some((s) => s.group === 'cluster' && selected.has(s.name)) && { observer: hubObserver(rt, ctx.kube) }),
+      ...(STEPS.some((s) => s.group === 'cluster' && selected.has(s.name)) && {
+        observer: hubObserver(
+          { ...rt, ...(loaded.site.imageBased && { imageBased: loaded.site.imageBased }) },
+          ctx.kube,
+        ),
+      }),
     });
     return { exitCode: 0, stdout: `site ${state.site}: ${state.result}\n` };
   } finally {

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { siteConfigSchema } from '../v1/schema.js';
@@ -15,6 +16,10 @@ interface JsonSchema {
 }
 
 /** IBIO's own test manifest (internal/installer/installer_test.go, secretSeedReconfig), keys shortened. */
+const RSA_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .privateKey.export({ type: 'pkcs1', format: 'pem' })
+  .toString();
+
 const ibioExample = {
   api_version: 1,
   base_domain: 'example.com',
@@ -36,36 +41,97 @@ const ibioExample = {
   pull_secret: '{"auths":{"quay.io":{"auth":"c2VjcmV0"}}}',
 };
 
+/** Every leaf field of a schema, as dotted paths: objects are walked, anything else is a leaf. */
+function leaves(schema: z.ZodType, prefix = ''): string[] {
+  const inner = schema instanceof z.ZodOptional || schema instanceof z.ZodNullable ? schema.unwrap() : schema;
+  if (!(inner instanceof z.ZodObject) || prefix === 'proxy' || prefix === 'additionalTrustBundle') return [prefix];
+  return Object.entries(inner.shape as Record<string, z.ZodType>).flatMap(([key, child]) =>
+    leaves(child, prefix ? `${prefix}.${key}` : key),
+  );
+}
+
 describe('the manifest.json field table', () => {
   it('has one row for every SeedReconfiguration field, so none can be silently dropped', () => {
-    expect(FIELD_TABLE.map((r) => r.field).sort()).toEqual(Object.keys(seedReconfigurationSchema.shape).sort());
+    expect(FIELD_TABLE.map((r) => r.field).sort()).toEqual(leaves(seedReconfigurationSchema).sort());
   });
 
   it('maps only onto fields the native schema has', () => {
     const native = z.toJSONSchema(siteConfigSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
-    for (const row of FIELD_TABLE.filter((r) => r.native)) {
+    for (const row of FIELD_TABLE.filter((r) => r.native?.startsWith('spec.'))) {
       const found = row.native!.split('.').reduce<JsonSchema | undefined>((s, k) => s?.properties?.[k], native);
       expect(found, row.native).toBeDefined();
     }
   });
 
-  it('gives every refused field its reason', () => {
-    for (const row of FIELD_TABLE.filter((r) => !r.native && r.field !== 'api_version'))
-      expect(row.note, row.field).toMatch(/^refused: .{20,}/);
+  it('gives every refused field its reason and what it would take', () => {
+    for (const row of FIELD_TABLE.filter((r) => r.use === 'refused'))
+      expect(row.note, row.field).toMatch(/^refused: .{20,}; .{10,}/);
   });
 });
 
 describe('translateSeedReconfiguration', () => {
-  it("refuses IBIO's manifest by the leaf that carries a signer key, and every other identity field by name", () => {
+  it("takes IBIO's manifest: identity and kubeconfig crypto are taken or checked, the re-signing keys unused", () => {
     const seed = seedReconfigurationSchema.parse(ibioExample);
-    const paths = translateSeedReconfiguration(seed).findings.map((f) => f.path);
-    expect(paths).toContain(
-      'cluster-configuration/manifest.json: $.KubeconfigCryptoRetention.KubeAPICrypto.ServingCrypto.localhost_signer_private_key',
+    const { findings, imageBased } = translateSeedReconfiguration(seed);
+    expect(findings).toEqual([]);
+    expect(imageBased).toMatchObject({
+      clusterID: ibioExample.cluster_id,
+      infraID: 'test-sktvm',
+      releaseRegistry: 'quay.io',
+    });
+    expect(imageBased.unused.map((u) => u.field)).toEqual([
+      'KubeconfigCryptoRetention.KubeAPICrypto.ServingCrypto.localhost_signer_private_key',
+    ]);
+  });
+
+  it('names a cluster_id that is no UUID, a key that is no key, and ingress_ca without its CN, never quoting them', () => {
+    const seed = seedReconfigurationSchema.parse({
+      ...ibioExample,
+      cluster_id: 'store-43',
+      KubeconfigCryptoRetention: {
+        KubeAPICrypto: { ServingCrypto: { loadbalancer_external_signer_private_key: 'hunter2-key' } },
+        IngresssCrypto: { ingress_ca: RSA_KEY },
+      },
+    });
+    const { findings } = translateSeedReconfiguration(seed);
+    expect(findings.map((f) => f.path)).toEqual([
+      'cluster-configuration/manifest.json: $.cluster_id',
+      'cluster-configuration/manifest.json: $.KubeconfigCryptoRetention.KubeAPICrypto.ServingCrypto.loadbalancer_external_signer_private_key',
+      'cluster-configuration/manifest.json: $.KubeconfigCryptoRetention.IngresssCrypto.ingress_certificate_cn',
+    ]);
+    expect(JSON.stringify(findings)).not.toMatch(/hunter2|PRIVATE KEY/);
+  });
+
+  it('keeps the signers with the subjects their certificates carry', () => {
+    const seed = seedReconfigurationSchema.parse({
+      ...ibioExample,
+      KubeconfigCryptoRetention: {
+        KubeAPICrypto: { ServingCrypto: { loadbalancer_external_signer_private_key: RSA_KEY } },
+        IngresssCrypto: { ingress_ca: RSA_KEY, ingress_certificate_cn: 'ingress-operator@1764000000' },
+      },
+    });
+    const { imageBased } = translateSeedReconfiguration(seed);
+    expect(imageBased.apiSigner?.subject).toEqual({
+      commonName: 'kube-apiserver-lb-signer',
+      organizationalUnit: 'openshift',
+    });
+    expect(imageBased.ingressSigner?.subject).toEqual({ commonName: 'ingress-operator@1764000000' });
+  });
+
+  it('refuses the image-based upgrade fields by name, with what to use instead', () => {
+    const { findings } = translateSeedReconfiguration(
+      seedReconfigurationSchema.parse({ ...ibioExample, node_ips: ['10.0.0.2'], install_config: 'x' }),
     );
-    for (const field of ['cluster_id', 'infra_id', 'release_registry'])
-      expect(paths).toContain(`cluster-configuration/manifest.json: $.${field}`);
-    for (const field of ['hostname', 'kubeadmin_password_hash'])
-      expect(paths).not.toContain(`cluster-configuration/manifest.json: $.${field}`);
+    expect(findings.map((f) => [f.path, f.message.split(';')[0]])).toEqual([
+      [
+        'cluster-configuration/manifest.json: $.node_ips',
+        'refused: the node IPs are the internal IP on br-ex, fixed at the factory',
+      ],
+      [
+        'cluster-configuration/manifest.json: $.install_config',
+        'refused: an image-based upgrade field (the installer never writes it)',
+      ],
+    ]);
   });
 
   it('takes the empty structs Go always writes as absent', () => {

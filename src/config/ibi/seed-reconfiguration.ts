@@ -3,17 +3,22 @@
  * `SeedReconfiguration` JSON of openshift-kni/lifecycle-agent (`api/seedreconfig/seedreconfig.go`,
  * `SeedReconfigurationVersion = 1`) that `openshift-install image-based create config-image` and the
  * image-based-install-operator write. It is translated here, by one table of field -> field, into a
- * native site-config document, which is then validated and planned like any other.
+ * native site-config document, which is then validated and planned like any other, and the
+ * image-based part (identity, kubeconfig crypto) the native schema has no field for.
  *
  * Go's encoder writes struct fields even when empty (`KubeconfigCryptoRetention` has no tag at all,
  * `additionalTrustBundle` is a struct under omitempty), and an empty string means "not given" to
- * every consumer, so empty values count as absent; anything else is either mapped or refused by name.
+ * every consumer, so empty values count as absent; anything else is taken, checked against the
+ * cluster, accepted as unused, or refused by name with what it would take.
  */
+import { createPrivateKey } from 'node:crypto';
 import * as z from 'zod';
 import type { Finding } from '../../base/findings.js';
 import { API_VERSION, KIND } from '../v1/schema.js';
 import { USER_CA_BUNDLE } from '../../kube/openshift.js';
 import { DocumentError, parseYamlDocument } from '../yaml.js';
+import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from '../../certs/key-types.js';
+import { type ImageBasedSite, LB_SIGNER_SUBJECT } from './image-based.js';
 
 export const MANIFEST_FILE = 'cluster-configuration/manifest.json';
 /** mirror sets the installer writes beside manifest.json (older installers: a bare list of digest sources) */
@@ -87,17 +92,29 @@ type NativeSpec = Record<string, unknown>;
 interface Translation {
   spec: NativeSpec;
   findings: Finding[];
+  imageBased: ImageBasedSite;
+  /** ingress_ca, until ingress_certificate_cn names its subject */
+  ingressKey?: { keyPem: string; field: string };
+  ingressCertificateCN?: string;
 }
 
-/** One row of the table: a manifest.json field and the native field it becomes, or why it is refused. */
+/**
+ * What the agent does with a field: `taken` becomes a setting of the site; `checked` is compared
+ * with the cluster and changes nothing when equal; `unused` is accepted and reported, never used;
+ * `refused` asks for something the agent cannot do (the note says what it would take).
+ */
+export type FieldUse = 'taken' | 'checked' | 'unused' | 'refused';
+
+/** One row of the table: a manifest.json field, what becomes of it, and why. */
 export interface FieldRow {
-  /** JSON path in manifest.json */
+  /** dotted path in manifest.json */
   field: string;
-  /** the native site-config field, or undefined when refused */
+  use: FieldUse;
+  /** where a taken or checked value goes: a native site-config field (`spec.…`) or the cluster object */
   native?: string;
-  /** for the README: what happens to the value */
+  /** for the docs: what happens to the value (for a refused field: why, and what it would take) */
   note: string;
-  /** mapped fields: sets the native field from a non-empty value (findings name the manifest's path) */
+  /** taken and checked fields: records a non-empty value (findings name the manifest's path) */
   map?: (value: never, out: Translation, at: string) => void;
 }
 
@@ -106,26 +123,57 @@ const error = (path: string, message: string): Finding => ({ severity: 'error', 
 
 const network = (out: Translation): NativeSpec => (out.spec.network ??= {}) as NativeSpec;
 
-/** Seed identity and re-signing material: only a certificate re-signer like recert can use them. */
-const RESIGNER = 'only a certificate re-signer (recert) run on a seed image can use it; sno-relocate keeps the';
+/** RFC 4122 text form: what ClusterVersion spec.clusterID holds */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CRYPTO = 'KubeconfigCryptoRetention';
+const SERVING = `${CRYPTO}.KubeAPICrypto.ServingCrypto`;
+const INGRESS = `${CRYPTO}.IngresssCrypto`;
+/** the installer's admin kubeconfig client CA: the loader checks it is a CA certificate valid now */
+export const ADMIN_CA_FIELD = `${CRYPTO}.KubeAPICrypto.ClientAuthCrypto.admin_ca_certificate`;
+
+/** A PEM private key of a type certificates are signed with here; the finding never quotes it. */
+function privateKey(value: string, out: Translation, path: string): string | undefined {
+  let key;
+  try {
+    key = createPrivateKey(value);
+  } catch {
+    out.findings.push(error(path, 'not a PEM private key'));
+    return undefined;
+  }
+  if (supportedKey(key)) return value;
+  out.findings.push(error(path, `a ${describeKey(key)} key: a signer must be ${SUPPORTED_KEY_TYPES}`));
+  return undefined;
+}
+
+const NOT_RESIGNED =
+  "would re-sign every certificate of the cluster (a recert of a seed image); the factory's signer and the certificates it signed stay";
 
 export const FIELD_TABLE: readonly FieldRow[] = [
-  { field: 'api_version', note: `must be ${SEED_RECONFIGURATION_VERSION}` },
+  { field: 'api_version', use: 'checked', note: `must be ${SEED_RECONFIGURATION_VERSION}` },
   {
     field: 'base_domain',
+    use: 'taken',
     native: 'spec.baseDomain',
     note: 'required',
     map: (v: string, out) => (out.spec.baseDomain = v),
   },
   {
     field: 'cluster_name',
+    use: 'taken',
     native: 'spec.clusterName',
     note: 'also the site id (metadata.name) when there is no hostname',
     map: (v: string, out) => (out.spec.clusterName = v),
   },
-  { field: 'hostname', native: 'spec.hostname', note: '', map: (v: string, out) => (out.spec.hostname = v) },
+  {
+    field: 'hostname',
+    use: 'taken',
+    native: 'spec.hostname',
+    note: 'the node name',
+    map: (v: string, out) => (out.spec.hostname = v),
+  },
   {
     field: 'ssh_key',
+    use: 'taken',
     native: 'spec.sshAuthorizedKeys',
     note: 'one key per line',
     map: (v: string, out) =>
@@ -136,6 +184,7 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'pull_secret',
+    use: 'taken',
     native: 'spec.pullSecret',
     note: 'required (the dockerconfigjson text, parsed)',
     map: (v: string, out, path) => {
@@ -149,6 +198,7 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'raw_nm_state_config',
+    use: 'taken',
     native: 'spec.network.nmstate',
     note: 'nmstate YAML text, parsed; without it the network is kept as it is',
     map: (v: string, out, path) => {
@@ -162,18 +212,21 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'kubeadmin_password_hash',
+    use: 'taken',
     native: 'spec.access.kubeadminPasswordHash',
     note: 'written into the existing kube-system/kubeadmin secret in place',
     map: (v: string, out) => (((out.spec.access ??= {}) as NativeSpec).kubeadminPasswordHash = v),
   },
   {
     field: 'machine_networks',
+    use: 'taken',
     native: 'spec.network.machineNetworks',
     note: "nodeip-configuration's hint; site networks only, never the internal IP's",
     map: (v: string[], out) => (network(out).machineNetworks = v),
   },
   {
     field: 'machine_network',
+    use: 'taken',
     native: 'spec.network.machineNetworks',
     note: 'the older single field: used when machine_networks is empty, else it must be one of them',
     map: (v: string, out, path) => {
@@ -184,6 +237,7 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'proxy',
+    use: 'taken',
     native: 'spec.proxy',
     note: 'the cluster-wide proxy; noProxy as given (the installer has added the cluster networks to it)',
     map: (v: Record<string, string>, out) =>
@@ -191,12 +245,14 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'chrony_config',
+    use: 'taken',
     native: 'spec.chronyConfig',
     note: 'the whole chrony.conf; chronyd runs with it',
     map: (v: string, out) => (out.spec.chronyConfig = v),
   },
   {
     field: 'additionalTrustBundle',
+    use: 'taken',
     native: 'spec.trustBundle',
     note: 'userCaBundle becomes caBundle; proxyConfigmapName `user-ca-bundle` (with proxyConfigmapBundle equal to userCaBundle) becomes proxyTrustedCA',
     map: (v: { userCaBundle?: string; proxyConfigmapName?: string; proxyConfigmapBundle?: string }, out, path) => {
@@ -220,28 +276,104 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'node_labels',
+    use: 'taken',
     native: 'spec.nodeLabels',
     note: "set on this node's Node; labels the agent did not set are never removed",
     map: (v: Record<string, string>, out) => (out.spec.nodeLabels = v),
   },
   {
     field: 'cluster_id',
-    note: `refused: the cluster's identity (ClusterVersion spec.clusterID) is the factory's; ${RESIGNER} cluster`,
+    use: 'taken',
+    native: 'ClusterVersion version spec.clusterID',
+    note: 'the ID the installer generated for this site, by which the hub knows the cluster; the plan shows the change and the hub report carries it',
+    map: (v: string, out, path) => {
+      if (UUID.test(v)) out.imageBased.clusterID = v;
+      else out.findings.push(error(path, 'not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)'));
+    },
   },
-  { field: 'infra_id', note: `refused: the infrastructure name is fixed at install time; ${RESIGNER} installed one` },
+  {
+    field: 'infra_id',
+    use: 'checked',
+    native: 'Infrastructure cluster status.infrastructureName',
+    note: "the infrastructure name is fixed at install time and the factory's stays; a different one is a warning naming both, recorded in the hub report",
+    map: (v: string, out) => (out.imageBased.infraID = v),
+  },
   {
     field: 'release_registry',
-    note: 'refused: rewriting the release registry in operator deployments is a seed re-identification; use imageDigestMirrors',
+    use: 'checked',
+    native: 'ClusterVersion version status.desired.image',
+    note: "compared at plan with the registry of the cluster's release image: equal is nothing to do; a different one is refused (the agent does not rewrite release image references), reach the site's registry through imageDigestMirrors instead",
+    map: (v: string, out) => (out.imageBased.releaseRegistry = v),
   },
   {
-    field: 'KubeconfigCryptoRetention',
-    note: `refused: signer private keys and the admin client CA are for re-signing every certificate; ${RESIGNER} cluster's signers and makes a site CA for the new names`,
+    field: ADMIN_CA_FIELD,
+    use: 'taken',
+    native: 'apiserver.config spec.clientCA (as spec.access.clientCAFile)',
+    note: "the CA of the installer's admin kubeconfig client certificate becomes the site's admin client CA",
+    map: (v: string, out) => (out.imageBased.adminClientCaPem = v),
   },
-  { field: 'server_ssh_keys', note: 'refused: the node keeps its SSH host keys (no native field)' },
-  { field: 'node_ip', note: 'refused: the node IP is the internal IP on br-ex (spec.network.internalIP)' },
-  { field: 'node_ips', note: 'refused: the node IP is the internal IP on br-ex (spec.network.internalIP)' },
-  { field: 'status_proxy', note: 'refused: an image-based upgrade field; sno-relocate does not upgrade' },
-  { field: 'install_config', note: 'refused: an image-based upgrade field; sno-relocate does not upgrade' },
+  {
+    field: `${SERVING}.loadbalancer_external_signer_private_key`,
+    use: 'taken',
+    native: 'apiserver.config spec.servingCerts.namedCertificates',
+    note: "signs the API's named certificate for api.<cluster>.<domain> with the installer's kube-apiserver-lb-signer as issuer, so the installer's kubeconfig CA bundle verifies it",
+    map: (v: string, out, path) => {
+      const keyPem = privateKey(v, out, path);
+      if (keyPem) out.imageBased.apiSigner = { subject: LB_SIGNER_SUBJECT, keyPem, field: path };
+    },
+  },
+  {
+    field: `${INGRESS}.ingress_ca`,
+    use: 'taken',
+    native: "IngressController default's defaultCertificate",
+    note: "signs the router's default certificate (and the console, downloads and OAuth routes' certificates) with the installer's ingress-operator signer as issuer",
+    map: (v: string, out, path) => {
+      const keyPem = privateKey(v, out, path);
+      if (keyPem) out.ingressKey = { keyPem, field: path };
+    },
+  },
+  {
+    field: `${INGRESS}.ingress_certificate_cn`,
+    use: 'taken',
+    native: "the router certificate's issuer",
+    note: "the ingress signer's subject CN (ingress-operator@<unix time>): the issuer of the certificates ingress_ca signs; required with ingress_ca",
+    map: (v: string, out) => (out.ingressCertificateCN = v),
+  },
+  {
+    field: `${SERVING}.localhost_signer_private_key`,
+    use: 'unused',
+    note: `the kube-apiserver's localhost serving signer: using it ${NOT_RESIGNED}`,
+  },
+  {
+    field: `${SERVING}.service_network_signer_private_key`,
+    use: 'unused',
+    note: `the kube-apiserver's service-network serving signer: using it ${NOT_RESIGNED}`,
+  },
+  {
+    field: 'server_ssh_keys',
+    use: 'refused',
+    note: 'refused: the node keeps its SSH host keys; replacing them takes writing /etc/ssh and restarting sshd, which the agent does not do (the installer never writes this field)',
+  },
+  {
+    field: 'node_ip',
+    use: 'refused',
+    note: 'refused: the node IP is the internal IP on br-ex, fixed at the factory; give the site address in raw_nm_state_config instead',
+  },
+  {
+    field: 'node_ips',
+    use: 'refused',
+    note: 'refused: the node IPs are the internal IP on br-ex, fixed at the factory; give the site addresses in raw_nm_state_config instead',
+  },
+  {
+    field: 'status_proxy',
+    use: 'refused',
+    note: 'refused: an image-based upgrade field (the installer never writes it); sno-relocate does not upgrade, use proxy',
+  },
+  {
+    field: 'install_config',
+    use: 'refused',
+    note: 'refused: an image-based upgrade field (the installer never writes it); sno-relocate does not upgrade, use the native fields',
+  },
 ];
 
 /** A value Go's encoder writes for "nothing": empty strings, lists, maps and structs of nothing. */
@@ -252,12 +384,9 @@ export function isEmpty(value: unknown): boolean {
   return false;
 }
 
-/** The first non-empty leaf under `value`, as a path suffix: names which key made a refused field non-empty. */
-function firstSet(value: unknown, path: string): string {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value))
-    for (const [key, child] of Object.entries(value)) if (!isEmpty(child)) return firstSet(child, `${path}.${key}`);
-  return path;
-}
+/** The value at a dotted path of the manifest. */
+const valueAt = (seed: SeedReconfiguration, field: string): unknown =>
+  field.split('.').reduce<unknown>((v, key) => (v as Record<string, unknown> | undefined)?.[key], seed);
 
 /** A digest mirror set beside manifest.json, as the native `imageDigestMirrors`. */
 export function mirrorsFromFile(name: string, doc: unknown): { mirrors?: unknown[]; finding?: Finding } {
@@ -279,8 +408,12 @@ export function mirrorsFromFile(name: string, doc: unknown): { mirrors?: unknown
  * The native site-config document a manifest.json becomes. Its findings name the manifest's
  * fields; an error in them means the media is refused (exit 2) before anything is validated further.
  */
-export function translateSeedReconfiguration(seed: SeedReconfiguration): { document: unknown; findings: Finding[] } {
-  const out: Translation = { spec: {}, findings: [] };
+export function translateSeedReconfiguration(seed: SeedReconfiguration): {
+  document: unknown;
+  imageBased: ImageBasedSite;
+  findings: Finding[];
+} {
+  const out: Translation = { spec: {}, findings: [], imageBased: { unused: [] } };
   if (seed.api_version !== SEED_RECONFIGURATION_VERSION)
     out.findings.push(
       error(
@@ -290,18 +423,27 @@ export function translateSeedReconfiguration(seed: SeedReconfiguration): { docum
     );
   for (const row of FIELD_TABLE) {
     if (row.field === 'api_version') continue;
-    const value = (seed as Record<string, unknown>)[row.field];
+    const value = valueAt(seed, row.field);
     if (isEmpty(value)) continue;
     if (row.map) row.map(value as never, out, at(row.field));
-    else out.findings.push(error(firstSet(value, at(row.field)), row.note));
+    else if (row.use === 'unused') out.imageBased.unused.push({ field: row.field, reason: row.note });
+    else out.findings.push(error(at(row.field), row.note));
   }
   for (const required of ['base_domain', 'pull_secret'] as const)
     if (isEmpty(seed[required])) out.findings.push(error(at(required), 'required'));
+  if (out.ingressKey) {
+    if (out.ingressCertificateCN === undefined)
+      out.findings.push(
+        error(at(`${INGRESS}.ingress_certificate_cn`), "required with ingress_ca: the signer's subject"),
+      );
+    else out.imageBased.ingressSigner = { subject: { commonName: out.ingressCertificateCN }, ...out.ingressKey };
+  }
   // LCA keeps the network as it is when no nmstate is given; so does an empty desired state here
   network(out).nmstate ??= {};
   const name = seed.hostname || seed.cluster_name || 'cluster-config';
   return {
     document: { apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: out.spec },
+    imageBased: out.imageBased,
     findings: out.findings,
   };
 }

@@ -1,0 +1,155 @@
+/**
+ * [cluster-identity] The identity an image-based install's config media gives the site, against
+ * the cluster's:
+ * - cluster_id becomes ClusterVersion spec.clusterID, as lifecycle-agent does after a recert: the
+ *   hub's ClusterDeployment knows the cluster by it (the plan shows the change);
+ * - release_registry is compared with the registry of the cluster's release image (ClusterVersion
+ *   status.desired.image): equal is nothing to do; a different one is refused at plan, because the
+ *   agent never rewrites release image references (imageDigestMirrors reach another registry);
+ * - infra_id is compared with the Infrastructure's infrastructureName, which stays the factory's
+ *   (it names cloud resources and was fixed at install time): a different one is a warning.
+ * A native site-config has none of these: the step has nothing to do.
+ */
+import { VerificationError } from '../../base/errors.js';
+import type { Change, PlanResult } from '../../engine/step.js';
+import { INFRASTRUCTURE_CONFIG } from '../../kube/openshift.js';
+import type { Kube, KubeObject, ObjectRef } from '../../ports/kube.js';
+import type { Step, StepContext } from '../site.js';
+import type { ImageBasedSite } from './image-based.js';
+import { MANIFEST_FILE } from './seed-reconfiguration.js';
+
+export const CLUSTER_VERSION: ObjectRef = {
+  apiVersion: 'config.openshift.io/v1',
+  kind: 'ClusterVersion',
+  name: 'version',
+};
+
+interface ClusterVersion extends KubeObject {
+  spec?: { clusterID?: string };
+  status?: { desired?: { image?: string } };
+}
+
+interface Infrastructure extends KubeObject {
+  status?: { infrastructureName?: string };
+}
+
+/**
+ * The registry of an image reference (host[:port]), as container tools read it: the first path
+ * component when it looks like a host (a dot, a port, or localhost), else Docker Hub.
+ */
+export function registryOf(image: string): string {
+  const slash = image.indexOf('/');
+  const first = slash < 0 ? '' : image.slice(0, slash);
+  if (first.includes('.') || first.includes(':') || first === 'localhost') return first.toLowerCase();
+  return 'docker.io';
+}
+
+/** What the cluster says about its identity; undefined values were not there to read. */
+export interface ClusterIdentity {
+  clusterID?: string;
+  releaseImage?: string;
+  infrastructureName?: string;
+}
+
+export async function readClusterIdentity(kube: Kube): Promise<ClusterIdentity> {
+  const [version, infrastructure] = await Promise.all([
+    kube.get<ClusterVersion>(CLUSTER_VERSION),
+    kube.get<Infrastructure>(INFRASTRUCTURE_CONFIG),
+  ]);
+  return {
+    ...(version?.spec?.clusterID !== undefined && { clusterID: version.spec.clusterID }),
+    ...(version?.status?.desired?.image !== undefined && { releaseImage: version.status.desired.image }),
+    ...(infrastructure?.status?.infrastructureName !== undefined && {
+      infrastructureName: infrastructure.status.infrastructureName,
+    }),
+  };
+}
+
+/** The media's infra_id when it differs from the cluster's infrastructure name, with the warning that says so. */
+export function infraIdWarning(media: ImageBasedSite, cluster: ClusterIdentity): string | undefined {
+  if (media.infraID === undefined || media.infraID === cluster.infrastructureName) return undefined;
+  return `${MANIFEST_FILE} infra_id ${media.infraID} differs from the cluster's infrastructure name ${cluster.infrastructureName ?? '(none: no Infrastructure cluster status)'}: the factory's is kept (it is fixed at install time)`;
+}
+
+interface Survey {
+  cluster: ClusterIdentity;
+  conflicts: string[];
+  changes: Change[];
+}
+
+function survey(media: ImageBasedSite, cluster: ClusterIdentity): Survey {
+  const s: Survey = { cluster, conflicts: [], changes: [] };
+  if (media.releaseRegistry !== undefined) {
+    if (cluster.releaseImage === undefined)
+      s.conflicts.push(
+        `${MANIFEST_FILE} release_registry ${media.releaseRegistry} cannot be checked: ClusterVersion version has no status.desired.image`,
+      );
+    else {
+      const current = registryOf(cluster.releaseImage);
+      if (current !== media.releaseRegistry.toLowerCase())
+        s.conflicts.push(
+          `${MANIFEST_FILE} release_registry ${media.releaseRegistry} is not ${current}, the registry of the cluster's release image (ClusterVersion status.desired.image): the agent does not rewrite release image references; give release_registry ${current} and reach ${media.releaseRegistry} through imageDigestMirrors (cluster-configuration/manifests/image-digest-mirror-set.json)`,
+        );
+    }
+  }
+  if (media.clusterID !== undefined && media.clusterID !== cluster.clusterID)
+    s.changes.push({
+      action: 'update',
+      target: 'ClusterVersion version',
+      summary: "the cluster ID the installer generated for this site (the hub's ClusterDeployment knows it)",
+      diff: [
+        ...(cluster.clusterID !== undefined ? [`- spec.clusterID: ${cluster.clusterID}`] : []),
+        `+ spec.clusterID: ${media.clusterID}`,
+      ],
+    });
+  return s;
+}
+
+const unusedLine = (media: ImageBasedSite): string =>
+  media.unused.length === 0
+    ? ''
+    : `; accepted, not used: ${media.unused.map((u) => u.field.split('.').pop()).join(', ')} (they re-sign every certificate of the cluster)`;
+
+async function surveyed(ctx: StepContext): Promise<{ media: ImageBasedSite; s: Survey } | undefined> {
+  const media = ctx.site.imageBased;
+  if (!media) return undefined;
+  return { media, s: survey(media, await readClusterIdentity(await ctx.kube())) };
+}
+
+export const clusterIdentityStep: Step = {
+  name: 'cluster-identity',
+  group: 'cluster',
+  description:
+    "image-based config media: cluster_id into ClusterVersion spec.clusterID; release_registry and infra_id checked against the cluster's",
+  inputs: (site) => ({
+    clusterID: site.imageBased?.clusterID ?? null,
+    releaseRegistry: site.imageBased?.releaseRegistry ?? null,
+  }),
+
+  async plan(ctx): Promise<PlanResult> {
+    const found = await surveyed(ctx);
+    if (!found) return { action: 'noop', reason: 'a native site-config: the cluster keeps its identity' };
+    const { media, s } = found;
+    const warning = infraIdWarning(media, s.cluster);
+    if (warning) ctx.log.warn({ step: 'cluster-identity' }, warning);
+    if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
+    if (s.changes.length === 0)
+      return { action: 'noop', reason: `the cluster already has the media's identity${unusedLine(media)}` };
+    return { action: 'change', summary: `the site's cluster ID${unusedLine(media)}`, changes: s.changes };
+  },
+
+  async apply(ctx) {
+    const media = ctx.site.imageBased!;
+    await (await ctx.kube()).mergePatch(CLUSTER_VERSION, { spec: { clusterID: media.clusterID } });
+    ctx.log.info({ clusterID: media.clusterID }, `ClusterVersion spec.clusterID is ${media.clusterID}`);
+  },
+
+  async verify(ctx) {
+    const found = await surveyed(ctx);
+    if (found && (found.s.changes.length > 0 || found.s.conflicts.length > 0))
+      throw new VerificationError(
+        `cluster-identity: ClusterVersion spec.clusterID is ${found.s.cluster.clusterID ?? 'unset'}, not ${found.media.clusterID}`,
+        { step: 'cluster-identity' },
+      );
+  },
+};
