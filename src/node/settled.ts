@@ -1,9 +1,9 @@
 /** Verification shared by the node steps whose plan reads the whole truth from the host. */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../engine/step.js';
+import type { LegacyStep, StepContext } from '../engine/step.js';
 
 /** Plans again: after apply there must be nothing left to do. */
-export async function expectSettled(step: Step, ctx: StepContext): Promise<void> {
+export async function expectSettled(step: LegacyStep, ctx: StepContext): Promise<void> {
   const plan = await step.plan(ctx);
   if (plan.action === 'noop') return;
   const left =

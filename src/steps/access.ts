@@ -10,7 +10,7 @@
  * The site CA for the API and apps certificates is the domain step's business.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import {
   APISERVER_CONFIG,
@@ -101,7 +101,7 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   return s;
 }
 
-export const accessStep: Step = {
+export const accessStep: LegacySiteStep = {
   name: 'access',
   group: 'cluster',
   description: "the site's admin client CA in `apiserver.config` spec.clientCA; the kubeadmin hash updated in place",

@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { DockerConfig } from '../config/v1/schema.js';
 import { StepError, VerificationError } from '../base/errors.js';
 import type { PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';
 import { recordFactoryRegistries } from '../watch/context.js';
@@ -84,7 +84,7 @@ function planOf(ctx: StepContext, s: Awaited<ReturnType<typeof survey>>): PlanRe
   };
 }
 
-export const clusterPullSecretStep: Step = {
+export const clusterPullSecretStep: LegacySiteStep = {
   name: 'cluster-pull-secret',
   group: 'cluster',
   description: '`openshift-config/pull-secret` replaced (or merged)',

@@ -10,7 +10,7 @@
 import { X509Certificate } from 'node:crypto';
 import { StepError, VerificationError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
@@ -95,7 +95,7 @@ async function survey(ctx: StepContext, kube: Kube, node: NodeIdentity): Promise
 const missing = (s: Survey): CsrKind[] =>
   (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
 
-export const csrApprovalStep: Step = {
+export const csrApprovalStep: LegacySiteStep = {
   name: 'csr-approval',
   group: 'cluster',
   description: "approve this node's kubelet client and serving CSRs (subject, usages and SANs checked)",

@@ -26,7 +26,7 @@ import {
 import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
 import {
   admittedFor,
@@ -345,7 +345,7 @@ async function writeSecret(kube: Kube, secret: SecretObject, exists: boolean): P
   }));
 }
 
-export const domainStep: Step = {
+export const domainStep: LegacySiteStep = {
   name: 'domain',
   group: 'cluster',
   description:

@@ -17,7 +17,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { StepError, VerificationError } from '../base/errors.js';
 import { crdFor, crdServes, type ExtraManifest, manifestAt } from '../config/extra-manifests.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { established, waitForCrd } from '../kube/crd.js';
 import { diffLines } from '../kube/openshift.js';
@@ -158,7 +158,7 @@ function planOf(surveyed: readonly Surveyed[]): PlanResult {
   };
 }
 
-export const extraManifestsStep: Step = {
+export const extraManifestsStep: LegacySiteStep = {
   name: 'extra-manifests',
   group: 'cluster',
   description:

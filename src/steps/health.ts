@@ -10,7 +10,7 @@
  */
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
 import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
 import type { Finding } from '../watch/model.js';
@@ -88,7 +88,7 @@ function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
     ctx.log.warn({ component: f.component, object: f.object }, `health: ${line(f)}`);
 }
 
-export const healthStep: Step = {
+export const healthStep: LegacySiteStep = {
   name: 'health',
   group: 'cluster',
   description:

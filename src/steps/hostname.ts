@@ -4,7 +4,7 @@
  * it across reboots. Planned from /etc/hostname under the root, which is what hostnamed reads.
  */
 import { ConfigError, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { HOSTNAME_FILE, hostnameProblem, readStaticHostname } from '../node/hostname.js';
 
 function wanted(ctx: StepContext): string | undefined {
@@ -17,7 +17,7 @@ function wanted(ctx: StepContext): string | undefined {
   return name;
 }
 
-export const hostnameStep: Step = {
+export const hostnameStep: LegacySiteStep = {
   name: 'hostname',
   group: 'node',
   description: 'static hostname through systemd-hostnamed (D-Bus)',

@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { InService } from '../config/site.js';
 import type { Workload } from '../config/v1/schema.js';
 import { errorMessage, VerificationError } from '../base/errors.js';
-import type { StepContext, Step } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { PlanResult } from '../engine/step.js';
 import { workloadNotReady, type WorkloadObject } from '../kube/workloads.js';
 import { pollUntil } from '../ports/clock.js';
@@ -83,7 +83,7 @@ async function waiting(ctx: StepContext, spec: InService): Promise<Waiting[]> {
 
 const line = (w: Waiting) => `${w.what}: ${w.why}`;
 
-export const inServiceStep: Step = {
+export const inServiceStep: LegacySiteStep = {
   name: 'in-service',
   group: 'cluster',
   description: "the site's own workloads (and URL) ready within the site-config's time budget",

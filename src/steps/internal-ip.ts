@@ -8,7 +8,7 @@
  * Verified: the internal IP is the first address OVN-Kubernetes considers on br-ex.
  */
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { firstNodeAddress, interfaceAddresses } from '../node/addresses.js';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, DISPATCHER_SCRIPT, nodeIpFiles } from '../node/internal-ip.js';
@@ -33,7 +33,7 @@ async function addressState(ctx: StepContext, internalIP: string): Promise<{ sta
   return first === cidr ? { state: 'first' } : { state: 'behind', ...(first !== undefined && { first }) };
 }
 
-export const internalIpStep: Step = {
+export const internalIpStep: LegacySiteStep = {
   name: 'internal-ip',
   group: 'node',
   description:

@@ -8,7 +8,7 @@
  * state and the last lines of its journal.
  */
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { KUBELET_START_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import type { Change } from '../engine/step.js';
 import { logEvent } from '../log/logger.js';
@@ -59,7 +59,7 @@ async function failure(ctx: StepContext, what: string, cause?: unknown): Promise
 
 const gateIsOpen = async (ctx: StepContext) => (await gateOpenFor(ctx.fs, ctx.stateDir)) === ctx.configHash;
 
-export const kubeletStep: Step = {
+export const kubeletStep: LegacySiteStep = {
   name: 'kubelet',
   group: 'node',
   description: "open the gate (its marker) and start `kubelet.service` through systemd's D-Bus API, wait for the job",

@@ -11,7 +11,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
 import { describeRef, refOf, type Kube, type KubeObject } from '../ports/kube.js';
 
@@ -161,7 +161,7 @@ function planOf(s: Survey): PlanResult {
   return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes };
 }
 
-export const mirrorsStep: Step = {
+export const mirrorsStep: LegacySiteStep = {
   name: 'mirrors',
   group: 'cluster',
   description: 'ImageDigestMirrorSet / ImageTagMirrorSet, or ImageContentSourcePolicy on older clusters',

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import { hashOf } from '../engine/state.js';
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { NmstateState } from '../base/nmstate.js';
 import { logEvent } from '../log/logger.js';
 import { pollUntil } from '../ports/clock.js';
@@ -182,7 +182,7 @@ async function flushToDisk(ctx: StepContext): Promise<void> {
   await ctx.exec.run('sync', []);
 }
 
-export const networkStep: Step = {
+export const networkStep: LegacySiteStep = {
   name: 'network',
   group: 'node',
   description:

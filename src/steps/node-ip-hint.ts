@@ -19,7 +19,7 @@
  * exists, so the hint takes effect at the next boot; until then nothing reads it. A file the
  * machine-config daemon's current config declares is never written (conflict, exit 3).
  */
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { networkAddress } from '../base/addresses.js';
 import { fileDrift, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
@@ -49,7 +49,7 @@ async function leftOver(ctx: StepContext): Promise<boolean> {
   return (await ctx.fs.readText(NODEIP_HINT_FILE))?.startsWith(HEADER) ?? false;
 }
 
-export const nodeIpHintStep: Step = {
+export const nodeIpHintStep: LegacySiteStep = {
   name: 'node-ip-hint',
   group: 'node',
   description:

@@ -11,7 +11,7 @@
  * registered, and it is the only Node this machine has.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { readStaticHostname } from '../node/hostname.js';
 import { pollUntil } from '../ports/clock.js';
@@ -66,7 +66,7 @@ async function survey(ctx: StepContext): Promise<Survey> {
   return { kube, name, ...(node && { node }), labels, changes, owned };
 }
 
-export const nodeLabelsStep: Step = {
+export const nodeLabelsStep: LegacySiteStep = {
   name: 'node-labels',
   group: 'cluster',
   description: "the site's labels on this node's Node object; labels the agent did not set are never removed",

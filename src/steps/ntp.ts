@@ -19,7 +19,7 @@
  * back, chronyd is restarted with them and the step fails.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { type ManagedFile, planFile } from '../node/managed-file.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
@@ -87,7 +87,7 @@ async function changes(ctx: StepContext): Promise<Change[]> {
   return out;
 }
 
-export const ntpStep: Step = {
+export const ntpStep: LegacySiteStep = {
   name: 'ntp',
   group: 'node',
   description:

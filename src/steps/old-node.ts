@@ -7,7 +7,7 @@
  * is never touched, whatever its name or state.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { readStaticHostname } from '../node/hostname.js';
 import { pollUntil } from '../ports/clock.js';
 import type { KubeObject } from '../ports/kube.js';
@@ -58,7 +58,7 @@ async function survey(ctx: StepContext) {
   return { kube, name, me, old, current: nodes.find((n) => n.metadata.name === name) };
 }
 
-export const oldNodeStep: Step = {
+export const oldNodeStep: LegacySiteStep = {
   name: 'old-node',
   group: 'cluster',
   description: 'the Node this machine had under its factory hostname deleted, once the new one is Ready',

@@ -17,7 +17,7 @@
  * spec.proxy leaves the cluster's proxy as it is.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
@@ -97,7 +97,7 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   return s;
 }
 
-export const proxyStep: Step = {
+export const proxyStep: LegacySiteStep = {
   name: 'proxy',
   group: 'cluster',
   description:

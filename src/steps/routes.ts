@@ -12,7 +12,7 @@
  */
 import pLimit from 'p-limit';
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import {
   HOST_GENERATED_ANNOTATION,
   isOperatorRoute,
@@ -102,7 +102,7 @@ async function survey(ctx: StepContext, notOlderThan: string | undefined): Promi
   return { moves, newDomain: apps, oldDomains };
 }
 
-export const routesStep: Step = {
+export const routesStep: LegacySiteStep = {
   name: 'routes',
   group: 'cluster',
   description:

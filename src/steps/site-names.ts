@@ -14,7 +14,7 @@
 import { StepError, VerificationError } from '../base/errors.js';
 import { parseCidr } from '../base/addresses.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import {
   type ClusterNames,
   clusterNames,
@@ -82,7 +82,7 @@ export async function siteNamesOnNode(ctx: StepContext): Promise<{ names: Cluste
   return want.kind === 'names' ? { names: want.names, address: want.address } : undefined;
 }
 
-export const siteNamesStep: Step = {
+export const siteNamesStep: LegacySiteStep = {
   name: 'site-names',
   group: 'node',
   description:

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { describeKey, parseKeyLine, passwdEntry, renderAuthorizedKeys } from '../node/authorized-keys.js';
 import { fileDrift, lineDiff, type ManagedFile, writeManagedFile } from '../node/managed-file.js';
 import { expectSettled } from '../node/settled.js';
@@ -63,7 +63,7 @@ function keyDiff(before: string, after: string): string[] {
   });
 }
 
-export const sshKeysStep: Step = {
+export const sshKeysStep: LegacySiteStep = {
   name: 'ssh-keys',
   group: 'node',
   description: "the site's keys into `core`'s `authorized_keys` (first, so a broken network can still be debugged)",
