@@ -12,7 +12,7 @@ import type { LegacySiteStep, StepContext } from '../config/site.js';
 import { firstNodeAddress, interfaceAddresses } from '../node/addresses.js';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, DISPATCHER_SCRIPT, nodeIpFiles } from '../node/internal-ip.js';
-import { fileDrift, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
+import { fileDiffers, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 import { expectSettled } from '../node/settled.js';
 
@@ -81,7 +81,7 @@ export const internalIpStep: LegacySiteStep = {
     const internalIP = ctx.site.network.internalIP!;
     const cidr = formatCidr(parseCidr(internalIP));
     for (const file of files(internalIP)) {
-      if ((await fileDrift(ctx.fs, file)).reasons.length === 0) continue;
+      if (!(await fileDiffers(ctx.fs, file))) continue;
       await writeManagedFile(ctx.fs, file);
       ctx.log.info({ file: file.path }, `written: ${file.path}`);
     }

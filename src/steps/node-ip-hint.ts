@@ -22,7 +22,7 @@
 import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { networkAddress } from '../base/addresses.js';
-import { fileDrift, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
+import { fileDiffers, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 import { expectSettled } from '../node/settled.js';
 
@@ -92,7 +92,7 @@ export const nodeIpHintStep: LegacySiteStep = {
       return;
     }
     const file = hintFile(networks);
-    if ((await fileDrift(ctx.fs, file)).reasons.length === 0) return;
+    if (!(await fileDiffers(ctx.fs, file))) return;
     await writeManagedFile(ctx.fs, file);
     ctx.log.info(
       { file: NODEIP_HINT_FILE, networks },

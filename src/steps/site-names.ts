@@ -25,7 +25,7 @@ import {
   renderSiteNames,
   SITE_DNSMASQ_FILE,
 } from '../node/dnsmasq.js';
-import { fileDrift, type ManagedFile, planFile } from '../node/managed-file.js';
+import { fileDiffers, type ManagedFile, planFile } from '../node/managed-file.js';
 import { restartPending, restartWithFiles, type ServiceFiles } from './restart-with-files.js';
 
 const DNSMASQ: ServiceFiles = {
@@ -132,8 +132,7 @@ export const siteNamesStep: LegacySiteStep = {
     if (want.kind !== 'names') return;
     const problems: string[] = [];
     if (want.file) {
-      const drift = await fileDrift(ctx.fs, want.file);
-      if (drift.reasons.length > 0) problems.push(`${SITE_DNSMASQ_FILE}: ${drift.reasons.join('; ')}`);
+      if (await fileDiffers(ctx.fs, want.file)) problems.push(`${SITE_DNSMASQ_FILE} differs`);
     }
     if (await restartPending(ctx, DNSMASQ)) problems.push('dnsmasq was not restarted after the file changed');
     const status = await (await ctx.systemd()).unitStatus(DNSMASQ_UNIT);
