@@ -106,3 +106,13 @@ export async function writeManagedFile(fs: RootFs, file: ManagedFile): Promise<v
     ...(file.uid !== undefined && file.gid !== undefined && { uid: file.uid, gid: file.gid }),
   });
 }
+
+/** Each of the files as the host holds it, by path (absent: no such file). */
+export async function readHostFiles(fs: RootFs, paths: readonly string[]): Promise<Record<string, HostFile>> {
+  const out: Record<string, HostFile> = {};
+  for (const filePath of paths) {
+    const file = await readHostFile(fs, filePath);
+    if (file) out[filePath] = file;
+  }
+  return out;
+}
