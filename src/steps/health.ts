@@ -1,6 +1,6 @@
 /**
  * [health] Last: waits, bounded by --health-timeout, until the rollouts the domain step started have
- * settled (src/steps/rollout.ts: the kube-apiserver's latest revision installed and naming the site's
+ * settled (src/kube/rollout.ts: the kube-apiserver's latest revision installed and naming the site's
  * API host, every ClusterOperator Available, not Progressing and not Degraded, the master pool
  * updated) and the watcher's checks find no error (catalogs connected, builds sound, ...), and all of
  * it has held for --health-stable: a rollout passes through moments that look settled. On a node
@@ -16,11 +16,11 @@ import { contextFromSite, siteContext, writeContextFile } from '../watch/context
 import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
-import { unsettled } from './rollout.js';
+import { unsettled } from '../kube/rollout.js';
 import { clusterNames } from '../node/dnsmasq.js';
 import { checkNodeNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
-import { siteNamesOnNode } from './site-names.js';
+import { siteNamesOnNode } from '../node/site-names.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
 const SYNC_TIMEOUT_MS = 120_000;
@@ -31,7 +31,7 @@ const line = (f: Finding) => `${f.object}: ${f.reason}`;
 
 /** On a node with the single-node dnsmasq configuration: what keeps the site's names from working there. */
 async function nodeNames(ctx: StepContext): Promise<string[]> {
-  const onNode = await siteNamesOnNode(ctx);
+  const onNode = await siteNamesOnNode(ctx.fs, ctx.site);
   if (!onNode) return [];
   return checkNodeNames({ ...onNode, nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')) });
 }
@@ -42,7 +42,7 @@ async function siteDnsWarning(ctx: StepContext): Promise<string | undefined> {
   if (servers.length === 0) return undefined;
   const kube = await ctx.kube();
   const names =
-    (await siteNamesOnNode(ctx))?.names ??
+    (await siteNamesOnNode(ctx.fs, ctx.site))?.names ??
     clusterNames(
       `${(await siteDomains(kube, ctx.site, await readIngressConfig(kube))).cluster}.${ctx.site.baseDomain}`,
     );

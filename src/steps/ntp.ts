@@ -23,7 +23,7 @@ import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { type ManagedFile, planFile } from '../node/managed-file.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
-import { restartPending, restartWithFiles, type ServiceFiles } from './restart-with-files.js';
+import { restartPending, restartWithFiles, type ServiceFiles } from '../node/restart-with-files.js';
 
 export const CHRONYD_UNIT = 'chronyd.service';
 export const SITE_CHRONY_CONF = '/etc/sno-relocate/chrony.conf';
