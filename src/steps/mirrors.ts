@@ -169,6 +169,9 @@ export const mirrorsStep: Step<MirrorsView> = {
       CATALOG_SOURCE.apiVersion,
       CATALOG_SOURCE.kind,
     );
+    // said while surveying, so `plan` shows it in the log as well as in its reason
+    for (const w of unmirroredCatalogs(catalogs, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors))
+      ctx.log.warn({ warning: w }, w);
     return { serves, owned, foreign, catalogs };
   },
 
@@ -192,8 +195,6 @@ export const mirrorsStep: Step<MirrorsView> = {
   async apply(ctx, view) {
     const kube = await ctx.kube();
     const { objects } = wantedObjects(view.serves, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors);
-    for (const w of unmirroredCatalogs(view.catalogs, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors))
-      ctx.log.warn({ warning: w }, w);
     // the new objects first, so the node is never left without mirrors between the two
     for (const want of objects) {
       const have = view.owned.find((o) => sameObject(o, want));
