@@ -73,12 +73,12 @@ export function createRuntime(flags: Flags): Runtime {
 
 /** Loads the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
 export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
-  if (target !== undefined) return report(rt, () => loadSiteConfig(target));
+  if (target !== undefined) return report(rt, () => loadSiteConfig(target, rt.clock.now()));
   const found = await discoverSiteConfig({ ...rt, waitSeconds: rt.options.waitSeconds ?? 0 });
   if (!found) return undefined;
   logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
   try {
-    return await report(rt, () => loadSiteConfig(found.path));
+    return await report(rt, () => loadSiteConfig(found.path, rt.clock.now()));
   } finally {
     await found.release();
   }
