@@ -1,7 +1,7 @@
 /** Wires the real adapters behind the ports together for one command, from its flags. */
 import path from 'node:path';
 import { discoverSiteConfig } from '../config/discover.js';
-import { loadSiteConfig } from '../config/load.js';
+import { type Admission, admitSite } from '../config/admit.js';
 import type { LoadedSite } from '../config/site.js';
 import { type Banner, createBanner } from '../engine/banner.js';
 import { ConfigError, StepError } from '../base/errors.js';
@@ -25,6 +25,16 @@ import { type Flags, oneOf, seconds } from './args.js';
 export const NODE_KUBECONFIG =
   '/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig';
 
+/** What the command line says about where things are, as typed values, read once from the flags. */
+export interface RuntimeOptions {
+  /** seconds to wait for a site-config to appear when none is named (--wait) */
+  waitSeconds?: number;
+  /** the cluster's kubeconfig named on the command line (--kubeconfig), made absolute */
+  kubeconfig?: string;
+  /** where the watcher serves its metrics (--metrics-address) */
+  metricsAddress: string;
+}
+
 export interface Runtime {
   log: Logger;
   fs: RootFs;
@@ -32,7 +42,15 @@ export interface Runtime {
   clock: Clock;
   banner: Banner;
   stateDir: string;
-  flags: Flags;
+  options: RuntimeOptions;
+}
+
+function runtimeOptions(flags: Flags): RuntimeOptions {
+  return {
+    ...(flags.wait !== undefined && { waitSeconds: seconds('--wait', flags.wait) }),
+    ...(flags.kubeconfig && { kubeconfig: path.resolve(flags.kubeconfig) }),
+    metricsAddress: flags['metrics-address'] ?? '127.0.0.1:9464',
+  };
 }
 
 export function createRuntime(flags: Flags): Runtime {
@@ -49,31 +67,41 @@ export function createRuntime(flags: Flags): Runtime {
     clock: systemClock,
     banner: createBanner(flags.console ?? (underSystemd ? '/dev/console' : undefined)),
     stateDir: flags['state-dir'] ?? '/var/lib/sno-relocate',
-    flags,
+    options: runtimeOptions(flags),
   };
 }
 
-/** Loads the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
+/** The node's rules a site-config is admitted under: who wrote it, then what the node was prepared for. */
+function admission(rt: Runtime): Admission {
+  return {
+    now: rt.clock.now(),
+    rules: [
+      // who wrote it is settled before anything but validation looks at its contents
+      { name: 'trust', check: (loaded) => checkTrust(rt, loaded) },
+      // a node prepared at the factory keeps its install subnet for the internal IP
+      { name: 'factory-record', check: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site) },
+    ],
+  };
+}
+
+/** Admits the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
 export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
-  if (target !== undefined) return report(rt, () => loadSiteConfig(target));
-  const found = await discoverSiteConfig({ ...rt, waitSeconds: seconds('--wait', rt.flags.wait) });
+  if (target !== undefined) return report(rt, () => admitSite(target, admission(rt)));
+  const found = await discoverSiteConfig({ ...rt, waitSeconds: rt.options.waitSeconds ?? 0 });
   if (!found) return undefined;
   logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
   try {
-    return await report(rt, () => loadSiteConfig(found.path));
+    return await report(rt, () => admitSite(found.path, admission(rt)));
   } finally {
     await found.release();
   }
 }
 
-async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<LoadedSite> {
+/** Renders what the admission found: its warnings, or why the site-config is invalid. */
+async function report(rt: Runtime, admit: () => Promise<LoadedSite>): Promise<LoadedSite> {
   try {
-    const loaded = await load();
+    const loaded = await admit();
     for (const f of loaded.findings) rt.log.warn({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
-    // who wrote it is settled before anything but validation looks at its contents
-    await checkTrust(rt, loaded);
-    // a node prepared at the factory keeps its install subnet for the internal IP
-    await checkSiteAgainstRecord(rt.fs, loaded.site);
     return loaded;
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -101,7 +129,7 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
  * $KUBECONFIG. None at all is a failed step (exit 1), as a missing or unreadable file is.
  */
 export async function kubeconfigPath(rt: Runtime): Promise<string> {
-  if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
+  if (rt.options.kubeconfig) return rt.options.kubeconfig;
   if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
   if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
   throw new StepError(

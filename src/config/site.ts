@@ -97,5 +97,5 @@ export interface LoadedSite {
 }
 
 /** A step of this agent: the engine's step contract over this site-config. */
-export type Step = EngineStep<Site>;
+export type Step<V = unknown> = EngineStep<Site, V>;
 export type StepContext = EngineStepContext<Site>;

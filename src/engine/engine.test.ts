@@ -11,7 +11,7 @@ import { runSteps } from './engine.js';
 import { RefusedError, StepError } from '../base/errors.js';
 import { selectSteps } from './select.js';
 import { StateStore } from './state.js';
-import type { PlanResult, Step, StepContext, StepName } from './step.js';
+import type { PlanResult, SiteBase, Step, StepContext, StepName } from './step.js';
 
 /** A step over one file under the root: plans from the file's content, like the real steps plan from the host. */
 function fileStep(
@@ -21,14 +21,15 @@ function fileStep(
   hooks: { failApply?: () => boolean; conflict?: boolean } = {},
 ) {
   const applied: string[] = [];
-  const step: Step = {
+  const step: Step<SiteBase, string | undefined> = {
     name,
     group: 'node',
     description: `writes ${file}`,
     inputs: () => want,
-    plan: async (ctx): Promise<PlanResult> => {
+    survey: (ctx) => ctx.fs.readText(file),
+    plan: (content): PlanResult => {
       if (hooks.conflict) return { action: 'conflict', reason: 'host holds something else' };
-      return (await ctx.fs.readText(file)) === want
+      return content === want
         ? { action: 'noop', reason: 'already there' }
         : { action: 'change', summary: `write ${file}`, changes: [{ action: 'create', target: file }] };
     },
@@ -38,7 +39,6 @@ function fileStep(
       applied.push(name);
       await ctx.fs.writeAtomic(file, want, { mode: 0o644 });
     },
-    verify: async () => undefined,
   };
   return { step, applied };
 }
@@ -114,6 +114,36 @@ describe('runSteps', () => {
     // nothing written, not even the state file; the refusal is logged
     expect(() => statSync(path.join(root, 'var/lib/sno-relocate/state.json'))).toThrow();
     expect(lines.join('')).toContain('run refused: hostname: host holds something else');
+  });
+
+  it('verifies by surveying again: a change that did not take fails the step with what is left', async () => {
+    const { run } = setup();
+    const a = fileStep('ssh-keys', '/a', 'A');
+    const lost: Step<SiteBase, string | undefined> = { ...a.step, apply: async () => undefined };
+    await expect(run([lost])).rejects.toThrow('ssh-keys: still differs after apply: create /a');
+  });
+
+  it('settles after apply and before the verification, and acts on the plan it surveyed', async () => {
+    const { run } = setup();
+    const order: string[] = [];
+    const a = fileStep('ssh-keys', '/a', 'A');
+    const step: Step<SiteBase, string | undefined> = {
+      ...a.step,
+      apply: async (ctx, view, plan) => {
+        order.push(`apply ${String(view)} ${plan.changes.map((c) => c.target).join()}`);
+        await a.step.apply!(ctx, view, plan);
+      },
+      settle: async () => {
+        order.push('settle');
+      },
+      survey: async (ctx) => {
+        order.push('survey');
+        return a.step.survey(ctx);
+      },
+    };
+    await run([step]);
+    // the preflight's survey, the run's, then the verification's after settle
+    expect(order).toEqual(['survey', 'survey', 'apply undefined /a', 'settle', 'survey']);
   });
 
   it('never takes a damaged state file as done', async () => {

@@ -1,13 +1,13 @@
 /**
- * The run loop: for each selected step in order, plan -> apply -> verify,
+ * The run loop: for each selected step in order, survey -> plan -> apply -> settle -> verify,
  * recording each result with the hash of its inputs so a rerun resumes.
  */
 import { logEvent } from '../log/logger.js';
 import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
-import { errorMessage, RefusedError, SnoRelocateError, StepError } from '../base/errors.js';
+import { errorMessage, RefusedError, SnoRelocateError, StepError, VerificationError } from '../base/errors.js';
 import { hashOf, type RunState, type StateStore } from './state.js';
-import type { PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
+import type { ChangePlan, PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
 
 export interface EngineInput {
   steps: readonly Step[];
@@ -26,11 +26,43 @@ const stepContext = (ctx: StepContext, step: Step): StepContext => ({
   log: ctx.log.child({ step: step.name }),
 });
 
+/** What the host looks like to the step, and what the step would do about it. */
+async function surveyAndPlan(step: Step, ctx: StepContext): Promise<{ view: unknown; plan: PlanResult }> {
+  const view = await step.survey(ctx);
+  return { view, plan: step.plan(view, ctx.site) };
+}
+
+/** The step's plan for the host as it is now (what `plan` prints for it). */
+export async function planOf(step: Step, ctx: StepContext): Promise<PlanResult> {
+  return (await surveyAndPlan(step, ctx)).plan;
+}
+
+/** The one verification every step has unless it gives its own: surveyed again, nothing is left to do. */
+export async function verifyStep(step: Step, ctx: StepContext): Promise<void> {
+  if (step.verify) return step.verify(ctx);
+  const plan = await planOf(step, ctx);
+  if (plan.action === 'noop') return;
+  const left =
+    plan.action === 'change'
+      ? plan.changes.map((c) => `${c.action} ${c.target}${c.summary ? ` (${c.summary})` : ''}`).join('; ')
+      : plan.reason;
+  throw new VerificationError(`${step.name}: still differs after apply: ${left}`, {
+    step: step.name,
+    retryable: true,
+  });
+}
+
+/** Apply, then the step's waits: the plan's changes made and settled. */
+async function applyAndSettle(step: Step, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<void> {
+  await step.apply?.(ctx, view, plan);
+  await step.settle?.(ctx);
+}
+
 /** Plans the selected steps without changing anything (what `plan` prints). */
 export async function planSteps(input: Pick<EngineInput, 'steps' | 'selected' | 'ctx'>): Promise<StepPlan[]> {
   const plans: StepPlan[] = [];
   for (const step of input.steps.filter((s) => input.selected.has(s.name))) {
-    plans.push({ step: step.name, ...(await step.plan(stepContext(input.ctx, step))) });
+    plans.push({ step: step.name, ...(await planOf(step, stepContext(input.ctx, step))) });
   }
   return plans;
 }
@@ -158,10 +190,11 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
   };
   try {
     // the plan is read from the real host every time: a recorded "done" alone is not trusted
-    const plan: PlanResult = await step.plan(ctx);
+    const { view, plan } = await surveyAndPlan(step, ctx);
     if (plan.action === 'conflict') throw new RefusedError(`${step.name}: ${plan.reason}`, { step: step.name });
     if (plan.action === 'noop') {
-      if (!doneBefore) await step.verify(ctx);
+      // a noop plan is the default verification already; a step's own runs once for a step not done before
+      if (!doneBefore && step.verify) await verifyStep(step, ctx);
       await record('done', plan.reason);
       logEvent(
         ctx.log,
@@ -176,8 +209,8 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
       ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
     ctx.log.info({ changes: redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`)) }, plan.summary);
     await record('running');
-    await step.apply(ctx, plan);
-    await step.verify(ctx);
+    await applyAndSettle(step, ctx, view, plan);
+    await verifyStep(step, ctx);
     await record('done', plan.summary);
     logEvent(
       ctx.log,

@@ -1,6 +1,7 @@
 /**
- * The contract every step follows: plan (no side effects, plain data),
- * apply, verify. The order lives in src/steps/index.ts.
+ * The contract every step follows: survey (read the host, change nothing) -> plan (pure: the view
+ * and the site decide) -> apply (acts on that plan) -> settle (optional waits) -> verify (the
+ * engine's: survey again, the plan must now be noop). The order lives in src/steps/index.ts.
  */
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
@@ -34,6 +35,7 @@ export type PlanResult =
   | { action: 'conflict'; reason: string };
 
 export type StepPlan = PlanResult & { step: StepName };
+export type ChangePlan = Extract<PlanResult, { action: 'change' }>;
 
 export interface RunOptions {
   /** seconds the health step waits for a healthy cluster */
@@ -69,15 +71,24 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   hold?: HoldAt;
 }
 
-export interface Step<S extends SiteBase = SiteBase> {
+export interface Step<S extends SiteBase = SiteBase, V = unknown> {
   name: StepName;
   group: StepGroup;
   /** one line for the README's step table: what the step does */
   description: string;
   /** the slice of the site-config the step reads: its hash tells a rerun whether a done step is still done */
   inputs(site: S): unknown;
-  plan(ctx: StepContext<S>): Promise<PlanResult>;
-  apply(ctx: StepContext<S>, plan: Extract<PlanResult, { action: 'change' }>): Promise<void>;
-  /** throws VerificationError when the result does not hold */
-  verify(ctx: StepContext<S>): Promise<void>;
+  /** reads what the step decides on from the host and the cluster; changes nothing */
+  survey(ctx: StepContext<S>): Promise<V>;
+  /** the step's decision rules, pure: plain data from the view and the site, no I/O */
+  plan(view: V, site: S): PlanResult;
+  /** makes the changes of `plan`, which was made from `view`; absent for a step that only waits */
+  apply?(ctx: StepContext<S>, view: V, plan: ChangePlan): Promise<void>;
+  /** waits, bounded, for what apply set going (routes admitted, a healthy cluster, ...) */
+  settle?(ctx: StepContext<S>): Promise<void>;
+  /**
+   * Throws VerificationError when the result does not hold. Absent: the engine surveys again and
+   * the plan must be noop. A step that gives its own says why in a comment.
+   */
+  verify?(ctx: StepContext<S>): Promise<void>;
 }

@@ -13,7 +13,7 @@ import { type AgentSources, renderMachineConfigs } from '../node/machineconfig.j
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
-import { masterPoolUnsettled } from '../steps/rollout.js';
+import { masterPoolUnsettled } from '../kube/rollout.js';
 import { TRUST_DIR, trustAnchors } from '../trust/check.js';
 import { EMPTY_CONTEXT } from '../watch/model.js';
 import { readContextFile } from '../watch/context.js';

@@ -43,35 +43,50 @@ export function lineDiff(before: string, after: string): string[] {
   return out;
 }
 
-/** What is wrong with the file on the host, as short reasons; empty when it is as it should be. */
-export async function fileDrift(
+/** A file as the host holds it: what a step's survey keeps for its plan. */
+export interface HostFile {
+  content: string;
+  mode: number;
+  /** read only when running as root, the only case in which the agent can set them */
+  uid?: number;
+  gid?: number;
+}
+
+/** The file at `filePath` as the host holds it; undefined when there is none. */
+export async function readHostFile(
   fs: RootFs,
-  file: ManagedFile,
-): Promise<{ exists: boolean; reasons: string[]; current?: string }> {
-  const current = file.userFolder ? await fs.readUserFile(file.path, file.userFolder) : await fs.readText(file.path);
-  if (current === undefined) return { exists: false, reasons: ['missing'] };
+  filePath: string,
+  userFolder?: FolderOwner,
+): Promise<HostFile | undefined> {
+  const content = userFolder ? await fs.readUserFile(filePath, userFolder) : await fs.readText(filePath);
+  if (content === undefined) return undefined;
+  const mode = (await fs.mode(filePath))! & 0o7777;
+  if (!runningAsRoot()) return { content, mode };
+  const info = await stat(fs.resolve(filePath));
+  return { content, mode, uid: info.uid, gid: info.gid };
+}
+
+/** What is wrong with the file the host holds, as short reasons; empty when it is as it should be. */
+export function fileDrift(have: HostFile | undefined, file: ManagedFile): { exists: boolean; reasons: string[] } {
+  if (have === undefined) return { exists: false, reasons: ['missing'] };
   const reasons: string[] = [];
-  if (current !== file.content) reasons.push('content differs');
-  const mode = (await fs.mode(file.path))! & 0o7777;
-  if (mode !== file.mode) reasons.push(`mode ${octal(mode)}, want ${octal(file.mode)}`);
-  if (file.uid !== undefined && runningAsRoot()) {
-    const info = await stat(fs.resolve(file.path));
-    if (info.uid !== file.uid || info.gid !== file.gid)
-      reasons.push(`owner ${info.uid}:${info.gid}, want ${file.uid}:${file.gid}`);
-  }
-  return { exists: true, reasons, current };
+  if (have.content !== file.content) reasons.push('content differs');
+  if (have.mode !== file.mode) reasons.push(`mode ${octal(have.mode)}, want ${octal(file.mode)}`);
+  if (file.uid !== undefined && have.uid !== undefined && (have.uid !== file.uid || have.gid !== file.gid))
+    reasons.push(`owner ${have.uid}:${have.gid}, want ${file.uid}:${file.gid}`);
+  return { exists: true, reasons };
 }
 
 /** The plan entry for a file that differs from what it should hold, or undefined when it does not. */
-export async function planFile(fs: RootFs, file: ManagedFile, summary: string): Promise<Change | undefined> {
-  const drift = await fileDrift(fs, file);
+export function fileChange(have: HostFile | undefined, file: ManagedFile, summary: string): Change | undefined {
+  const drift = fileDrift(have, file);
   if (drift.reasons.length === 0) return undefined;
   const showDiff = file.showDiff ?? true;
   return {
     action: drift.exists ? 'update' : 'create',
     target: file.path,
     summary: drift.exists ? `${summary} (${drift.reasons.join('; ')})` : `${summary} (mode ${octal(file.mode)})`,
-    ...(showDiff && drift.current !== file.content && { diff: lineDiff(drift.current ?? '', file.content) }),
+    ...(showDiff && have?.content !== file.content && { diff: lineDiff(have?.content ?? '', file.content) }),
   };
 }
 
@@ -80,4 +95,14 @@ export async function writeManagedFile(fs: RootFs, file: ManagedFile): Promise<v
     mode: file.mode,
     ...(file.uid !== undefined && file.gid !== undefined && { uid: file.uid, gid: file.gid }),
   });
+}
+
+/** Each of the files as the host holds it, by path (absent: no such file). */
+export async function readHostFiles(fs: RootFs, paths: readonly string[]): Promise<Record<string, HostFile>> {
+  const out: Record<string, HostFile> = {};
+  for (const filePath of paths) {
+    const file = await readHostFile(fs, filePath);
+    if (file) out[filePath] = file;
+  }
+  return out;
 }

@@ -1,6 +1,6 @@
 /**
  * [health] Last: waits, bounded by --health-timeout, until the rollouts the domain step started have
- * settled (src/steps/rollout.ts: the kube-apiserver's latest revision installed and naming the site's
+ * settled (src/kube/rollout.ts: the kube-apiserver's latest revision installed and naming the site's
  * API host, every ClusterOperator Available, not Progressing and not Degraded, the master pool
  * updated) and the watcher's checks find no error (catalogs connected, builds sound, ...), and all of
  * it has held for --health-stable: a rollout passes through moments that look settled. On a node
@@ -16,11 +16,11 @@ import { contextFromSite, siteContext, writeContextFile } from '../watch/context
 import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
-import { unsettled } from './rollout.js';
+import { unsettled } from '../kube/rollout.js';
 import { clusterNames } from '../node/dnsmasq.js';
 import { checkNodeNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
-import { siteNamesOnNode } from './site-names.js';
+import { siteNamesOnNode } from '../node/site-names.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
 const SYNC_TIMEOUT_MS = 120_000;
@@ -31,7 +31,7 @@ const line = (f: Finding) => `${f.object}: ${f.reason}`;
 
 /** On a node with the single-node dnsmasq configuration: what keeps the site's names from working there. */
 async function nodeNames(ctx: StepContext): Promise<string[]> {
-  const onNode = await siteNamesOnNode(ctx);
+  const onNode = await siteNamesOnNode(ctx.fs, ctx.site);
   if (!onNode) return [];
   return checkNodeNames({ ...onNode, nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')) });
 }
@@ -42,7 +42,7 @@ async function siteDnsWarning(ctx: StepContext): Promise<string | undefined> {
   if (servers.length === 0) return undefined;
   const kube = await ctx.kube();
   const names =
-    (await siteNamesOnNode(ctx))?.names ??
+    (await siteNamesOnNode(ctx.fs, ctx.site))?.names ??
     clusterNames(
       `${(await siteDomains(kube, ctx.site, await readIngressConfig(kube))).cluster}.${ctx.site.baseDomain}`,
     );
@@ -88,7 +88,15 @@ function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
     ctx.log.warn({ component: f.component, object: f.object }, `health: ${line(f)}`);
 }
 
-export const healthStep: Step = {
+/** What the step reads: the watcher's findings, what blocks the run, and the time it may take. */
+export interface HealthView {
+  findings: Finding[];
+  blocking: string[];
+  timeoutSeconds: number;
+  stableSeconds: number;
+}
+
+export const healthStep: Step<HealthView> = {
   name: 'health',
   group: 'cluster',
   description:
@@ -96,8 +104,17 @@ export const healthStep: Step = {
   // the mirrors decide which image findings apply
   inputs: (site) => contextFromSite(site),
 
-  async plan(ctx): Promise<PlanResult> {
+  async survey(ctx) {
     const { findings, blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    return {
+      findings,
+      blocking,
+      timeoutSeconds: ctx.options.healthTimeoutSeconds,
+      stableSeconds: ctx.options.healthStableSeconds,
+    };
+  },
+
+  plan({ findings, blocking, timeoutSeconds, stableSeconds }): PlanResult {
     const n = countBySeverity(findings);
     if (blocking.length === 0)
       return { action: 'noop', reason: `cluster healthy and settled now (${n.warning} warnings, ${n.info} notes)` };
@@ -111,13 +128,17 @@ export const healthStep: Step = {
     });
     return {
       action: 'change',
-      summary: `wait up to ${ctx.options.healthTimeoutSeconds}s for ${blocking.length} thing${blocking.length === 1 ? '' : 's'} to settle, then ${ctx.options.healthStableSeconds}s stable`,
+      summary: `wait up to ${timeoutSeconds}s for ${blocking.length} thing${blocking.length === 1 ? '' : 's'} to settle, then ${stableSeconds}s stable`,
       changes,
     };
   },
 
+  /** the site's context for the companion watcher, which keeps watching after the run */
   async apply(ctx) {
     await writeContextFile(ctx.fs, ctx.stateDir, await siteContext(ctx.fs, ctx.stateDir, ctx.site));
+  },
+
+  async settle(ctx) {
     const timeoutMs = ctx.options.healthTimeoutSeconds * 1000;
     const stableMs = ctx.options.healthStableSeconds * 1000;
     await withView(ctx, async (view) => {
@@ -150,11 +171,5 @@ export const healthStep: Step = {
     // once, at the end: the site's DNS servers may be slow to say no
     const warning = await siteDnsWarning(ctx);
     if (warning) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
-  },
-
-  async verify(ctx) {
-    const { blocking } = await withView(ctx, async (view) => blockers(ctx, view));
-    if (blocking.length > 0)
-      throw new VerificationError(`cluster not healthy: ${describe(blocking)}`, { step: 'health', retryable: true });
   },
 };

@@ -6,6 +6,7 @@ import { startTestBus } from '../../test/dbus/bus.js';
 import { testNode, testSite } from '../../test/node/context.js';
 import { FACTORY_HOSTNAME } from '../../test/fixtures/factory-node.js';
 import { hostnameStep } from './hostname.js';
+import { planOf } from '../engine/engine.js';
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 beforeAll(async () => {
@@ -18,7 +19,7 @@ describe('hostname', () => {
   it('plans from /etc/hostname, sets the name through hostnamed without interaction, and is then done', async () => {
     const node = testNode({ site: testSite({ hostname: 'sno-store42' }), systemd: true });
     await bus.services.configure({ root: node.root });
-    expect(await hostnameStep.plan(node.ctx)).toEqual({
+    expect(await planOf(hostnameStep, node.ctx)).toEqual({
       action: 'change',
       summary: 'set the static hostname to sno-store42',
       changes: [
@@ -35,7 +36,7 @@ describe('hostname', () => {
     expect(state.steps.hostname?.status).toBe('done');
     expect(readFileSync(path.join(node.root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');
     expect(await bus.services.calls()).toContainEqual({ member: 'SetStaticHostname', args: ['sno-store42', false] });
-    expect(await hostnameStep.plan(node.ctx)).toEqual({
+    expect(await planOf(hostnameStep, node.ctx)).toEqual({
       action: 'noop',
       reason: 'the static hostname is already sno-store42',
     });
@@ -52,9 +53,26 @@ describe('hostname', () => {
   });
 
   it('does nothing when the site-config names no host', async () => {
-    expect(await hostnameStep.plan(testNode().ctx)).toEqual({
+    expect(await planOf(hostnameStep, testNode().ctx)).toEqual({
       action: 'noop',
       reason: 'the site-config sets no hostname',
     });
+  });
+});
+
+describe('hostname decisions', () => {
+  it.each([
+    [undefined, 'factory-node', 'noop'],
+    ['store-42', 'store-42', 'noop'],
+    ['store-42', 'factory-node', 'change'],
+    ['store-42', '', 'change'],
+  ] as const)('wanted %s, /etc/hostname %j: %s', (hostname, current, action) => {
+    expect(hostnameStep.plan({ current }, testSite(hostname === undefined ? {} : { hostname })).action).toBe(action);
+  });
+
+  it('refuses a name that would break the node, naming the field', () => {
+    expect(() => hostnameStep.plan({ current: 'x' }, testSite({ hostname: 'bad_name.' }))).toThrow(
+      expect.objectContaining({ findings: [expect.objectContaining({ path: '$.spec.hostname' })] }),
+    );
   });
 });

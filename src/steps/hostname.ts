@@ -4,11 +4,10 @@
  * it across reboots. Planned from /etc/hostname under the root, which is what hostnamed reads.
  */
 import { ConfigError, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import { HOSTNAME_FILE, hostnameProblem, readStaticHostname } from '../node/hostname.js';
 
-function wanted(ctx: StepContext): string | undefined {
-  const name = ctx.site.hostname;
+function wanted(name: string | undefined): string | undefined {
   if (name === undefined) return undefined;
   // the config rules refuse these already: never hand hostnamed a name that would break the node
   const problem = hostnameProblem(name);
@@ -17,16 +16,24 @@ function wanted(ctx: StepContext): string | undefined {
   return name;
 }
 
-export const hostnameStep: Step = {
+/** What the step reads: the static hostname in /etc/hostname, which is what hostnamed reads. */
+export interface HostnameView {
+  current: string;
+}
+
+export const hostnameStep: Step<HostnameView> = {
   name: 'hostname',
   group: 'node',
   description: 'static hostname through systemd-hostnamed (D-Bus)',
   inputs: (site) => site.hostname ?? null,
 
-  async plan(ctx) {
-    const name = wanted(ctx);
+  async survey(ctx) {
+    return { current: await readStaticHostname(ctx.fs) };
+  },
+
+  plan({ current }, site) {
+    const name = wanted(site.hostname);
     if (name === undefined) return { action: 'noop', reason: 'the site-config sets no hostname' };
-    const current = await readStaticHostname(ctx.fs);
     if (current === name) return { action: 'noop', reason: `the static hostname is already ${name}` };
     return {
       action: 'change',
@@ -43,14 +50,16 @@ export const hostnameStep: Step = {
   },
 
   async apply(ctx) {
-    const name = wanted(ctx)!;
+    const name = wanted(ctx.site.hostname)!;
     const systemd = await ctx.systemd();
     await systemd.setStaticHostname(name);
     ctx.log.info({ hostname: name }, `static hostname set to ${name}`);
   },
 
+  // its own: hostnamed is asked too, since kubelet registers under the name it gives the kernel,
+  // and the file alone does not show that the name reached it
   async verify(ctx) {
-    const name = wanted(ctx);
+    const name = wanted(ctx.site.hostname);
     if (name === undefined) return;
     const onBus = await (await ctx.systemd()).staticHostname();
     const onDisk = await readStaticHostname(ctx.fs);

@@ -6,19 +6,21 @@ import {
   CRIO_NODE_IP_DROP_IN,
   DISPATCHER_SCRIPT,
   KUBELET_NODE_IP_DROP_IN,
+  nodeIpFiles,
   renderKubeletNodeIpDropIn,
 } from '../node/internal-ip.js';
 import { renderMachineConfigs } from '../node/machineconfig.js';
 import { CURRENT_CONFIG } from '../node/rendered-config.js';
 import { agentSources } from '../../scripts/render-machineconfigs.js';
-import { internalIpStep } from './internal-ip.js';
+import { type InternalIpView, internalIpStep } from './internal-ip.js';
+import { planOf } from '../engine/engine.js';
 
 const site = testSite({ network: { internalIP: '192.168.127.10/24' } });
 
 describe('internal-ip', () => {
   it('writes the dispatcher script and the drop-ins, and says the address waits for br-ex', async () => {
     const node = testNode({ site });
-    const plan = await internalIpStep.plan(node.ctx);
+    const plan = await planOf(internalIpStep, node.ctx);
     expect(plan.action === 'change' && plan.changes.map((c) => [c.action, c.target, c.summary])).toEqual([
       ['create', DISPATCHER_SCRIPT, 'NetworkManager dispatcher script that keeps the address on br-ex (mode 0755)'],
       ['create', KUBELET_NODE_IP_DROP_IN, 'kubelet drop-in pinning the node IP (mode 0644)'],
@@ -30,7 +32,7 @@ describe('internal-ip', () => {
       renderKubeletNodeIpDropIn('192.168.127.10/24'),
     );
     // this machine has no br-ex: the address is left to the dispatcher script
-    expect(await internalIpStep.plan(node.ctx)).toEqual({
+    expect(await planOf(internalIpStep, node.ctx)).toEqual({
       action: 'noop',
       reason:
         'kubelet and CRI-O are pinned to 192.168.127.10/24; br-ex does not exist yet, and the dispatcher script adds the address when it comes up',
@@ -45,18 +47,18 @@ describe('internal-ip', () => {
       '[Service]\nEnvironment="KUBELET_NODE_IP=10.42.0.20"\n',
     );
     await node.ctx.fs.chmod(DISPATCHER_SCRIPT, 0o644);
-    const plan = await internalIpStep.plan(node.ctx);
+    const plan = await planOf(internalIpStep, node.ctx);
     expect(plan.action === 'change' && plan.changes.map((c) => `${c.target}: ${c.summary}`)).toEqual([
       `${DISPATCHER_SCRIPT}: NetworkManager dispatcher script that keeps the address on br-ex (mode 0644, want 0755)`,
       `${KUBELET_NODE_IP_DROP_IN}: kubelet drop-in pinning the node IP (content differs)`,
     ]);
     expect(plan.action === 'change' && plan.changes[1]!.diff).toContain('- Environment="KUBELET_NODE_IP=10.42.0.20"');
     await node.run([internalIpStep]);
-    expect(await internalIpStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(internalIpStep, node.ctx)).toMatchObject({ action: 'noop' });
   });
 
   it('does nothing without an internal IP', async () => {
-    expect(await internalIpStep.plan(testNode().ctx)).toEqual({
+    expect(await planOf(internalIpStep, testNode().ctx)).toEqual({
       action: 'noop',
       reason: 'the site-config sets no internal IP',
     });
@@ -69,7 +71,7 @@ describe('internal-ip', () => {
     const rendered = { metadata: { name: 'rendered-master-0a1b2c' }, spec: internal!.spec };
     mkdirSync(path.join(node.root, 'etc/machine-config-daemon'), { recursive: true });
     writeFileSync(path.join(node.root, CURRENT_CONFIG), JSON.stringify(rendered));
-    const plan = await internalIpStep.plan(node.ctx);
+    const plan = await planOf(internalIpStep, node.ctx);
     expect(plan.action).toBe('conflict');
     expect(plan.action === 'conflict' && plan.reason).toContain(
       `the internal IP 192.168.200.10/24 differs from the one the factory MachineConfigs pin: ${DISPATCHER_SCRIPT} is a file of the machine-config daemon's current config rendered-master-0a1b2c with other contents`,
@@ -86,5 +88,58 @@ describe('internal-ip', () => {
       expect(readFileSync(path.join(same.root, f.path), 'utf8')).toBe(
         Buffer.from(f.contents.source.split(',')[1]!, 'base64').toString('utf8'),
       );
+  });
+});
+
+describe('internal-ip decisions', () => {
+  const IP = '192.168.127.10/24';
+  const inPlace = Object.fromEntries(nodeIpFiles(IP).map((f) => [f.path, { content: f.content, mode: f.mode }]));
+  const declaredOther = { name: 'rendered-master-1', files: new Map([[KUBELET_NODE_IP_DROP_IN, 'other']]) };
+  it.each([
+    ['files in place, the address first', { files: inPlace, address: { state: 'first' } }, 'noop', []],
+    ['files in place, no br-ex yet', { files: inPlace, address: { state: 'missing-interface' } }, 'noop', []],
+    [
+      'nothing there, br-ex without the address',
+      { files: {}, address: { state: 'absent' } },
+      'change',
+      [
+        `create ${DISPATCHER_SCRIPT}`,
+        `create ${KUBELET_NODE_IP_DROP_IN}`,
+        `create ${CRIO_NODE_IP_DROP_IN}`,
+        'set br-ex',
+      ],
+    ],
+    [
+      'the address behind another',
+      { files: inPlace, address: { state: 'behind', first: '10.0.0.5/24' } },
+      'change',
+      ['set br-ex'],
+    ],
+    [
+      'a drop-in mode drifted',
+      {
+        files: { ...inPlace, [CRIO_NODE_IP_DROP_IN]: { ...inPlace[CRIO_NODE_IP_DROP_IN]!, mode: 0o600 } },
+        address: { state: 'first' },
+      },
+      'change',
+      [`update ${CRIO_NODE_IP_DROP_IN}`],
+    ],
+    [
+      'the MachineConfigs pin another',
+      { declared: declaredOther, files: inPlace, address: { state: 'first' } },
+      'conflict',
+      [],
+    ],
+  ] as const)('%s: %s', (_, view, action, changes) => {
+    const plan = internalIpStep.plan(view as InternalIpView, testSite({ network: { internalIP: IP } }));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+  });
+
+  it('is noop without an internal IP in the site-config', () => {
+    expect(internalIpStep.plan(undefined, testSite())).toEqual({
+      action: 'noop',
+      reason: 'the site-config sets no internal IP',
+    });
   });
 });

@@ -3,11 +3,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestBus } from '../../test/dbus/bus.js';
-import { STATE_DIR, testNode } from '../../test/node/context.js';
+import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { StepError } from '../base/errors.js';
 import { MessageId } from '../log/events.js';
 import { kubeletStep } from './kubelet.js';
 import { allowErrorLog } from '../../test/helpers/error-log.js';
+import { planOf } from '../engine/engine.js';
+import type { UnitStatus } from '../ports/systemd.js';
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 beforeAll(async () => {
@@ -25,7 +27,7 @@ describe('kubelet gate', () => {
     await bus.services.configure({ units: { 'kubelet.service': { unitFileState: 'enabled' } } });
     const node = testNode({ systemd: true });
     const marker = path.join(node.root, STATE_DIR, 'kubelet-gate');
-    expect(await kubeletStep.plan(node.ctx)).toEqual({
+    expect(await planOf(kubeletStep, node.ctx)).toEqual({
       action: 'change',
       summary: 'open the gate and start kubelet',
       changes: [
@@ -44,23 +46,23 @@ describe('kubelet gate', () => {
       expect.objectContaining({ event: 'kubeletGateOpened', msgId: MessageId.kubeletGateOpened }),
     );
     expect((await bus.services.calls()).map((c) => c.member)).not.toContain('EnableUnitFiles');
-    expect(await kubeletStep.plan(node.ctx)).toEqual({
+    expect(await planOf(kubeletStep, node.ctx)).toEqual({
       action: 'noop',
       reason: 'the gate is open and kubelet.service is running',
     });
     // a new site-config: the gate is open for the old one, so it is opened again for this one
     const next = { ...node.ctx, configHash: 'another site' };
-    expect(await kubeletStep.plan(next)).toMatchObject({
+    expect(await planOf(kubeletStep, next)).toMatchObject({
       action: 'change',
       changes: [{ action: 'update', target: `${STATE_DIR}/kubelet-gate` }],
     });
     node.close();
   });
 
-  it('fails verification when kubelet did not come up although its start job ended (a skipped condition)', async () => {
+  it('fails to settle when kubelet did not come up although its start job ended (a skipped condition)', async () => {
     allowErrorLog(/"event":"kubeletGateFailed"/);
     const node = testNode({ systemd: true });
-    await expect(kubeletStep.verify(node.ctx)).rejects.toThrow(
+    await expect(kubeletStep.settle!(node.ctx)).rejects.toThrow(
       /^kubelet: not running after the start; ActiveState=inactive/,
     );
     node.close();
@@ -85,7 +87,7 @@ describe('kubelet gate', () => {
   it('refuses a masked kubelet rather than unmasking it', async () => {
     await bus.services.configure({ units: { 'kubelet.service': { unitFileState: 'masked' } } });
     const node = testNode({ systemd: true });
-    expect(await kubeletStep.plan(node.ctx)).toEqual({
+    expect(await planOf(kubeletStep, node.ctx)).toEqual({
       action: 'conflict',
       reason: 'kubelet.service is masked; unmask it to let the agent start kubelet',
     });
@@ -97,11 +99,33 @@ describe('kubelet gate', () => {
     const failing = {
       ...kubeletStep,
       name: 'hostname' as const,
-      plan: async () => ({ action: 'change' as const, summary: 'x', changes: [] }),
+      plan: () => ({ action: 'change' as const, summary: 'x', changes: [] }),
       apply: async () => Promise.reject(new Error('hostnamed is down')),
     };
     await expect(node.run([failing, kubeletStep])).rejects.toThrow('hostname: hostnamed is down');
     expect((await bus.services.calls()).map((c) => c.member)).not.toContain('StartUnit');
     node.close();
+  });
+});
+
+describe('kubelet decisions', () => {
+  const unit = (activeState: string, unitFileState = 'enabled') =>
+    ({
+      activeState,
+      subState: activeState === 'active' ? 'running' : 'dead',
+      result: 'success',
+      unitFileState,
+    }) as UnitStatus;
+  const gate = (open: boolean, exists: boolean) => ({ path: `${STATE_DIR}/kubelet-gate`, open, exists });
+  it.each([
+    ['open and running', unit('active'), gate(true, true), 'noop', []],
+    ['shut, never opened', unit('inactive'), gate(false, false), 'change', ['create', 'start']],
+    ['open for another site-config, running', unit('active'), gate(false, true), 'change', ['update']],
+    ['open, kubelet failed', unit('failed'), gate(true, true), 'change', ['start']],
+    ['masked', unit('inactive', 'masked'), gate(false, false), 'conflict', []],
+  ] as const)('%s', (_, status, g, action, changes) => {
+    const plan = kubeletStep.plan({ status, gate: g }, testSite());
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
   });
 });

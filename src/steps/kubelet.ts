@@ -57,26 +57,37 @@ async function failure(ctx: StepContext, what: string, cause?: unknown): Promise
   });
 }
 
+/** What the step reads: kubelet's unit, and the gate marker. */
+export interface KubeletView {
+  status: UnitStatus;
+  /** the gate marker's path, and whether it is open for this site-config or exists at all */
+  gate: { path: string; open: boolean; exists: boolean };
+}
+
 const gateIsOpen = async (ctx: StepContext) => (await gateOpenFor(ctx.fs, ctx.stateDir)) === ctx.configHash;
 
-export const kubeletStep: Step = {
+export const kubeletStep: Step<KubeletView> = {
   name: 'kubelet',
   group: 'node',
   description: "open the gate (its marker) and start `kubelet.service` through systemd's D-Bus API, wait for the job",
   inputs: () => KUBELET_UNIT,
 
-  async plan(ctx) {
+  async survey(ctx) {
     const status = await (await ctx.systemd()).unitStatus(KUBELET_UNIT);
+    const path = gatePath(ctx.stateDir);
+    return { status, gate: { path, open: await gateIsOpen(ctx), exists: await ctx.fs.exists(path) } };
+  },
+
+  plan({ status, gate }) {
     if (status.unitFileState === 'masked')
       return { action: 'conflict', reason: `${KUBELET_UNIT} is masked; unmask it to let the agent start kubelet` };
-    const open = await gateIsOpen(ctx);
     const active = status.activeState === 'active';
-    if (open && active) return { action: 'noop', reason: `the gate is open and ${KUBELET_UNIT} is running` };
+    if (gate.open && active) return { action: 'noop', reason: `the gate is open and ${KUBELET_UNIT} is running` };
     const changes: Change[] = [];
-    if (!open)
+    if (!gate.open)
       changes.push({
-        action: (await ctx.fs.exists(gatePath(ctx.stateDir))) ? 'update' : 'create',
-        target: gatePath(ctx.stateDir),
+        action: gate.exists ? 'update' : 'create',
+        target: gate.path,
         summary: 'open the gate for this site-config',
       });
     if (!active)
@@ -108,7 +119,8 @@ export const kubeletStep: Step = {
     );
   },
 
-  async verify(ctx) {
+  /** kubelet active: a start job can end "done" with the unit not running (a condition skipped) */
+  async settle(ctx) {
     const status = await (await ctx.systemd()).unitStatus(KUBELET_UNIT);
     if (status.activeState === 'active' && (await gateIsOpen(ctx))) return;
     const err = await failure(ctx, 'not running after the start');

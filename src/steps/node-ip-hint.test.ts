@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
 import { CURRENT_CONFIG } from '../node/rendered-config.js';
 import { NODEIP_HINT_FILE, nodeIpHintStep, renderNodeIpHint } from './node-ip-hint.js';
+import { planOf } from '../engine/engine.js';
 
 const site = (machineNetworks: string[]) => testSite({ network: { internalIP: '192.168.127.10/24', machineNetworks } });
 
@@ -16,7 +17,7 @@ describe('node-ip-hint', () => {
       'KUBELET_NODEIP_HINT=10.42.0.0 fd42:0:0:7::',
       '',
     ]);
-    expect(await nodeIpHintStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(nodeIpHintStep, node.ctx)).toMatchObject({ action: 'noop' });
   });
 
   it('names a network, never a host address the node-ip tool would skip as a VIP', () => {
@@ -27,12 +28,15 @@ describe('node-ip-hint', () => {
     const node = testNode({ site: site(['10.42.0.0/24']) });
     await node.run([nodeIpHintStep]);
     const later = { ...node.ctx, site: site([]) };
-    expect(await nodeIpHintStep.plan(later)).toMatchObject({ action: 'change', changes: [{ action: 'delete' }] });
-    await nodeIpHintStep.apply(later, { action: 'change', summary: '', changes: [] });
+    const view = await nodeIpHintStep.survey(later);
+    const plan = nodeIpHintStep.plan(view, later.site);
+    expect(plan).toMatchObject({ action: 'change', changes: [{ action: 'delete' }] });
+    if (plan.action !== 'change') throw new Error('expected a change');
+    await nodeIpHintStep.apply!(later, view, plan);
     expect(existsSync(path.join(node.root, NODEIP_HINT_FILE))).toBe(false);
 
     writeFileSync(path.join(node.root, NODEIP_HINT_FILE), 'KUBELET_NODEIP_HINT=10.1.0.0\n');
-    expect(await nodeIpHintStep.plan(later)).toMatchObject({ action: 'noop' });
+    expect(await planOf(nodeIpHintStep, later)).toMatchObject({ action: 'noop' });
   });
 
   it("refuses to write the file when the machine-config daemon's current config declares other contents", async () => {
@@ -46,7 +50,7 @@ describe('node-ip-hint', () => {
         spec: { config: { storage: { files: [{ path: NODEIP_HINT_FILE, contents: { source } }] } } },
       }),
     );
-    const plan = await nodeIpHintStep.plan(node.ctx);
+    const plan = await planOf(nodeIpHintStep, node.ctx);
     expect(plan).toMatchObject({ action: 'conflict' });
     expect(plan.action === 'conflict' && plan.reason).toContain(
       `${NODEIP_HINT_FILE} is a file of the machine-config daemon's current config rendered-master-0a1b2c`,
@@ -55,5 +59,34 @@ describe('node-ip-hint', () => {
 
   it('reruns when the machine networks change: they are its inputs', () => {
     expect(nodeIpHintStep.inputs(site(['10.42.0.0/24']))).not.toEqual(nodeIpHintStep.inputs(site(['10.43.0.0/24'])));
+  });
+});
+
+describe('node-ip-hint decisions', () => {
+  const hint = renderNodeIpHint(['192.0.2.0/24']);
+  it.each([
+    ['no networks, no file', {}, [], 'noop', []],
+    ['no networks, a hint of its own', { hint: { content: hint, mode: 0o644 } }, [], 'change', ['delete']],
+    [
+      'no networks, a hint of someone else',
+      { hint: { content: 'KUBELET_NODEIP_HINT=10.0.0.0\n', mode: 0o644 } },
+      [],
+      'noop',
+      [],
+    ],
+    ['a network, no file', {}, ['192.0.2.0/24'], 'change', ['create']],
+    ['a network, in place', { hint: { content: hint, mode: 0o644 } }, ['192.0.2.0/24'], 'noop', []],
+    ['another network', { hint: { content: hint, mode: 0o644 } }, ['198.51.100.0/24'], 'change', ['update']],
+    [
+      'the rendered config declares another hint',
+      { declared: { name: 'rendered-master-1', files: new Map([[NODEIP_HINT_FILE, 'x']]) } },
+      ['192.0.2.0/24'],
+      'conflict',
+      [],
+    ],
+  ] as const)('%s', (_, view, networks, action, changes) => {
+    const plan = nodeIpHintStep.plan(view, site([...networks]));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
   });
 });

@@ -19,12 +19,11 @@
  * exists, so the hint takes effect at the next boot; until then nothing reads it. A file the
  * machine-config daemon's current config declares is never written (conflict, exit 3).
  */
-import type { Step, StepContext } from '../config/site.js';
-import type { Change, PlanResult } from '../engine/step.js';
+import type { Step } from '../config/site.js';
+import type { PlanResult } from '../engine/step.js';
 import { networkAddress } from '../base/addresses.js';
-import { fileDrift, type ManagedFile, planFile, writeManagedFile } from '../node/managed-file.js';
-import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
-import { expectSettled } from '../node/settled.js';
+import { fileChange, type HostFile, type ManagedFile, readHostFile, writeManagedFile } from '../node/managed-file.js';
+import { type DeclaredFiles, declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 
 export const NODEIP_HINT_FILE = '/etc/default/nodeip-configuration';
 const HEADER = '# Installed by sno-relocate from the site-config (spec.network.machineNetworks).';
@@ -44,22 +43,30 @@ const hintFile = (networks: readonly string[]): ManagedFile => ({
   gid: 0,
 });
 
-/** An earlier site's hint, which would point nodeip-configuration at a network this site does not have. */
-async function leftOver(ctx: StepContext): Promise<boolean> {
-  return (await ctx.fs.readText(NODEIP_HINT_FILE))?.startsWith(HEADER) ?? false;
+/** What the step reads: the hint file as the host holds it, and the rendered config's files. */
+export interface NodeIpHintView {
+  hint?: HostFile;
+  declared?: DeclaredFiles;
 }
 
-export const nodeIpHintStep: Step = {
+export const nodeIpHintStep: Step<NodeIpHintView> = {
   name: 'node-ip-hint',
   group: 'node',
   description:
     "the site's machine networks as nodeip-configuration's hint (`KUBELET_NODEIP_HINT`); kubelet and CRI-O stay on the internal IP",
   inputs: (site) => site.network.machineNetworks,
 
-  async plan(ctx): Promise<PlanResult> {
-    const networks = ctx.site.network.machineNetworks;
+  async survey(ctx) {
+    const hint = await readHostFile(ctx.fs, NODEIP_HINT_FILE);
+    const declared = await declaredFiles(ctx.fs);
+    return { ...(hint && { hint }), ...(declared && { declared }) };
+  },
+
+  plan(view, site): PlanResult {
+    const networks = site.network.machineNetworks;
     if (networks.length === 0) {
-      if (await leftOver(ctx))
+      // an earlier site's hint would point nodeip-configuration at a network this site does not have
+      if (view.hint?.content.startsWith(HEADER))
         return {
           action: 'change',
           summary: "remove an earlier site's node IP hint",
@@ -73,13 +80,9 @@ export const nodeIpHintStep: Step = {
       };
     }
     const file = hintFile(networks);
-    const drift = driftFromRendered(await declaredFiles(ctx.fs), file.path, file.content);
+    const drift = driftFromRendered(view.declared, file.path, file.content);
     if (drift) return { action: 'conflict', reason: drift };
-    const change: Change | undefined = await planFile(
-      ctx.fs,
-      file,
-      `nodeip-configuration's hint: ${networks.join(', ')}`,
-    );
+    const change = fileChange(view.hint, file, `nodeip-configuration's hint: ${networks.join(', ')}`);
     if (!change) return { action: 'noop', reason: `nodeip-configuration's hint names ${networks.join(', ')}` };
     return { action: 'change', summary: `hint nodeip-configuration at ${networks.join(', ')}`, changes: [change] };
   },
@@ -91,14 +94,10 @@ export const nodeIpHintStep: Step = {
       ctx.log.info({ file: NODEIP_HINT_FILE }, "an earlier site's node IP hint removed");
       return;
     }
-    const file = hintFile(networks);
-    if ((await fileDrift(ctx.fs, file)).reasons.length === 0) return;
-    await writeManagedFile(ctx.fs, file);
+    await writeManagedFile(ctx.fs, hintFile(networks));
     ctx.log.info(
       { file: NODEIP_HINT_FILE, networks },
       `node IP hint written: ${networks.join(', ')} (read at the next boot)`,
     );
   },
-
-  verify: (ctx) => expectSettled(nodeIpHintStep, ctx),
 };

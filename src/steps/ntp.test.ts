@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBus } from '../../test/dbus/bus.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { CURRENT_CONFIG } from '../node/rendered-config.js';
-import { CHRONYD_DROP_IN, ntpStep, SITE_CHRONY_CONF } from './ntp.js';
+import { CHRONYD_DROP_IN, ntpStep, renderChronydDropIn, SITE_CHRONY_CONF } from './ntp.js';
+import { planOf, verifyStep } from '../engine/engine.js';
 
 const SITE_CHRONY = 'server ntp1.store42.example.com iburst\nserver ntp2.store42.example.com iburst\nmakestep 1.0 3\n';
 const FACTORY_CHRONY = 'server ntp.factory.example.com iburst\ndriftfile /var/lib/chrony/drift\n';
@@ -47,7 +48,7 @@ describe('ntp', () => {
   it("runs chronyd with the site's chrony.conf, leaving the daemon's /etc/chrony.conf as declared", async () => {
     const { node, read } = chronyNode();
     await bus.services.configure({ root: node.root });
-    expect(await ntpStep.plan(node.ctx)).toMatchObject({
+    expect(await planOf(ntpStep, node.ctx)).toMatchObject({
       action: 'change',
       changes: [
         { action: 'create', target: SITE_CHRONY_CONF },
@@ -69,7 +70,7 @@ describe('ntp', () => {
     ]);
 
     await bus.services.configure({ root: node.root, units: { 'chronyd.service': { activeState: 'active' } } });
-    expect(await ntpStep.plan(node.ctx)).toEqual({
+    expect(await planOf(ntpStep, node.ctx)).toEqual({
       action: 'noop',
       reason: "chronyd runs with the site's chrony.conf",
     });
@@ -81,8 +82,10 @@ describe('ntp', () => {
     await bus.services.configure({ root: node.root });
     await node.run([ntpStep]);
     put(path.join(STATE_DIR, 'chronyd-restart-pending'), 'chronyd.service\n');
-    await expect(ntpStep.verify(node.ctx)).rejects.toThrow('ntp: start chronyd.service');
-    expect(await ntpStep.plan(node.ctx)).toMatchObject({
+    await expect(verifyStep(ntpStep, node.ctx)).rejects.toThrow(
+      'ntp: still differs after apply: start chronyd.service',
+    );
+    expect(await planOf(ntpStep, node.ctx)).toMatchObject({
       action: 'change',
       changes: [{ action: 'start', summary: 'restart: a previous run changed its files but did not restart it' }],
     });
@@ -106,7 +109,7 @@ describe('ntp', () => {
     await bus.services.configure({ root: first.node.root });
     await first.node.run([ntpStep]);
     const later = { ctx: { ...first.node.ctx, site: testSite() } };
-    expect(await ntpStep.plan(later.ctx)).toMatchObject({
+    expect(await planOf(ntpStep, later.ctx)).toMatchObject({
       action: 'change',
       changes: [
         { action: 'delete', target: CHRONYD_DROP_IN },
@@ -116,9 +119,33 @@ describe('ntp', () => {
     });
     first.node.close();
     // and a node that never had one has nothing to do
-    expect(await ntpStep.plan(testNode().ctx)).toEqual({
+    expect(await planOf(ntpStep, testNode().ctx)).toEqual({
       action: 'noop',
       reason: "the site-config gives no chrony.conf: the node's NTP stays",
     });
+  });
+});
+
+describe('ntp decisions', () => {
+  const CONF = 'server ntp.store42.example.com iburst\n';
+  const inPlace = {
+    [SITE_CHRONY_CONF]: { content: CONF, mode: 0o644 },
+    [CHRONYD_DROP_IN]: { content: renderChronydDropIn(), mode: 0o644 },
+  };
+  const declaring = { name: 'rendered-master-1', files: new Map([[SITE_CHRONY_CONF, 'other']]) };
+  it.each([
+    ['no chrony.conf, nothing of the agent', { files: {} }, undefined, 'noop', []],
+    ['no chrony.conf, an earlier site', { files: inPlace }, undefined, 'change', ['delete', 'delete', 'start']],
+    ['a chrony.conf, nothing yet', { files: {} }, CONF, 'change', ['create', 'create', 'start']],
+    ['a chrony.conf in place', { files: inPlace }, CONF, 'noop', []],
+    ['in place, restart owed', { files: inPlace, restartPending: true }, CONF, 'change', ['start']],
+    ['a file the rendered config declares', { files: {}, declared: declaring }, CONF, 'conflict', []],
+  ] as const)('%s', (_, view, chronyConfig, action, changes) => {
+    const plan = ntpStep.plan(
+      { restartPending: false, ...view },
+      testSite(chronyConfig === undefined ? {} : { chronyConfig }),
+    );
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
   });
 });

@@ -18,12 +18,11 @@
  * between restart it the next time; when chronyd does not come back, the previous files are put
  * back, chronyd is restarted with them and the step fails.
  */
-import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import { type ManagedFile, planFile } from '../node/managed-file.js';
-import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
-import { restartPending, restartWithFiles, type ServiceFiles } from './restart-with-files.js';
+import { fileChange, type HostFile, type ManagedFile, readHostFiles } from '../node/managed-file.js';
+import { type DeclaredFiles, declaredFiles, driftFromRendered } from '../node/rendered-config.js';
+import { restartPending, restartWithFiles, type ServiceFiles } from '../node/restart-with-files.js';
 
 export const CHRONYD_UNIT = 'chronyd.service';
 export const SITE_CHRONY_CONF = '/etc/sno-relocate/chrony.conf';
@@ -57,25 +56,31 @@ const CHRONYD: ServiceFiles = {
   reload: true,
 };
 
+/** What the step reads: its two files, the rendered config's files, and whether a restart is owed. */
+export interface NtpView {
+  files: Record<string, HostFile>;
+  declared?: DeclaredFiles;
+  restartPending: boolean;
+}
+
 /** The changes the host needs: files to write (or, without a site chrony.conf, an earlier site's to remove). */
-async function changes(ctx: StepContext): Promise<Change[]> {
-  const config = ctx.site.chronyConfig;
+function changes(view: NtpView, config: string | undefined): Change[] {
   const out: Change[] = [];
   if (config === undefined) {
-    if ((await ctx.fs.readText(CHRONYD_DROP_IN))?.startsWith(HEADER))
+    if (view.files[CHRONYD_DROP_IN]?.content.startsWith(HEADER))
       for (const target of [CHRONYD_DROP_IN, SITE_CHRONY_CONF])
         out.push({ action: 'delete', target, summary: "an earlier site's NTP configuration" });
   } else {
     for (const file of files(config)) {
-      const change = await planFile(
-        ctx.fs,
+      const change = fileChange(
+        view.files[file.path],
         file,
         file.path === SITE_CHRONY_CONF ? "the site's chrony.conf" : 'chronyd reads the site chrony.conf',
       );
       if (change) out.push(change);
     }
   }
-  if (out.length > 0 || (await restartPending(ctx, CHRONYD)))
+  if (out.length > 0 || view.restartPending)
     out.push({
       action: 'start',
       target: CHRONYD_UNIT,
@@ -87,23 +92,31 @@ async function changes(ctx: StepContext): Promise<Change[]> {
   return out;
 }
 
-export const ntpStep: Step = {
+export const ntpStep: Step<NtpView> = {
   name: 'ntp',
   group: 'node',
   description:
     "the site's chrony.conf in a file of the agent's and a chronyd drop-in naming it (no MachineConfig file touched), chronyd restarted over D-Bus",
   inputs: (site) => site.chronyConfig ?? null,
 
-  async plan(ctx): Promise<PlanResult> {
-    const config = ctx.site.chronyConfig;
+  async survey(ctx) {
+    const declared = await declaredFiles(ctx.fs);
+    return {
+      files: await readHostFiles(ctx.fs, CHRONYD.paths),
+      ...(declared && { declared }),
+      restartPending: await restartPending(ctx, CHRONYD),
+    };
+  },
+
+  plan(view, site): PlanResult {
+    const config = site.chronyConfig;
     if (config !== undefined) {
-      const declared = await declaredFiles(ctx.fs);
       const drift = files(config)
-        .map((f) => driftFromRendered(declared, f.path, f.content))
+        .map((f) => driftFromRendered(view.declared, f.path, f.content))
         .filter((r): r is string => r !== undefined);
       if (drift.length > 0) return { action: 'conflict', reason: drift.join('; ') };
     }
-    const todo = await changes(ctx);
+    const todo = changes(view, config);
     if (todo.length === 0)
       return {
         action: 'noop',
@@ -126,15 +139,5 @@ export const ntpStep: Step = {
     const config = ctx.site.chronyConfig;
     await restartWithFiles(ctx, CHRONYD, config === undefined ? [] : files(config));
     ctx.log.info({ file: SITE_CHRONY_CONF, unit: CHRONYD_UNIT }, "chronyd restarted with the site's chrony.conf");
-  },
-
-  async verify(ctx) {
-    const problems = (await changes(ctx)).map((c) => `${c.action} ${c.target}`);
-    // without a site chrony.conf of its own now or before, chronyd is none of this step's business
-    if (ctx.site.chronyConfig === undefined && problems.length === 0) return;
-    const status = await (await ctx.systemd()).unitStatus(CHRONYD_UNIT);
-    if (status.activeState !== 'active') problems.push(`${CHRONYD_UNIT} is ${status.activeState} (${status.result})`);
-    if (problems.length > 0)
-      throw new VerificationError(`ntp: ${problems.join('; ')}`, { step: 'ntp', retryable: true });
   },
 };

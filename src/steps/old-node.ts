@@ -46,48 +46,57 @@ export function sharedIdentity(node: NodeObject, me: Identity): string[] {
 const isReady = (node: NodeObject | undefined) =>
   node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
-async function survey(ctx: StepContext) {
-  const kube = await ctx.kube();
-  const name = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
-  const me = await machineIdentity(ctx);
-  const nodes = await kube.list<NodeObject>('v1', 'Node');
-  const old = nodes
-    .filter((n) => n.metadata.name !== name)
-    .map((node) => ({ node, marks: sharedIdentity(node, me) }))
-    .filter((x) => x.marks.length > 0);
-  return { kube, name, me, old, current: nodes.find((n) => n.metadata.name === name) };
+/** What the step reads: this node's name and machine identity, and the cluster's Nodes. */
+export interface OldNodeView {
+  name: string;
+  me: Identity;
+  nodes: NodeObject[];
 }
 
-export const oldNodeStep: Step = {
+/** The Nodes other than this one that carry this machine's identity, with the marks they share. */
+const formerNodes = (view: OldNodeView) =>
+  view.nodes
+    .filter((n) => n.metadata.name !== view.name)
+    .map((node) => ({ node, marks: sharedIdentity(node, view.me) }))
+    .filter((x) => x.marks.length > 0);
+
+export const oldNodeStep: Step<OldNodeView> = {
   name: 'old-node',
   group: 'cluster',
   description: 'the Node this machine had under its factory hostname deleted, once the new one is Ready',
   inputs: (site) => ({ hostname: site.hostname ?? null }),
 
-  async plan(ctx) {
-    const { name, me, old } = await survey(ctx);
-    if (!me.machineID && !me.systemUUID)
+  async survey(ctx) {
+    const name = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
+    const me = await machineIdentity(ctx);
+    const nodes = await (await ctx.kube()).list<NodeObject>('v1', 'Node');
+    return { name, me, nodes };
+  },
+
+  plan(view) {
+    if (!view.me.machineID && !view.me.systemUUID)
       return { action: 'noop', reason: 'this machine has no machine-id or system UUID to know its Node by' };
-    if (old.length === 0) return { action: 'noop', reason: `no Node other than ${name} is this machine's` };
+    const old = formerNodes(view);
+    if (old.length === 0) return { action: 'noop', reason: `no Node other than ${view.name} is this machine's` };
     return {
       action: 'change',
-      summary: `delete this machine's former Node once ${name} is Ready`,
+      summary: `delete this machine's former Node once ${view.name} is Ready`,
       changes: old.map((x) => ({
         action: 'delete',
         target: `Node ${x.node.metadata.name}`,
-        summary: `same ${x.marks.join(' and ')} as this machine; deleted after Node ${name} is Ready`,
+        summary: `same ${x.marks.join(' and ')} as this machine; deleted after Node ${view.name} is Ready`,
       })),
     };
   },
 
-  async apply(ctx) {
+  async apply(ctx, view) {
+    const kube = await ctx.kube();
     const timeoutMs = ctx.options.healthTimeoutSeconds * 1000;
+    // the former Node goes only once this one is Ready: until then it is all the cluster has
     const ready = await pollUntil(
       ctx.clock,
-      async () => {
-        const s = await survey(ctx);
-        return isReady(s.current) ? s : undefined;
-      },
+      async () =>
+        isReady(await kube.get<NodeObject>({ apiVersion: 'v1', kind: 'Node', name: view.name })) ? true : undefined,
       { timeoutMs, intervalMs: 1000, maxIntervalMs: 5000 },
     );
     if (!ready)
@@ -95,21 +104,12 @@ export const oldNodeStep: Step = {
         `old-node: Node ${ctx.site.hostname ?? '(this host)'} not Ready after ${ctx.options.healthTimeoutSeconds}s; the former Node is kept until it is`,
         { step: 'old-node', retryable: true },
       );
-    for (const x of ready.old) {
-      await ready.kube.delete({ apiVersion: 'v1', kind: 'Node', name: x.node.metadata.name });
+    for (const x of formerNodes(view)) {
+      await kube.delete({ apiVersion: 'v1', kind: 'Node', name: x.node.metadata.name });
       ctx.log.info(
         { node: x.node.metadata.name, marks: x.marks },
         `Node ${x.node.metadata.name} deleted: this machine's former Node`,
       );
     }
-  },
-
-  async verify(ctx) {
-    const { old } = await survey(ctx);
-    if (old.length > 0)
-      throw new VerificationError(`old-node: Node ${old[0]!.node.metadata.name} is still there`, {
-        step: 'old-node',
-        retryable: true,
-      });
   },
 };

@@ -11,8 +11,10 @@ import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { FACTORY_DNSMASQ as FACTORY, laySingleNodeDnsmasq } from '../../test/fixtures/factory-node.js';
 import { renderKubeletNodeIpDropIn, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { FACTORY_DNSMASQ_FILE, SITE_DNSMASQ_FILE } from '../node/dnsmasq.js';
-import { siteNamesStep } from './site-names.js';
+import { type SiteNamesView, siteNamesStep } from './site-names.js';
+import { wantedNames } from '../node/site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
+import { planOf, verifyStep } from '../engine/engine.js';
 
 const site = (parts: Parameters<typeof testSite>[0] = {}) =>
   testSite({
@@ -70,7 +72,7 @@ describe('site-names', () => {
     }
 
     // a second run: nothing to do, and dnsmasq is left alone
-    expect(await siteNamesStep.plan(node.ctx)).toEqual({
+    expect(await planOf(siteNamesStep, node.ctx)).toEqual({
       action: 'noop',
       reason:
         'dnsmasq resolves api.sno.store42.example.com, api-int.sno.store42.example.com and *.apps.sno.store42.example.com to 192.168.127.10',
@@ -80,7 +82,7 @@ describe('site-names', () => {
       units: { 'dnsmasq.service': { activeState: 'active', subState: 'running' } },
     });
     await node.run([siteNamesStep]);
-    await siteNamesStep.verify(node.ctx);
+    await verifyStep(siteNamesStep, node.ctx);
     expect(await restarts()).toEqual([]);
     node.close();
   });
@@ -92,10 +94,10 @@ describe('site-names', () => {
     const written = read(SITE_DNSMASQ_FILE);
     // the state a power cut leaves after the write: the marker, the file, no restart, no record
     put(path.join(STATE_DIR, 'dnsmasq-restart-pending'), `${SITE_DNSMASQ_FILE}\n`);
-    await expect(siteNamesStep.verify(node.ctx)).rejects.toThrow(
-      'site-names: dnsmasq was not restarted after the file changed',
+    await expect(verifyStep(siteNamesStep, node.ctx)).rejects.toThrow(
+      'site-names: still differs after apply: start dnsmasq.service (restart: a previous run changed its files but did not restart it)',
     );
-    expect(await siteNamesStep.plan(node.ctx)).toMatchObject({
+    expect(await planOf(siteNamesStep, node.ctx)).toMatchObject({
       action: 'change',
       changes: [
         {
@@ -106,10 +108,10 @@ describe('site-names', () => {
       ],
     });
     await bus.services.configure({ root: node.root });
-    await siteNamesStep.apply(node.ctx, { action: 'change', summary: '', changes: [] });
+    await node.run([siteNamesStep]);
     expect(await restarts()).toHaveLength(1);
     expect(read(SITE_DNSMASQ_FILE)).toBe(written);
-    await siteNamesStep.verify(node.ctx);
+    await verifyStep(siteNamesStep, node.ctx);
     node.close();
   });
 
@@ -136,7 +138,7 @@ describe('site-names', () => {
     expect(read('/home/core/.ssh/authorized_keys')).not.toContain('site@');
     expect(existsSync(path.join(node.root, SITE_DNSMASQ_FILE))).toBe(false);
     expect(await restarts()).toEqual([]);
-    expect(await siteNamesStep.plan(node.ctx)).toEqual({
+    expect(await planOf(siteNamesStep, node.ctx)).toEqual({
       action: 'conflict',
       reason: `spec.clusterName is other, but ${FACTORY_DNSMASQ_FILE} names the cluster sno: renaming the cluster is not supported`,
     });
@@ -145,7 +147,7 @@ describe('site-names', () => {
   it("takes the kubelet drop-in's internal IP when the site-config sets none", async () => {
     const { node, put } = dnsmasqNode({ site: site({ network: {} }) });
     put(KUBELET_NODE_IP_DROP_IN, renderKubeletNodeIpDropIn('192.168.127.20/24'));
-    expect(await siteNamesStep.plan(node.ctx)).toMatchObject({
+    expect(await planOf(siteNamesStep, node.ctx)).toMatchObject({
       action: 'change',
       summary:
         'resolve api.sno.store42.example.com, api-int.sno.store42.example.com and *.apps.sno.store42.example.com to 192.168.127.20 on the node',
@@ -154,8 +156,8 @@ describe('site-names', () => {
 
   it("leaves dnsmasq alone where the factory's names are the site's, and on nodes without the configuration", async () => {
     const same = dnsmasqNode({ site: site({ baseDomain: 'factory.example.com' }) }).node;
-    expect(await siteNamesStep.plan(same.ctx)).toMatchObject({ action: 'noop' });
-    expect(await siteNamesStep.plan(testNode({ site: site() }).ctx)).toEqual({
+    expect(await planOf(siteNamesStep, same.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(siteNamesStep, testNode({ site: site() }).ctx)).toEqual({
       action: 'noop',
       reason: `no ${FACTORY_DNSMASQ_FILE}: the node has no single-node dnsmasq configuration`,
     });
@@ -169,5 +171,48 @@ describe('site-names', () => {
     expect(existsSync(path.join(node.root, SITE_DNSMASQ_FILE))).toBe(false);
     expect(await restarts()).toHaveLength(1);
     node.close();
+  });
+});
+
+describe('site-names decisions', () => {
+  const factory = { domain: 'sno.factory.example.com', address: '192.168.127.10' };
+  const site = testSite({ baseDomain: 'store42.example.com', network: { internalIP: '192.168.127.10/24' } });
+  const file = wantedNames({ factory }, site);
+  const written = file.kind === 'names' ? file.file!.content : '';
+  it.each([
+    ['no single-node dnsmasq', { factory: 'absent' }, site, 'noop', []],
+    ['a factory file without an api host', { factory: undefined }, site, 'noop', []],
+    ['another cluster name', { factory }, { ...site, clusterName: 'other' }, 'conflict', []],
+    ['no internal IP anywhere', { factory }, testSite({ baseDomain: 'store42.example.com' }), 'noop', []],
+    ['nothing written yet', { factory }, site, 'change', ['create', 'start']],
+    ['written and restarted', { factory, siteFile: { content: written, mode: 0o644 } }, site, 'noop', []],
+    [
+      'written, restart owed',
+      { factory, siteFile: { content: written, mode: 0o644 }, restartPending: true },
+      site,
+      'change',
+      ['start'],
+    ],
+    [
+      'the factory already names the site, an old file of the agent',
+      {
+        factory: { domain: 'sno.store42.example.com', address: '192.168.127.10' },
+        siteFile: { content: 'x', mode: 0o644 },
+      },
+      site,
+      'change',
+      ['delete', 'start'],
+    ],
+    [
+      'the pinned address stands in for the internal IP',
+      { factory, pinned: '192.168.127.10', siteFile: { content: written, mode: 0o644 } },
+      testSite({ baseDomain: 'store42.example.com' }),
+      'noop',
+      [],
+    ],
+  ] as const)('%s', (_, view, s, action, changes) => {
+    const plan = siteNamesStep.plan({ restartPending: false, ...view } as SiteNamesView, s);
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
   });
 });

@@ -11,22 +11,13 @@
  * when dnsmasq does not come back with the new file, the previous one is put back and dnsmasq
  * restarted again, so the node keeps resolving its factory names.
  */
-import { StepError, VerificationError } from '../base/errors.js';
-import { parseCidr } from '../base/addresses.js';
+import { StepError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
-import {
-  type ClusterNames,
-  clusterNames,
-  DNSMASQ_UNIT,
-  FACTORY_DNSMASQ_FILE,
-  pinnedNodeAddress,
-  readFactoryNames,
-  renderSiteNames,
-  SITE_DNSMASQ_FILE,
-} from '../node/dnsmasq.js';
-import { fileDrift, type ManagedFile, planFile } from '../node/managed-file.js';
-import { restartPending, restartWithFiles, type ServiceFiles } from './restart-with-files.js';
+import type { Step } from '../config/site.js';
+import { DNSMASQ_UNIT, FACTORY_DNSMASQ_FILE, SITE_DNSMASQ_FILE } from '../node/dnsmasq.js';
+import { fileChange, type HostFile, readHostFile } from '../node/managed-file.js';
+import { restartPending, restartWithFiles, type ServiceFiles } from '../node/restart-with-files.js';
+import { type NodeNames, readNodeNames, wantedNames } from '../node/site-names.js';
 
 const DNSMASQ: ServiceFiles = {
   step: 'site-names',
@@ -36,53 +27,13 @@ const DNSMASQ: ServiceFiles = {
   describe: SITE_DNSMASQ_FILE,
 };
 
-type Wanted =
-  | { kind: 'none'; reason: string }
-  | { kind: 'conflict'; reason: string }
-  /** file undefined: the factory's file already names the site's domain, so the agent's must go */
-  | { kind: 'names'; file?: ManagedFile; summary: string; names: ClusterNames; address: string };
-
-/** The cluster domain of the site, and the address its names should resolve to. */
-async function wanted(ctx: StepContext): Promise<Wanted> {
-  const factory = await readFactoryNames(ctx.fs);
-  if (factory === 'absent')
-    return { kind: 'none', reason: `no ${FACTORY_DNSMASQ_FILE}: the node has no single-node dnsmasq configuration` };
-  if (factory === undefined)
-    return { kind: 'none', reason: `${FACTORY_DNSMASQ_FILE} names no api host: there is no cluster domain to follow` };
-  const factoryCluster = factory.domain.split('.')[0]!;
-  const cluster = ctx.site.clusterName ?? factoryCluster;
-  if (cluster !== factoryCluster)
-    return {
-      kind: 'conflict',
-      reason: `spec.clusterName is ${cluster}, but ${FACTORY_DNSMASQ_FILE} names the cluster ${factoryCluster}: renaming the cluster is not supported`,
-    };
-  const internal = ctx.site.network.internalIP;
-  const address = internal === undefined ? await pinnedNodeAddress(ctx.fs) : parseCidr(internal).ip;
-  if (address === undefined)
-    return {
-      kind: 'none',
-      reason: 'the node has no internal IP (neither the site-config nor the kubelet node-IP drop-in sets one)',
-    };
-  const names = clusterNames(`${cluster}.${ctx.site.baseDomain}`);
-  const summary = `${names.api}, ${names.apiInt} and *.${names.apps} to ${address}`;
-  if (names.domain === factory.domain && factory.address === address) return { kind: 'names', summary, names, address };
-  // root-owned and world-readable, as dnsmasq's own configuration files
-  return {
-    kind: 'names',
-    summary,
-    names,
-    address,
-    file: { path: SITE_DNSMASQ_FILE, content: renderSiteNames(names, address), mode: 0o644, uid: 0, gid: 0 },
-  };
+/** What the step reads: the node's names, the agent's file, and whether a restart is owed. */
+export interface SiteNamesView extends NodeNames {
+  siteFile?: HostFile;
+  restartPending: boolean;
 }
 
-/** The site's names on a node with the single-node dnsmasq configuration, and their address. */
-export async function siteNamesOnNode(ctx: StepContext): Promise<{ names: ClusterNames; address: string } | undefined> {
-  const want = await wanted(ctx);
-  return want.kind === 'names' ? { names: want.names, address: want.address } : undefined;
-}
-
-export const siteNamesStep: Step = {
+export const siteNamesStep: Step<SiteNamesView> = {
   name: 'site-names',
   group: 'node',
   description:
@@ -93,22 +44,31 @@ export const siteNamesStep: Step = {
     internalIP: site.network.internalIP ?? null,
   }),
 
-  async plan(ctx): Promise<PlanResult> {
-    const want = await wanted(ctx);
+  async survey(ctx) {
+    const siteFile = await readHostFile(ctx.fs, SITE_DNSMASQ_FILE);
+    return {
+      ...(await readNodeNames(ctx.fs)),
+      ...(siteFile && { siteFile }),
+      restartPending: await restartPending(ctx, DNSMASQ),
+    };
+  },
+
+  plan(view, site): PlanResult {
+    const want = wantedNames(view, site);
     if (want.kind === 'none') return { action: 'noop', reason: want.reason };
     if (want.kind === 'conflict') return { action: 'conflict', reason: want.reason };
     const changes: Change[] = [];
     if (want.file) {
-      const change = await planFile(ctx.fs, want.file, "the site's names for dnsmasq");
+      const change = fileChange(view.siteFile, want.file, "the site's names for dnsmasq");
       if (change) changes.push(change);
-    } else if (await ctx.fs.exists(SITE_DNSMASQ_FILE))
+    } else if (view.siteFile)
       changes.push({
         action: 'delete',
         target: SITE_DNSMASQ_FILE,
         summary: `${FACTORY_DNSMASQ_FILE} names the site's domain already`,
       });
-    const pending = await restartPending(ctx, DNSMASQ);
-    if (changes.length === 0 && !pending) return { action: 'noop', reason: `dnsmasq resolves ${want.summary}` };
+    if (changes.length === 0 && !view.restartPending)
+      return { action: 'noop', reason: `dnsmasq resolves ${want.summary}` };
     changes.push({
       action: 'start',
       target: DNSMASQ_UNIT,
@@ -120,25 +80,10 @@ export const siteNamesStep: Step = {
     return { action: 'change', summary: `resolve ${want.summary} on the node`, changes };
   },
 
-  async apply(ctx) {
-    const want = await wanted(ctx);
+  async apply(ctx, view) {
+    const want = wantedNames(view, ctx.site);
     if (want.kind !== 'names') throw new StepError(`site-names: ${want.reason}`, { step: 'site-names' });
     await restartWithFiles(ctx, DNSMASQ, want.file ? [want.file] : []);
     ctx.log.info({ file: SITE_DNSMASQ_FILE, unit: DNSMASQ_UNIT }, `dnsmasq restarted: it resolves ${want.summary}`);
-  },
-
-  async verify(ctx) {
-    const want = await wanted(ctx);
-    if (want.kind !== 'names') return;
-    const problems: string[] = [];
-    if (want.file) {
-      const drift = await fileDrift(ctx.fs, want.file);
-      if (drift.reasons.length > 0) problems.push(`${SITE_DNSMASQ_FILE}: ${drift.reasons.join('; ')}`);
-    }
-    if (await restartPending(ctx, DNSMASQ)) problems.push('dnsmasq was not restarted after the file changed');
-    const status = await (await ctx.systemd()).unitStatus(DNSMASQ_UNIT);
-    if (status.activeState !== 'active') problems.push(`${DNSMASQ_UNIT} is ${status.activeState} (${status.result})`);
-    if (problems.length > 0)
-      throw new VerificationError(`site-names: ${problems.join('; ')}`, { step: 'site-names', retryable: true });
   },
 };

@@ -15,9 +15,10 @@ import {
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
-import { RefusedError } from '../base/errors.js';
+import { ConfigError, RefusedError } from '../base/errors.js';
 import { BLOCK_BEGIN, BLOCK_END } from '../node/authorized-keys.js';
 import { sshKeysStep } from './ssh-keys.js';
+import { planOf } from '../engine/engine.js';
 
 const SITE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
 const FACTORY_LINE = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFactoryKeyFactoryKeyFactoryKeyFactoryKey0 factory@line-3';
@@ -29,7 +30,7 @@ describe('ssh-keys', () => {
     const asRoot = process.getuid?.() === 0;
     chmodSync(path.join(node.root, 'home/core/.ssh'), 0o755);
     if (asRoot) chownSync(path.join(node.root, 'home/core/.ssh/authorized_keys'), 0, 0);
-    const plan = await sshKeysStep.plan(node.ctx);
+    const plan = await planOf(sshKeysStep, node.ctx);
     expect(plan).toEqual({
       action: 'change',
       summary: 'authorize 1 site key(s) for core',
@@ -51,7 +52,7 @@ describe('ssh-keys', () => {
     expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
     if (asRoot)
       expect([statSync(file).uid, statSync(file).gid, statSync(path.dirname(file)).uid]).toEqual([1000, 1000, 1000]);
-    expect(await sshKeysStep.plan(node.ctx)).toEqual({
+    expect(await planOf(sshKeysStep, node.ctx)).toEqual({
       action: 'noop',
       reason: '1 site key(s) already authorized for core',
     });
@@ -63,7 +64,7 @@ describe('ssh-keys', () => {
     const dir = path.join(node.root, 'home/core/.ssh');
     await node.ctx.fs.chmod('/home/core/.ssh', 0o755);
     writeFileSync(path.join(dir, 'authorized_keys'), `${FACTORY_LINE}\n`);
-    const plan = await sshKeysStep.plan(node.ctx);
+    const plan = await planOf(sshKeysStep, node.ctx);
     expect(plan.action === 'change' && plan.changes.map((c) => `${c.action} ${c.target}: ${c.summary}`)).toEqual([
       'update /home/core/.ssh: mode 0755, want 0700',
       'update /home/core/.ssh/authorized_keys: 1 site key(s) for core; other lines kept (content differs)',
@@ -78,11 +79,11 @@ describe('ssh-keys', () => {
     writeFileSync(path.join(node.root, 'etc/passwd'), 'core:x:1000:1000:CoreOS Admin:/var/home/core:/bin/bash\n');
     await node.run([sshKeysStep]);
     expect(readFileSync(path.join(node.root, 'var/home/core/.ssh/authorized_keys'), 'utf8')).toContain(SITE_KEY);
-    expect(await sshKeysStep.plan({ ...node.ctx, site: testSite() })).toMatchObject({
+    expect(await planOf(sshKeysStep, { ...node.ctx, site: testSite() })).toMatchObject({
       action: 'change',
       summary: 'authorize 0 site key(s) for core',
     });
-    expect(await sshKeysStep.plan({ ...testNode().ctx, site: testSite() })).toEqual({
+    expect(await planOf(sshKeysStep, { ...testNode().ctx, site: testSite() })).toEqual({
       action: 'noop',
       reason: 'the site-config has no SSH keys',
     });
@@ -92,7 +93,7 @@ describe('ssh-keys', () => {
     const node = testNode({
       site: testSite({ sshAuthorizedKeys: [SITE_KEY, `${SITE_KEY}\ncommand="rm -rf /" ssh-rsa AAAA`] }),
     });
-    await expect(sshKeysStep.plan(node.ctx)).rejects.toMatchObject({
+    await expect(planOf(sshKeysStep, node.ctx)).rejects.toMatchObject({
       exitCode: 2,
       findings: [{ path: '$.spec.sshAuthorizedKeys[1]' }],
     });
@@ -111,7 +112,7 @@ describe('ssh-keys in a hostile home folder', () => {
     return { node, ssh, secret };
   };
   const refusal = async (node: ReturnType<typeof testNode>, named: string, why: string) => {
-    for (const attempt of [sshKeysStep.plan(node.ctx), node.run([sshKeysStep])]) {
+    for (const attempt of [planOf(sshKeysStep, node.ctx), node.run([sshKeysStep])]) {
       const err = await attempt.then(
         () => undefined,
         (e: unknown) => e,
@@ -161,5 +162,57 @@ describe('ssh-keys in a hostile home folder', () => {
     chownSync(path.join(ssh, 'authorized_keys'), 1000, 1000);
     chownSync(ssh, 4242, 4242);
     await refusal(node, '/home/core/.ssh', 'owned by uid 4242, neither core nor root');
+  });
+});
+
+describe('ssh-keys decisions', () => {
+  const core = { uid: 1000, gid: 1000, home: '/var/home/core' };
+  const written = `${BLOCK_BEGIN}\n${SITE_KEY}\n${BLOCK_END}\n`;
+  const site = (keys: string[]) => testSite({ sshAuthorizedKeys: keys });
+  it.each([
+    ['no keys and no file', {}, [], 'noop', []],
+    [
+      'no keys, a file of the factory',
+      { authorizedKeys: { content: `${FACTORY_LINE}\n`, mode: 0o600 } },
+      [],
+      'noop',
+      [],
+    ],
+    [
+      'a key, no account, nothing there',
+      {},
+      [SITE_KEY],
+      'change',
+      ['create /home/core/.ssh', 'create /home/core/.ssh/authorized_keys'],
+    ],
+    [
+      'a key, in place under the account home',
+      { user: core, dirMode: 0o700, authorizedKeys: { content: written, mode: 0o600 } },
+      [SITE_KEY],
+      'noop',
+      [],
+    ],
+    [
+      'a key in place, the file 0644',
+      { user: core, dirMode: 0o700, authorizedKeys: { content: written, mode: 0o644 } },
+      [SITE_KEY],
+      'change',
+      ['update /var/home/core/.ssh/authorized_keys'],
+    ],
+    [
+      'an earlier site key to take away',
+      { user: core, dirMode: 0o700, authorizedKeys: { content: written, mode: 0o600 } },
+      [],
+      'change',
+      ['update /var/home/core/.ssh/authorized_keys'],
+    ],
+  ] as const)('%s: %s', (_, view, keys, action, changes) => {
+    const plan = sshKeysStep.plan(view, site([...keys]));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+  });
+
+  it('refuses a key line with a newline in it, naming the field', () => {
+    expect(() => sshKeysStep.plan({}, site([`${SITE_KEY}\nssh-rsa AAAA evil`]))).toThrow(ConfigError);
   });
 });

@@ -7,10 +7,22 @@
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
-import { describeKey, parseKeyLine, passwdEntry, renderAuthorizedKeys } from '../node/authorized-keys.js';
-import { fileDrift, lineDiff, type ManagedFile, writeManagedFile } from '../node/managed-file.js';
-import { expectSettled } from '../node/settled.js';
+import type { Step } from '../config/site.js';
+import {
+  describeKey,
+  parseKeyLine,
+  type PasswdEntry,
+  passwdEntry,
+  renderAuthorizedKeys,
+} from '../node/authorized-keys.js';
+import {
+  fileDrift,
+  type HostFile,
+  lineDiff,
+  type ManagedFile,
+  readHostFile,
+  writeManagedFile,
+} from '../node/managed-file.js';
 import type { FolderOwner } from '../ports/fs.js';
 
 const USER = 'core';
@@ -20,7 +32,14 @@ interface Target {
   owner: FolderOwner;
   sshDir: string;
   file: ManagedFile;
-  existing: string;
+}
+
+/** What the step reads of the host: core's account, its .ssh folder's mode and its authorized_keys. */
+export interface SshKeysView {
+  user?: PasswdEntry;
+  /** mode of ~/.ssh; undefined when it does not exist */
+  dirMode?: number;
+  authorizedKeys?: HostFile;
 }
 
 function checkKeys(keys: readonly string[]): void {
@@ -33,24 +52,28 @@ function checkKeys(keys: readonly string[]): void {
   });
 }
 
-async function target(ctx: StepContext): Promise<Target> {
-  checkKeys(ctx.site.sshAuthorizedKeys);
-  const user = passwdEntry((await ctx.fs.readText('/etc/passwd')) ?? '', USER);
+/** Where core's keys live, and who owns them: without a core account the folder stays root's. */
+function where(user: PasswdEntry | undefined): { owner: FolderOwner; sshDir: string; filePath: string } {
   const sshDir = path.posix.join(user?.home ?? DEFAULT_HOME, '.ssh');
-  const filePath = path.posix.join(sshDir, 'authorized_keys');
-  // without a core account the folder stays root's
-  const owner: FolderOwner = { name: USER, uid: user?.uid ?? 0, gid: user?.gid ?? 0 };
-  const existing = (await ctx.fs.readUserFile(filePath, owner)) ?? '';
+  return {
+    owner: { name: USER, uid: user?.uid ?? 0, gid: user?.gid ?? 0 },
+    sshDir,
+    filePath: path.posix.join(sshDir, 'authorized_keys'),
+  };
+}
+
+function target(view: SshKeysView, keys: readonly string[]): Target {
+  checkKeys(keys);
+  const { owner, sshDir, filePath } = where(view.user);
   return {
     owner,
     sshDir,
-    existing,
     file: {
       path: filePath,
-      content: renderAuthorizedKeys(existing, ctx.site.sshAuthorizedKeys),
+      content: renderAuthorizedKeys(view.authorizedKeys?.content ?? '', keys),
       mode: 0o600,
       userFolder: owner,
-      ...(user && { uid: user.uid, gid: user.gid }),
+      ...(view.user && { uid: view.user.uid, gid: view.user.gid }),
     },
   };
 }
@@ -63,45 +86,50 @@ function keyDiff(before: string, after: string): string[] {
   });
 }
 
-export const sshKeysStep: Step = {
+export const sshKeysStep: Step<SshKeysView> = {
   name: 'ssh-keys',
   group: 'node',
   description: "the site's keys into `core`'s `authorized_keys` (first, so a broken network can still be debugged)",
   inputs: (site) => site.sshAuthorizedKeys,
 
-  async plan(ctx) {
-    const t = await target(ctx);
-    const keys = ctx.site.sshAuthorizedKeys.length;
-    if (keys === 0 && t.existing === t.file.content)
-      return { action: 'noop', reason: 'the site-config has no SSH keys' };
+  async survey(ctx) {
+    const user = passwdEntry((await ctx.fs.readText('/etc/passwd')) ?? '', USER);
+    const { owner, sshDir, filePath } = where(user);
+    const dirMode = await ctx.fs.mode(sshDir);
+    const authorizedKeys = await readHostFile(ctx.fs, filePath, owner);
+    return {
+      ...(user && { user }),
+      ...(dirMode !== undefined && { dirMode: dirMode & 0o7777 }),
+      ...(authorizedKeys && { authorizedKeys }),
+    };
+  },
+
+  plan(view, site) {
+    const t = target(view, site.sshAuthorizedKeys);
+    const existing = view.authorizedKeys?.content ?? '';
+    const keys = site.sshAuthorizedKeys.length;
+    if (keys === 0 && existing === t.file.content) return { action: 'noop', reason: 'the site-config has no SSH keys' };
     const changes: Change[] = [];
-    const dirMode = await ctx.fs.mode(t.sshDir);
-    if (dirMode === undefined) changes.push({ action: 'create', target: t.sshDir, summary: 'folder, mode 0700' });
-    else if ((dirMode & 0o7777) !== 0o700)
-      changes.push({
-        action: 'update',
-        target: t.sshDir,
-        summary: `mode 0${(dirMode & 0o7777).toString(8)}, want 0700`,
-      });
-    const drift = await fileDrift(ctx.fs, t.file);
+    if (view.dirMode === undefined) changes.push({ action: 'create', target: t.sshDir, summary: 'folder, mode 0700' });
+    else if (view.dirMode !== 0o700)
+      changes.push({ action: 'update', target: t.sshDir, summary: `mode 0${view.dirMode.toString(8)}, want 0700` });
+    const drift = fileDrift(view.authorizedKeys, t.file);
     if (drift.reasons.length > 0) {
       changes.push({
         action: drift.exists ? 'update' : 'create',
         target: t.file.path,
         summary: `${keys} site key(s) for ${USER}; other lines kept (${drift.reasons.join('; ')})`,
-        diff: keyDiff(t.existing, t.file.content),
+        diff: keyDiff(existing, t.file.content),
       });
     }
     if (changes.length === 0) return { action: 'noop', reason: `${keys} site key(s) already authorized for ${USER}` };
     return { action: 'change', summary: `authorize ${keys} site key(s) for ${USER}`, changes };
   },
 
-  async apply(ctx) {
-    const t = await target(ctx);
+  async apply(ctx, view) {
+    const t = target(view, ctx.site.sshAuthorizedKeys);
     await ctx.fs.ensureUserDir(t.sshDir, 0o700, t.owner);
     await writeManagedFile(ctx.fs, t.file);
     ctx.log.info({ file: t.file.path, keys: ctx.site.sshAuthorizedKeys.length }, `authorized_keys for ${USER} written`);
   },
-
-  verify: (ctx) => expectSettled(sshKeysStep, ctx),
 };

@@ -71,7 +71,7 @@ describe('site CAs made by openssl', () => {
   it.each(CASES)('%s: accepted, and its certificates verify against the root', async (label, make, algorithm) => {
     const dir = path.join(work, label.replace(/\W+/g, '-'));
     const ca = make(dir);
-    const loaded = await loadSiteConfig(siteFolder(`${path.basename(dir)}-site`, ca, ca));
+    const loaded = await loadSiteConfig(siteFolder(`${path.basename(dir)}-site`, ca, ca), new Date());
     expect(loaded.findings.filter((f) => f.severity === 'error')).toEqual([]);
     const siteCa = siteCaGiven(loaded.site)!;
     const now = new Date();
@@ -103,7 +103,7 @@ describe('site CAs made by openssl', () => {
   it('refuses to hand out a certificate that does not verify, and finds a served chain without its intermediate', async () => {
     const dir = path.join(work, 'refusals');
     const ca = intermediateCa(dir, 'issuing', 'p384', rootCa(dir, 'root', 'rsa2048'));
-    const loaded = await loadSiteConfig(siteFolder('refusals-site', ca, ca));
+    const loaded = await loadSiteConfig(siteFolder('refusals-site', ca, ca), new Date());
     const siteCa = siteCaGiven(loaded.site)!;
     const now = new Date();
     // at a time the CAs are no longer valid the certificate would not verify: nothing is issued

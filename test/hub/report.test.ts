@@ -13,7 +13,7 @@ import type { Site, StepContext } from '../../src/config/site.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { runSteps } from '../../src/engine/engine.js';
 import { StateStore } from '../../src/engine/state.js';
-import type { Step } from '../../src/engine/step.js';
+import type { SiteBase, Step } from '../../src/engine/step.js';
 import {
   hubObserver,
   publishReport,
@@ -51,22 +51,26 @@ const statusOf = async (): Promise<ReportStatus | undefined> => {
 };
 
 /** A step that does nothing but record what the hub would read while it runs. */
-function step(name: string, group: 'node' | 'cluster', during?: (fs: RootFs) => Promise<void>): Step {
+function step(
+  name: string,
+  group: 'node' | 'cluster',
+  during?: (fs: RootFs) => Promise<void>,
+): Step<SiteBase, boolean> {
   let done = false;
   return {
     name,
     group,
     description: name,
     inputs: () => name,
-    plan: async () =>
-      done
+    survey: async () => done,
+    plan: (applied) =>
+      applied
         ? { action: 'noop', reason: 'done' }
         : { action: 'change', summary: name, changes: [{ action: 'set', target: name }] },
     apply: async (ctx) => {
       await during?.(ctx.fs);
       done = true;
     },
-    verify: async () => undefined,
   };
 }
 

@@ -279,7 +279,7 @@ describe.skipIf(kubeSkipped)("the installer's admin kubeconfig at the site, on a
     expect(version.spec.clusterID).toBe(media.clusterId);
 
     // the hub report as the run's observer publishes it once kubelet is up
-    const loaded = await loadSiteConfig(media.mediaDir);
+    const loaded = await loadSiteConfig(media.mediaDir, new Date());
     const log = createLogger({ write: () => undefined, journal: false });
     const kube = await connectKube(env.cluster.kubeconfigPath, log);
     const now = new Date().toISOString();

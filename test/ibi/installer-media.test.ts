@@ -46,7 +46,7 @@ const KEYS = () =>
 
 describe("the installer's media", () => {
   it('loads with nothing refused: identity and signers taken, the re-signing keys unused', async () => {
-    const loaded = await loadSiteConfig(media.mediaDir);
+    const loaded = await loadSiteConfig(media.mediaDir, new Date());
     expect(loaded.media).toBe('ibi');
     expect(loaded.findings.filter((f) => f.severity === 'error')).toEqual([]);
     const { imageBased, access, chronyConfig, imageDigestMirrors } = loaded.site;
@@ -94,7 +94,7 @@ describe("the installer's media", () => {
   });
 
   it('never prints a key of the media: validate --translate, and every finding', async () => {
-    const loaded = await loadSiteConfig(media.mediaDir);
+    const loaded = await loadSiteConfig(media.mediaDir, new Date());
     const shown = JSON.stringify({ document: loaded.document, findings: loaded.findings });
     for (const key of KEYS()) expect(shown).not.toContain(key.slice(0, 40));
   });

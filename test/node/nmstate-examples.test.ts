@@ -12,6 +12,7 @@ import { networkStep } from '../../src/steps/network.js';
 import { runAgent } from './cli.js';
 import { REPO, testNode } from './context.js';
 import { factoryNetwork } from './factory-network.js';
+import { planOf } from '../../src/engine/engine.js';
 
 const EXAMPLES = path.join(REPO, 'nmstate-examples');
 const examples = readdirSync(EXAMPLES, { withFileTypes: true })
@@ -41,7 +42,7 @@ describe('nmstate-examples', () => {
 
   for (const name of examples) {
     it(`${name}: loads without findings, plans from the CLI, and applies to nothing left to do`, async () => {
-      const loaded = await loadSiteConfig(path.join(EXAMPLES, name));
+      const loaded = await loadSiteConfig(path.join(EXAMPLES, name), new Date());
       expect(loaded.findings).toEqual([]);
       expect(loaded.files.map((f) => f.name)).toEqual(['site-config.yaml', `${name}.yaml`]);
 
@@ -58,7 +59,7 @@ describe('nmstate-examples', () => {
       };
       const applied = testNode({ network: factoryNetwork(), site });
       await applied.run([networkStep]);
-      expect(await networkStep.plan(applied.ctx)).toMatchObject({ action: 'noop' });
+      expect(await planOf(networkStep, applied.ctx)).toMatchObject({ action: 'noop' });
     });
   }
 });

@@ -10,11 +10,10 @@
  *   (it names cloud resources and was fixed at install time): a different one is a warning.
  * A native site-config has none of these: the step has nothing to do.
  */
-import { VerificationError } from '../../base/errors.js';
 import type { Change, PlanResult } from '../../engine/step.js';
 import { INFRASTRUCTURE_CONFIG } from '../../kube/openshift.js';
 import type { Kube, KubeObject, ObjectRef } from '../../ports/kube.js';
-import type { Step, StepContext } from '../site.js';
+import type { Step } from '../site.js';
 import type { ImageBasedSite } from './image-based.js';
 import { MANIFEST_FILE } from './seed-reconfiguration.js';
 
@@ -71,14 +70,14 @@ export function infraIdWarning(media: ImageBasedSite, cluster: ClusterIdentity):
   return `${MANIFEST_FILE} infra_id ${media.infraID} differs from the cluster's infrastructure name ${cluster.infrastructureName ?? '(none: no Infrastructure cluster status)'}: the factory's is kept (it is fixed at install time)`;
 }
 
-interface Survey {
+interface Decision {
   cluster: ClusterIdentity;
   conflicts: string[];
   changes: Change[];
 }
 
-function survey(media: ImageBasedSite, cluster: ClusterIdentity): Survey {
-  const s: Survey = { cluster, conflicts: [], changes: [] };
+function decide(media: ImageBasedSite, cluster: ClusterIdentity): Decision {
+  const s: Decision = { cluster, conflicts: [], changes: [] };
   if (media.releaseRegistry !== undefined) {
     if (cluster.releaseImage === undefined)
       s.conflicts.push(
@@ -110,13 +109,12 @@ const unusedLine = (media: ImageBasedSite): string =>
     ? ''
     : `; accepted, not used: ${media.unused.map((u) => u.field.split('.').pop()).join(', ')} (they re-sign every certificate of the cluster)`;
 
-async function surveyed(ctx: StepContext): Promise<{ media: ImageBasedSite; s: Survey } | undefined> {
-  const media = ctx.site.imageBased;
-  if (!media) return undefined;
-  return { media, s: survey(media, await readClusterIdentity(await ctx.kube())) };
+/** What the step reads: the media's identity (none for a native site-config) and the cluster's. */
+export interface ClusterIdentityView {
+  cluster?: ClusterIdentity;
 }
 
-export const clusterIdentityStep: Step = {
+export const clusterIdentityStep: Step<ClusterIdentityView> = {
   name: 'cluster-identity',
   group: 'cluster',
   description:
@@ -126,30 +124,27 @@ export const clusterIdentityStep: Step = {
     releaseRegistry: site.imageBased?.releaseRegistry ?? null,
   }),
 
-  async plan(ctx): Promise<PlanResult> {
-    const found = await surveyed(ctx);
-    if (!found) return { action: 'noop', reason: 'a native site-config: the cluster keeps its identity' };
-    const { media, s } = found;
+  async survey(ctx) {
+    if (!ctx.site.imageBased) return {};
+    return { cluster: await readClusterIdentity(await ctx.kube()) };
+  },
+
+  plan(view, site): PlanResult {
+    const media = site.imageBased;
+    if (!media || !view.cluster)
+      return { action: 'noop', reason: 'a native site-config: the cluster keeps its identity' };
+    const s = decide(media, view.cluster);
     const warning = infraIdWarning(media, s.cluster);
-    if (warning) ctx.log.warn({ step: 'cluster-identity' }, warning);
+    const also = `${unusedLine(media)}${warning ? `; warning: ${warning}` : ''}`;
     if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
     if (s.changes.length === 0)
-      return { action: 'noop', reason: `the cluster already has the media's identity${unusedLine(media)}` };
-    return { action: 'change', summary: `the site's cluster ID${unusedLine(media)}`, changes: s.changes };
+      return { action: 'noop', reason: `the cluster already has the media's identity${also}` };
+    return { action: 'change', summary: `the site's cluster ID${also}`, changes: s.changes };
   },
 
   async apply(ctx) {
     const media = ctx.site.imageBased!;
     await (await ctx.kube()).mergePatch(CLUSTER_VERSION, { spec: { clusterID: media.clusterID } });
     ctx.log.info({ clusterID: media.clusterID }, `ClusterVersion spec.clusterID is ${media.clusterID}`);
-  },
-
-  async verify(ctx) {
-    const found = await surveyed(ctx);
-    if (found && (found.s.changes.length > 0 || found.s.conflicts.length > 0))
-      throw new VerificationError(
-        `cluster-identity: ClusterVersion spec.clusterID is ${found.s.cluster.clusterID ?? 'unset'}, not ${found.media.clusterID}`,
-        { step: 'cluster-identity' },
-      );
   },
 };

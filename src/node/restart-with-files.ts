@@ -10,8 +10,8 @@
  */
 import path from 'node:path';
 import { errorMessage, StepError } from '../base/errors.js';
-import type { StepContext } from '../config/site.js';
-import { type ManagedFile, writeManagedFile } from '../node/managed-file.js';
+import type { StepContext } from '../engine/step.js';
+import { type ManagedFile, writeManagedFile } from './managed-file.js';
 
 const RESTART_TIMEOUT_MS = 60_000;
 

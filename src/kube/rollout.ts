@@ -5,9 +5,8 @@
  * ClusterOperator Available, not Progressing and not Degraded, and the master MachineConfigPool
  * updated. Each answer is a list of what is not settled yet; empty when all is.
  */
-import { readIngressConfig, siteDomains } from '../kube/openshift.js';
+import { readIngressConfig, siteDomains } from './openshift.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
-import type { Site } from '../config/site.js';
 
 export const KUBE_APISERVER_OPERATOR = {
   apiVersion: 'operator.openshift.io/v1',
@@ -111,7 +110,7 @@ export async function masterPoolUnsettled(kube: Kube): Promise<string[]> {
 }
 
 /** Everything not settled yet, in one list. */
-export async function unsettled(kube: Kube, site: Pick<Site, 'clusterName' | 'baseDomain'>): Promise<string[]> {
+export async function unsettled(kube: Kube, site: { clusterName?: string; baseDomain: string }): Promise<string[]> {
   const { api } = await siteDomains(kube, site, await readIngressConfig(kube));
   return [
     ...(await revisionUnsettled(kube, api)),
