@@ -3,7 +3,7 @@
  * (args.ts). Only the help of a command that takes --only and --skip lists the steps, which its
  * caller passes in: `--help` loads no step.
  */
-import { OPTION_HELP, OPTIONS, type OptionName } from './args.js';
+import { OPTION_HELP, OPTIONS, type OptionName } from './option-table.js';
 import { COMMAND_SPECS, type CommandSpec } from './commands/options.js';
 
 const WIDTH = 118;

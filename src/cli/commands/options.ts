@@ -3,7 +3,7 @@
  * the command line and printing help load none of it (the Kubernetes client, the steps). An option
  * a command does not declare is a usage error naming the command (args.ts).
  */
-import type { OptionName } from '../args.js';
+import type { OptionName } from '../option-table.js';
 
 export interface CommandSpec {
   /** the words that name it: `validate`, or `factory prepare` for a subcommand */
