@@ -18,7 +18,12 @@ import {
 } from './models/static-pod-operators.js';
 import { SELECTED_NODE, startTopolvm, TOPOLVM_FINALIZER, type TopolvmModel } from './models/topolvm.js';
 import { NODE_SUBNETS, seedOvnControlPlane, startOvnControlPlane, type OvnModel } from './models/ovn-control-plane.js';
-import { MASTER_ROLE, startMachineConfigController, WORKER_ROLE } from './models/machine-config-controller.js';
+import {
+  MASTER_ROLE,
+  seedMachineConfigController,
+  startMachineConfigController,
+  WORKER_ROLE,
+} from './models/machine-config-controller.js';
 import type { Model } from './models/loop.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -95,11 +100,12 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     });
     await seedStaticPodOperators(kc, FACTORY_NODE_NAME, REVISION);
     await seedOvnControlPlane(kc, FACTORY_NODE_NAME);
-    operators = startStaticPodOperators(kc);
+    await seedMachineConfigController(kc, FACTORY_NODE_NAME);
+    const kubeletName = () => kubelet;
+    operators = startStaticPodOperators(kc, kubeletName);
     topolvm = startTopolvm(kc, LVMS_CLASS);
-    ovn = startOvnControlPlane(kc, () => kubelet);
-    const mccOn = FACTORY_NODE_NAME;
-    models = [operators, topolvm, ovn, startMachineConfigController(kc, () => kubelet === mccOn)];
+    ovn = startOvnControlPlane(kc, kubeletName);
+    models = [operators, topolvm, ovn, startMachineConfigController(kc, kubeletName)];
     // the factory node as it runs: Ready, with its subnet, the master taint already taken off
     await until('the factory Node Ready', async () => {
       const n = await core.readNode({ name: FACTORY_NODE_NAME });
@@ -142,19 +148,8 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     return a;
   }
 
-  it('old design: a new Node under the site hostname stops etcd, re-installs every static pod and deadlocks on OVN', async () => {
+  it('old design: a new Node under the site hostname never gets Ready, so the former Node is never deleted', async () => {
     const a = await oldDesign(5);
-    // etcd: revision 7 installed for the new name, which it does not know
-    const stopped = await until('etcd to stop', async () => operators.etcdStopped);
-    expect(stopped).toBe(
-      `etcd-ensure-env-vars: NODE_STORE_0042_SNO_ETCD_URL_HOST: not set (revision ${REVISION} installed for ${SITE_HOSTNAME})`,
-    );
-    // and every other static pod re-installed for the new name: the operators' churn
-    expect(operators.installs).toEqual(
-      ['KubeAPIServer', 'KubeControllerManager', 'KubeScheduler', 'Etcd'].map(
-        (kind) => `${kind} revision ${REVISION} on ${SITE_HOSTNAME}`,
-      ),
-    );
     // OVN: its control plane stays on the former Node, so the new one never gets a subnet nor
     // becomes Ready, and the agent, waiting for Ready, never deletes the former Node
     await expect(a.run(['old-node'])).rejects.toThrow(
@@ -164,12 +159,12 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     const fresh = await core.readNode({ name: SITE_HOSTNAME });
     expect(fresh.metadata?.annotations?.[NODE_SUBNETS]).toBeUndefined();
     expect(fresh.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
-    // the machine-config controller runs on the former Node too: the new one keeps the master taint
+    // the machine-config controller is on the former Node too: the new one keeps the master taint
     expect(fresh.spec?.taints).toContainEqual({ key: MASTER_ROLE, effect: 'NoSchedule' });
     expect(fresh.metadata?.labels).not.toHaveProperty(WORKER_ROLE);
   });
 
-  it("old design: deleting the former Node once the new one is Ready deletes the node's LVMS claims", async () => {
+  it('old design: once the former Node goes, LVMS claims are deleted, every static pod re-installs and etcd stops', async () => {
     await layLvms();
     const a = await oldDesign(30);
     // the OVN deadlock aside (a CNI that comes up): the new Node Ready, the former goes
@@ -189,7 +184,17 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     await a.run(['old-node']).catch(() => undefined);
     await until('the claims deleted', async () => (topolvm.deletedClaims.length > 0 ? true : undefined));
     expect(topolvm.deletedClaims).toEqual([`${CLAIM.namespace}/${CLAIM.name}`]);
-    const claim = await core.readNamespacedPersistentVolumeClaim(CLAIM);
-    expect(claim.metadata?.deletionTimestamp).toBeDefined();
+    expect((await core.readNamespacedPersistentVolumeClaim(CLAIM)).metadata?.deletionTimestamp).toBeDefined();
+    // the operators land on the new Node: revision 7 installed for a name it does not know
+    const stopped = await until('etcd to stop', async () => operators.etcdStopped);
+    expect(stopped).toBe(
+      `etcd-ensure-env-vars: NODE_STORE_0042_SNO_ETCD_URL_HOST: not set (revision ${REVISION} installed for ${SITE_HOSTNAME})`,
+    );
+    // and every other static pod re-installed for the new name: the operators' churn
+    expect(operators.installs).toEqual(
+      ['KubeAPIServer', 'KubeControllerManager', 'KubeScheduler', 'Etcd'].map(
+        (kind) => `${kind} revision ${REVISION} on ${SITE_HOSTNAME}`,
+      ),
+    );
   });
 });

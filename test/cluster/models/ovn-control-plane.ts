@@ -7,10 +7,9 @@
  *   321-333);
  * - its pod is bound to a Node and tolerates node.kubernetes.io/unreachable and not-ready with
  *   operator Exists and no tolerationSeconds (openshift/cluster-network-operator @ release-4.16
- *   69b8dae17b bindata/network/ovn-kubernetes/self-hosted/ovnkube-control-plane.yaml:171-194): it is
- *   never evicted, and it runs only where a kubelet runs its Node. It leaves a Node only when the
- *   Node is deleted (pod garbage collection), and its Deployment then has it scheduled on a Node
- *   that exists;
+ *   69b8dae17b bindata/network/ovn-kubernetes/self-hosted/ovnkube-control-plane.yaml:171-194): it
+ *   runs only where a kubelet runs its Node, and leaves it only when the Node is deleted
+ *   (pinned-pod.ts);
  * - ovnkube-node waits up to 300 s for its Node's subnet and fails without it
  *   (default_node_network_controller.go:898-913), and multus exits without the OVN CNI config
  *   (openshift/multus-cni @ release-4.16 cmd/multus-daemon/main.go:75-81), so kubelet's Node is
@@ -19,7 +18,8 @@
  * The node's kubelet is the test's: `kubeletName()` is the name it runs under now.
  */
 import { CoreV1Api, type KubeConfig, type V1NodeCondition } from '@kubernetes/client-node';
-import { isNotFound, now, startLoop, type Model } from './loop.js';
+import { now, startLoop, type Model } from './loop.js';
+import { pinnedPod, seedPinnedPod } from './pinned-pod.js';
 
 export const OVN_NAMESPACE = 'openshift-ovn-kubernetes';
 export const CONTROL_PLANE_POD = 'ovnkube-control-plane-0';
@@ -31,53 +31,17 @@ export interface OvnModel extends Model {
 }
 
 export async function seedOvnControlPlane(kc: KubeConfig, node: string): Promise<void> {
-  const core = kc.makeApiClient(CoreV1Api);
-  await core.createNamespace({ body: { metadata: { name: OVN_NAMESPACE } } }).catch(() => undefined);
-  await createPod(core, node);
-}
-
-function createPod(core: CoreV1Api, node: string) {
-  return core.createNamespacedPod({
-    namespace: OVN_NAMESPACE,
-    body: {
-      metadata: { name: CONTROL_PLANE_POD, namespace: OVN_NAMESPACE, labels: { app: 'ovnkube-control-plane' } },
-      spec: {
-        nodeName: node,
-        containers: [{ name: 'ovnkube-cluster-manager', image: 'ovn-kubernetes' }],
-        tolerations: [
-          { key: 'node.kubernetes.io/unreachable', operator: 'Exists' },
-          { key: 'node.kubernetes.io/not-ready', operator: 'Exists' },
-        ],
-      },
-    },
-  });
+  await seedPinnedPod(kc.makeApiClient(CoreV1Api), OVN_NAMESPACE, CONTROL_PLANE_POD, node);
 }
 
 export function startOvnControlPlane(kc: KubeConfig, kubeletName: () => string, intervalMs = 200): OvnModel {
   const core = kc.makeApiClient(CoreV1Api);
-  const podNode = async () => {
-    try {
-      return (await core.readNamespacedPod({ namespace: OVN_NAMESPACE, name: CONTROL_PLANE_POD })).spec?.nodeName;
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw e;
-    }
-  };
+  const pod = pinnedPod(core, OVN_NAMESPACE, CONTROL_PLANE_POD, kubeletName);
   const loop = startLoop('ovn-control-plane', intervalMs, async () => {
-    const nodes = (await core.listNode()).items;
-    const names = nodes.map((n) => n.metadata!.name!);
-    let bound = await podNode();
-    if (bound !== undefined && !names.includes(bound)) {
-      // pod GC, then the Deployment's new pod on a Node that exists (kubelet's, when it has one)
-      await core.deleteNamespacedPod({ namespace: OVN_NAMESPACE, name: CONTROL_PLANE_POD, gracePeriodSeconds: 0 });
-      bound = undefined;
-    }
-    if (bound === undefined && names.length > 0) {
-      bound = names.includes(kubeletName()) ? kubeletName() : names[0]!;
-      await createPod(core, bound);
-    }
-    if (bound === kubeletName())
-      for (const n of nodes.filter((n) => n.metadata!.annotations?.[NODE_SUBNETS] === undefined))
+    if (await pod.runs())
+      for (const n of (await core.listNode()).items.filter(
+        (n) => n.metadata!.annotations?.[NODE_SUBNETS] === undefined,
+      ))
         await core.patchNode({
           name: n.metadata!.name!,
           body: [
@@ -105,5 +69,5 @@ export function startOvnControlPlane(kc: KubeConfig, kubeletName: () => string, 
       });
     }
   });
-  return Object.assign(loop, { podNode });
+  return Object.assign(loop, { podNode: () => pod.node() });
 }

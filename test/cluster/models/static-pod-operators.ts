@@ -26,6 +26,10 @@
  *   node the revision does not know, it fails, etcd stops and the API with it; on a single node
  *   nothing is left to cut the next revision.
  *
+ * The operators are pods (one per operator namespace, here one for the four): they run only while a
+ * kubelet runs the Node they are bound to (pinned-pod.ts), so after a new Node registered they act
+ * only once the former Node is deleted.
+ *
  * Each pass runs the node controller, then the installer, then the revision controller. Upstream
  * they are separate controllers; the installer acting before the env-var and revision controllers
  * have caught up is the window the research describes (an operator cold start on its new Node
@@ -33,6 +37,7 @@
  */
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { isNotFound, startLoop, type Gvr, type Model } from './loop.js';
+import { pinnedPod, seedPinnedPod } from './pinned-pod.js';
 
 export const STATIC_POD_OPERATORS: readonly { kind: string; plural: string }[] = [
   { kind: 'KubeAPIServer', plural: 'kubeapiservers' },
@@ -41,6 +46,8 @@ export const STATIC_POD_OPERATORS: readonly { kind: string; plural: string }[] =
   { kind: 'Etcd', plural: 'etcds' },
 ];
 export const ETCD_NAMESPACE = 'openshift-etcd';
+const OPERATOR_NAMESPACE = 'openshift-etcd-operator';
+const OPERATOR_POD = 'static-pod-operators-0';
 const MASTER_LABEL = 'node-role.kubernetes.io/master';
 
 interface NodeStatus {
@@ -71,6 +78,7 @@ export async function seedStaticPodOperators(kc: KubeConfig, node: string, revis
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: ETCD_NAMESPACE } } }).catch(() => undefined);
   await writeEtcdRevision(core, revision, [node]);
+  await seedPinnedPod(core, OPERATOR_NAMESPACE, OPERATOR_POD, node);
   for (const { kind, plural } of STATIC_POD_OPERATORS) {
     const existing = await custom.getClusterCustomObject({ ...gvr(plural), name: 'cluster' }).catch(() => undefined);
     if (!existing)
@@ -106,9 +114,14 @@ async function writeEtcdRevision(core: CoreV1Api, revision: number, nodes: strin
   });
 }
 
-export function startStaticPodOperators(kc: KubeConfig, intervalMs = 200): StaticPodOperatorsModel {
+export function startStaticPodOperators(
+  kc: KubeConfig,
+  kubeletName: () => string,
+  intervalMs = 200,
+): StaticPodOperatorsModel {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
+  const pod = pinnedPod(core, OPERATOR_NAMESPACE, OPERATOR_POD, kubeletName);
   const installs: string[] = [];
   const etcd: { stopped?: string } = {};
 
@@ -132,6 +145,7 @@ export function startStaticPodOperators(kc: KubeConfig, intervalMs = 200): Stati
 
   async function reconcile(): Promise<void> {
     if (etcd.stopped) return; // the API is gone with etcd; nothing here runs any more
+    if (!(await pod.runs())) return;
     const masters = (await core.listNode({ labelSelector: MASTER_LABEL })).items.map((n) => n.metadata!.name!);
     for (const { kind, plural } of STATIC_POD_OPERATORS) {
       const o = (await custom.getClusterCustomObject({ ...gvr(plural), name: 'cluster' })) as {
