@@ -286,6 +286,10 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
           : customApi.patchClusterCustomObject({ ...query, ...dryRun }, applyPatchOptions)
       ) as Promise<T>;
     },
+    replaceStatus: (body: object) =>
+      (r.namespaced
+        ? customApi.replaceNamespacedCustomObjectStatus({ ...r, namespace: ref.namespace!, name: ref.name!, body })
+        : customApi.replaceClusterCustomObjectStatus({ ...r, name: ref.name!, body })) as Promise<T>,
     patch: (body: object) =>
       (r.namespaced
         ? customApi.patchNamespacedCustomObject(
@@ -325,6 +329,32 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     return (await retry(`replace ${describeRef(ref)}`, () =>
       objects.replace(obj as unknown as KubernetesObject),
     )) as unknown as T;
+  };
+
+  /** Read, change, write with the read resourceVersion; on 409 Conflict read and change again (bounded). */
+  const updateWith = async <T extends KubeObject>(
+    ref: ObjectRef,
+    change: (current: T) => T | undefined,
+    write: (obj: T) => Promise<T>,
+  ): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      const current = await get<T>(ref);
+      if (!current) throw new StepError(`failed to update ${describeRef(ref)}: it does not exist`);
+      const next = change(structuredClone(current));
+      if (next === undefined) return current;
+      try {
+        return await write({
+          ...next,
+          metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion },
+        });
+      } catch (err) {
+        if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('update', describeRef(ref), err);
+        log.info(
+          { target: describeRef(ref), attempt },
+          `${describeRef(ref)} changed while it was being updated: reading it again`,
+        );
+      }
+    }
   };
 
   return {
@@ -421,26 +451,15 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         return fail('patch', describeRef(ref), err);
       }
     },
-    async update<T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T> {
-      for (let attempt = 1; ; attempt++) {
-        const current = await get<T>(ref);
-        if (!current) throw new StepError(`failed to update ${describeRef(ref)}: it does not exist`);
-        const next = change(structuredClone(current));
-        if (next === undefined) return current;
-        try {
-          return await replace({
-            ...next,
-            metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion },
-          });
-        } catch (err) {
-          if (statusOf(err) !== 409 || attempt >= MAX_CONFLICTS) return fail('update', describeRef(ref), err);
-          log.info(
-            { target: describeRef(ref), attempt },
-            `${describeRef(ref)} changed while it was being updated: reading it again`,
-          );
-        }
-      }
-    },
+    update: <T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined) =>
+      updateWith(ref, change, replace),
+    updateStatus: <T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined) =>
+      updateWith(ref, change, async (obj: T) => {
+        const r = await resourceOf(ref.apiVersion, ref.kind);
+        if (!r || r.group === '')
+          throw new StepError(`${describeRef(ref)}: only a custom resource's status is written`);
+        return retry(`replace ${describeRef(ref)} status`, () => custom<T>(r, ref).replaceStatus(obj));
+      }),
     async delete(ref: ObjectRef): Promise<boolean> {
       const r = await resourceOf(ref.apiVersion, ref.kind);
       try {
