@@ -7,13 +7,13 @@
  * removed, and is overwritten only when the site-config names the same key. A site-config without
  * node labels leaves the Node alone.
  *
- * The Node is the one named after this machine's hostname: after csr-approval and old-node it is
- * registered, and it is the only Node this machine has.
+ * The Node is the one kubelet registers (src/node/node-name.ts: the name node-name pinned): after
+ * csr-approval and node-identity it is registered, and it is the only Node this machine has.
  */
 import { VerificationError } from '../base/errors.js';
 import type { LegacySiteStep, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import { readStaticHostname } from '../node/hostname.js';
+import { registeredNodeName } from '../node/node-name.js';
 import { pollUntil } from '../ports/clock.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 
@@ -36,7 +36,7 @@ const ownedKeys = (node: KubeObject | undefined): string[] =>
 
 async function survey(ctx: StepContext): Promise<Survey> {
   const kube = await ctx.kube();
-  const name = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
+  const name = await registeredNodeName(ctx.fs);
   const node = await kube.get({ apiVersion: 'v1', kind: 'Node', name });
   const want = ctx.site.nodeLabels;
   const current = node?.metadata.labels ?? {};
