@@ -25,6 +25,16 @@ import { type Flags, oneOf, seconds } from './args.js';
 export const NODE_KUBECONFIG =
   '/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig';
 
+/** What the command line says about where things are, as typed values, read once from the flags. */
+export interface RuntimeOptions {
+  /** seconds to wait for a site-config to appear when none is named (--wait) */
+  waitSeconds?: number;
+  /** the cluster's kubeconfig named on the command line (--kubeconfig), made absolute */
+  kubeconfig?: string;
+  /** where the watcher serves its metrics (--metrics-address) */
+  metricsAddress: string;
+}
+
 export interface Runtime {
   log: Logger;
   fs: RootFs;
@@ -32,7 +42,15 @@ export interface Runtime {
   clock: Clock;
   banner: Banner;
   stateDir: string;
-  flags: Flags;
+  options: RuntimeOptions;
+}
+
+function runtimeOptions(flags: Flags): RuntimeOptions {
+  return {
+    ...(flags.wait !== undefined && { waitSeconds: seconds('--wait', flags.wait) }),
+    ...(flags.kubeconfig && { kubeconfig: path.resolve(flags.kubeconfig) }),
+    metricsAddress: flags['metrics-address'] ?? '127.0.0.1:9464',
+  };
 }
 
 export function createRuntime(flags: Flags): Runtime {
@@ -49,14 +67,14 @@ export function createRuntime(flags: Flags): Runtime {
     clock: systemClock,
     banner: createBanner(flags.console ?? (underSystemd ? '/dev/console' : undefined)),
     stateDir: flags['state-dir'] ?? '/var/lib/sno-relocate',
-    flags,
+    options: runtimeOptions(flags),
   };
 }
 
 /** Loads the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
 export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
   if (target !== undefined) return report(rt, () => loadSiteConfig(target));
-  const found = await discoverSiteConfig({ ...rt, waitSeconds: seconds('--wait', rt.flags.wait) });
+  const found = await discoverSiteConfig({ ...rt, waitSeconds: rt.options.waitSeconds ?? 0 });
   if (!found) return undefined;
   logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
   try {
@@ -101,7 +119,7 @@ async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<Loa
  * $KUBECONFIG. None at all is a failed step (exit 1), as a missing or unreadable file is.
  */
 export async function kubeconfigPath(rt: Runtime): Promise<string> {
-  if (rt.flags.kubeconfig) return path.resolve(rt.flags.kubeconfig);
+  if (rt.options.kubeconfig) return rt.options.kubeconfig;
   if (await rt.fs.exists(NODE_KUBECONFIG)) return rt.fs.resolve(NODE_KUBECONFIG);
   if (process.env.KUBECONFIG) return process.env.KUBECONFIG;
   throw new StepError(

@@ -3,7 +3,7 @@ import type { DockerConfig, Mirror, SiteConfigV1, Workload } from './v1/schema.j
 import type { NmstateState } from '../base/nmstate.js';
 import type { Finding } from '../base/findings.js';
 import type { ExtraManifest } from './extra-manifests.js';
-import type { LegacyStep, Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
+import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
 
 export interface CertificatePair {
   certPem: string;
@@ -97,5 +97,4 @@ export interface LoadedSite {
 
 /** A step of this agent: the engine's step contract over this site-config. */
 export type Step<V = unknown> = EngineStep<Site, V>;
-export type LegacySiteStep = LegacyStep<Site>;
 export type StepContext = EngineStepContext<Site>;

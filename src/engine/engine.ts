@@ -7,10 +7,10 @@ import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
 import { errorMessage, RefusedError, SnoRelocateError, StepError, VerificationError } from '../base/errors.js';
 import { hashOf, type RunState, type StateStore } from './state.js';
-import type { AnyStep, ChangePlan, PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
+import type { ChangePlan, PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
 
 export interface EngineInput {
-  steps: readonly AnyStep[];
+  steps: readonly Step[];
   selected: ReadonlySet<StepName>;
   ctx: StepContext;
   store: StateStore;
@@ -21,28 +21,24 @@ export interface EngineInput {
   observer?: (state: RunState) => Promise<void>;
 }
 
-const stepContext = (ctx: StepContext, step: AnyStep): StepContext => ({
+const stepContext = (ctx: StepContext, step: Step): StepContext => ({
   ...ctx,
   log: ctx.log.child({ step: step.name }),
 });
 
-const isSurveyed = (step: AnyStep): step is Step => 'survey' in step;
-
 /** What the host looks like to the step, and what the step would do about it. */
-async function surveyAndPlan(step: AnyStep, ctx: StepContext): Promise<{ view: unknown; plan: PlanResult }> {
-  if (!isSurveyed(step)) return { view: undefined, plan: await step.plan(ctx) };
+async function surveyAndPlan(step: Step, ctx: StepContext): Promise<{ view: unknown; plan: PlanResult }> {
   const view = await step.survey(ctx);
   return { view, plan: step.plan(view, ctx.site) };
 }
 
 /** The step's plan for the host as it is now (what `plan` prints for it). */
-export async function planOf(step: AnyStep, ctx: StepContext): Promise<PlanResult> {
+export async function planOf(step: Step, ctx: StepContext): Promise<PlanResult> {
   return (await surveyAndPlan(step, ctx)).plan;
 }
 
 /** The one verification every step has unless it gives its own: surveyed again, nothing is left to do. */
-export async function verifyStep(step: AnyStep, ctx: StepContext): Promise<void> {
-  if (!isSurveyed(step)) return step.verify(ctx);
+export async function verifyStep(step: Step, ctx: StepContext): Promise<void> {
   if (step.verify) return step.verify(ctx);
   const plan = await planOf(step, ctx);
   if (plan.action === 'noop') return;
@@ -57,8 +53,7 @@ export async function verifyStep(step: AnyStep, ctx: StepContext): Promise<void>
 }
 
 /** Apply, then the step's waits: the plan's changes made and settled. */
-async function applyAndSettle(step: AnyStep, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<void> {
-  if (!isSurveyed(step)) return step.apply(ctx, plan);
+async function applyAndSettle(step: Step, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<void> {
   await step.apply?.(ctx, view, plan);
   await step.settle?.(ctx);
 }
@@ -170,12 +165,7 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   return state;
 }
 
-async function runOne(
-  step: AnyStep,
-  ctx: StepContext,
-  state: RunState,
-  store: Pick<StateStore, 'save'>,
-): Promise<void> {
+async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick<StateStore, 'save'>): Promise<void> {
   const inputHash = hashOf(step.inputs(ctx.site));
   const previous = state.steps[step.name];
   const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
@@ -204,7 +194,7 @@ async function runOne(
     if (plan.action === 'conflict') throw new RefusedError(`${step.name}: ${plan.reason}`, { step: step.name });
     if (plan.action === 'noop') {
       // a noop plan is the default verification already; a step's own runs once for a step not done before
-      if (!doneBefore && (!isSurveyed(step) || step.verify)) await verifyStep(step, ctx);
+      if (!doneBefore && step.verify) await verifyStep(step, ctx);
       await record('done', plan.reason);
       logEvent(
         ctx.log,

@@ -1,8 +1,8 @@
 /** --only and --skip: step names and the node / cluster groups, from the list of steps given. */
 import { UsageError } from '../base/errors.js';
-import { type AnyStep, STEP_GROUPS, type StepName } from './step.js';
+import { STEP_GROUPS, type Step, type StepName } from './step.js';
 
-function expand(steps: readonly AnyStep[], list: string, flag: string): Set<StepName> {
+function expand(steps: readonly Step[], list: string, flag: string): Set<StepName> {
   const out = new Set<StepName>();
   for (const raw of list.split(',')) {
     const item = raw.trim();
@@ -19,11 +19,7 @@ function expand(steps: readonly AnyStep[], list: string, flag: string): Set<Step
   return out;
 }
 
-export function selectSteps(
-  steps: readonly AnyStep[],
-  only: string | undefined,
-  skip: string | undefined,
-): Set<StepName> {
+export function selectSteps(steps: readonly Step[], only: string | undefined, skip: string | undefined): Set<StepName> {
   const selected = only === undefined ? new Set(steps.map((s) => s.name)) : expand(steps, only, '--only');
   if (skip !== undefined) for (const s of expand(steps, skip, '--skip')) selected.delete(s);
   if (selected.size === 0) throw new UsageError('--only/--skip leave no step to run');

@@ -92,15 +92,3 @@ export interface Step<S extends SiteBase = SiteBase, V = unknown> {
    */
   verify?(ctx: StepContext<S>): Promise<void>;
 }
-
-/** The contract before survey/plan/apply split: planning and verifying read the host themselves. */
-export interface LegacyStep<S extends SiteBase = SiteBase> {
-  name: StepName;
-  group: StepGroup;
-  description: string;
-  inputs(site: S): unknown;
-  plan(ctx: StepContext<S>): Promise<PlanResult>;
-  apply(ctx: StepContext<S>, plan: ChangePlan): Promise<void>;
-  verify(ctx: StepContext<S>): Promise<void>;
-}
-export type AnyStep<S extends SiteBase = SiteBase> = Step<S> | LegacyStep<S>;

@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRootFs } from '../ports/fs.js';
-import { lineDiff, planFile, writeManagedFile } from './managed-file.js';
+import { fileChange, lineDiff, readHostFile, type ManagedFile, writeManagedFile } from './managed-file.js';
+import type { RootFs } from '../ports/fs.js';
+
+/** The plan entry for the file as the host holds it now. */
+const planFile = async (fs: RootFs, file: ManagedFile, summary: string) =>
+  fileChange(await readHostFile(fs, file.path), file, summary);
 
 describe('lineDiff', () => {
   it('shows removed and added lines in order and nothing for equal text', () => {

@@ -90,16 +90,6 @@ export function fileChange(have: HostFile | undefined, file: ManagedFile, summar
   };
 }
 
-/** The plan entry for a file, read from the host now (for the steps still planning from the host). */
-export async function planFile(fs: RootFs, file: ManagedFile, summary: string): Promise<Change | undefined> {
-  return fileChange(await readHostFile(fs, file.path, file.userFolder), file, summary);
-}
-
-/** Whether the host's file differs from what it should hold, read now. */
-export async function fileDiffers(fs: RootFs, file: ManagedFile): Promise<boolean> {
-  return fileDrift(await readHostFile(fs, file.path, file.userFolder), file).reasons.length > 0;
-}
-
 export async function writeManagedFile(fs: RootFs, file: ManagedFile): Promise<void> {
   await fs.writeAtomic(file.path, file.content, {
     mode: file.mode,

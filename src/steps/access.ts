@@ -9,8 +9,7 @@
  *   that as deleted and recreated), so a missing secret is a conflict, never created.
  * The site CA for the API and apps certificates is the domain step's business.
  */
-import { VerificationError } from '../base/errors.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Site, Step } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import {
   APISERVER_CONFIG,
@@ -20,7 +19,7 @@ import {
   type APIServerConfig,
   type SecretObject,
 } from '../kube/openshift.js';
-import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
+import type { KubeObject, ObjectRef } from '../ports/kube.js';
 
 export const CLIENT_CA_CONFIGMAP = `${SECRET_PREFIX}admin-client-ca`;
 export const CLIENT_CA_KEY = 'ca-bundle.crt';
@@ -42,7 +41,14 @@ interface ConfigMapObject extends KubeObject {
   data?: Record<string, string>;
 }
 
-interface Survey {
+/** What the step reads: the client CA ConfigMap, the API server config and the kubeadmin secret. */
+export interface AccessView {
+  clientCa?: ConfigMapObject;
+  apiserver?: APIServerConfig;
+  kubeadmin?: SecretObject;
+}
+
+interface Decision {
   changes: Change[];
   conflicts: string[];
   configMap?: 'create' | 'update';
@@ -52,24 +58,20 @@ interface Survey {
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 
-async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
-  const access = ctx.site.access ?? {};
-  const s: Survey = { changes: [], conflicts: [], clientCaField: false, kubeadmin: false };
+function decide(view: AccessView, access: NonNullable<Site['access']>): Decision {
+  const s: Decision = { changes: [], conflicts: [], clientCaField: false, kubeadmin: false };
   if (access.clientCaPem !== undefined) {
-    const cm = await kube.get<ConfigMapObject>(clientCaRef);
-    if (cm?.data?.[CLIENT_CA_KEY] !== access.clientCaPem) {
-      s.configMap = cm ? 'update' : 'create';
+    if (view.clientCa?.data?.[CLIENT_CA_KEY] !== access.clientCaPem) {
+      s.configMap = view.clientCa ? 'update' : 'create';
       s.changes.push({
         action: s.configMap,
         target: `ConfigMap ${CONFIG_NAMESPACE}/${CLIENT_CA_CONFIGMAP}`,
         summary: "the site's admin client CA (spec.access.clientCAFile)",
       });
     }
-    const apiserver = await kube.get<APIServerConfig>(APISERVER_CONFIG);
-    if (!apiserver)
-      throw new VerificationError('apiserver.config.openshift.io/cluster does not exist', { step: 'access' });
-    const current = (apiserver.spec?.clientCA as { name?: string } | undefined)?.name;
-    if (current && current !== CLIENT_CA_CONFIGMAP)
+    const current = (view.apiserver?.spec?.clientCA as { name?: string } | undefined)?.name;
+    if (!view.apiserver) s.conflicts.push('apiserver.config.openshift.io/cluster does not exist');
+    else if (current && current !== CLIENT_CA_CONFIGMAP)
       s.conflicts.push(
         `apiserver.config/cluster spec.clientCA names ConfigMap ${current}, which the agent did not make: replacing it would lock out whoever it admits`,
       );
@@ -84,12 +86,11 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
     }
   }
   if (access.kubeadminPasswordHash !== undefined) {
-    const secret = await kube.get<SecretObject>(KUBEADMIN_SECRET);
-    if (!secret)
+    if (!view.kubeadmin)
       s.conflicts.push(
         'kube-system/kubeadmin does not exist: the OAuth server accepts only the one made at installation, so it cannot be created again',
       );
-    else if (secret.data?.kubeadmin !== b64(access.kubeadminPasswordHash)) {
+    else if (view.kubeadmin.data?.kubeadmin !== b64(access.kubeadminPasswordHash)) {
       s.kubeadmin = true;
       s.changes.push({
         action: 'update',
@@ -101,7 +102,10 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   return s;
 }
 
-export const accessStep: LegacySiteStep = {
+const givesAccess = (site: Site) =>
+  site.access?.clientCaPem !== undefined || site.access?.kubeadminPasswordHash !== undefined;
+
+export const accessStep: Step<AccessView> = {
   name: 'access',
   group: 'cluster',
   description: "the site's admin client CA in `apiserver.config` spec.clientCA; the kubeadmin hash updated in place",
@@ -110,23 +114,34 @@ export const accessStep: LegacySiteStep = {
     kubeadmin: site.access?.kubeadminPasswordHash ?? null,
   }),
 
-  async plan(ctx): Promise<PlanResult> {
-    const access = ctx.site.access;
-    if (access?.clientCaPem === undefined && access?.kubeadminPasswordHash === undefined)
+  async survey(ctx) {
+    // the factory's access stays without asking the API when the site-config gives none
+    if (!givesAccess(ctx.site)) return {};
+    const kube = await ctx.kube();
+    const access = ctx.site.access!;
+    const clientCa = access.clientCaPem === undefined ? undefined : await kube.get<ConfigMapObject>(clientCaRef);
+    const apiserver = access.clientCaPem === undefined ? undefined : await kube.get<APIServerConfig>(APISERVER_CONFIG);
+    const kubeadmin =
+      access.kubeadminPasswordHash === undefined ? undefined : await kube.get<SecretObject>(KUBEADMIN_SECRET);
+    return { ...(clientCa && { clientCa }), ...(apiserver && { apiserver }), ...(kubeadmin && { kubeadmin }) };
+  },
+
+  plan(view, site): PlanResult {
+    if (!givesAccess(site))
       return {
         action: 'noop',
         reason: "the site-config gives no admin client CA and no kubeadmin hash: the factory's access stays",
       };
-    const s = await survey(ctx, await ctx.kube());
+    const s = decide(view, site.access!);
     if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
     if (s.changes.length === 0) return { action: 'noop', reason: "the site's access is in place" };
     return { action: 'change', summary: "give the site's administrators access", changes: s.changes };
   },
 
-  async apply(ctx) {
+  async apply(ctx, view) {
     const kube = await ctx.kube();
     const access = ctx.site.access!;
-    const s = await survey(ctx, kube);
+    const s = decide(view, access);
     // the ConfigMap before the field naming it: the operator never sees a clientCA it cannot read
     if (s.configMap === 'create')
       await kube.create<ConfigMapObject>({
@@ -151,14 +166,5 @@ export const accessStep: LegacySiteStep = {
       { clientCA: access.clientCaPem !== undefined, kubeadmin: access.kubeadminPasswordHash !== undefined },
       "the site's access is in place",
     );
-  },
-
-  async verify(ctx) {
-    const s = await survey(ctx, await ctx.kube());
-    if (s.conflicts.length > 0 || s.changes.length > 0)
-      throw new VerificationError(
-        `access: still to do: ${[...s.conflicts, ...s.changes.map((c) => c.target)].join('; ')}`,
-        { step: 'access' },
-      );
   },
 };

@@ -6,9 +6,9 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { DockerConfig } from '../config/v1/schema.js';
-import { StepError, VerificationError } from '../base/errors.js';
+import { StepError } from '../base/errors.js';
 import type { PlanResult } from '../engine/step.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';
 import { recordFactoryRegistries } from '../watch/context.js';
@@ -51,59 +51,60 @@ export function desiredPullSecret(
   return { ...(current.value as object), auths: { ...(auths as DockerConfig['auths']), ...site.auths } };
 }
 
-async function survey(ctx: StepContext) {
-  const kube = await ctx.kube();
-  const secret = await kube.get<SecretObject>(PULL_SECRET);
-  const current = readSecret(secret);
-  const wanted =
-    ctx.site.pullSecret === undefined
-      ? undefined
-      : desiredPullSecret(ctx.site.pullSecret, ctx.site.pullSecretPolicy, current);
-  return { kube, secret, current, wanted };
+/** What the step reads: the cluster's pull secret, absent when there is none. */
+export interface PullSecretView {
+  secret?: SecretObject;
 }
 
-function planOf(ctx: StepContext, s: Awaited<ReturnType<typeof survey>>): PlanResult {
-  if (s.wanted === undefined) return { action: 'noop', reason: 'the site-config has no pull secret' };
-  if (typeof s.wanted === 'string') return { action: 'conflict', reason: s.wanted };
-  const described = describeAuths(s.wanted);
-  if (s.current.value !== undefined && isDeepStrictEqual(s.current.value, s.wanted))
-    return { action: 'noop', reason: `${TARGET} already holds the site's credentials (${described})` };
-  const before =
-    s.current.value !== undefined ? describeAuths(s.current.value) : s.current.unreadable ? '<unreadable>' : undefined;
-  return {
-    action: 'change',
-    summary: `${ctx.site.pullSecretPolicy} the cluster's pull secret`,
-    changes: [
-      {
-        action: s.secret ? 'update' : 'create',
-        target: TARGET,
-        summary: `${described}, ${ctx.site.pullSecretPolicy}`,
-        diff: [...(before ? [`- ${before}`] : []), `+ ${described}`],
-      },
-    ],
-  };
-}
-
-export const clusterPullSecretStep: LegacySiteStep = {
+export const clusterPullSecretStep: Step<PullSecretView> = {
   name: 'cluster-pull-secret',
   group: 'cluster',
   description: '`openshift-config/pull-secret` replaced (or merged)',
   inputs: (site) => ({ pullSecret: site.pullSecret ?? null, policy: site.pullSecretPolicy }),
 
-  async plan(ctx) {
-    return planOf(ctx, await survey(ctx));
+  async survey(ctx) {
+    const secret = await (await ctx.kube()).get<SecretObject>(PULL_SECRET);
+    return secret ? { secret } : {};
   },
 
-  async apply(ctx) {
-    const s = await survey(ctx);
-    const wanted = s.wanted;
-    if (wanted === undefined || typeof wanted === 'string') return;
+  plan(view, site): PlanResult {
+    if (site.pullSecret === undefined) return { action: 'noop', reason: 'the site-config has no pull secret' };
+    const current = readSecret(view.secret);
+    const wanted = desiredPullSecret(site.pullSecret, site.pullSecretPolicy, current);
+    if (typeof wanted === 'string') return { action: 'conflict', reason: wanted };
+    const described = describeAuths(wanted);
+    if (current.value !== undefined && isDeepStrictEqual(current.value, wanted))
+      return { action: 'noop', reason: `${TARGET} already holds the site's credentials (${described})` };
+    const before =
+      current.value !== undefined ? describeAuths(current.value) : current.unreadable ? '<unreadable>' : undefined;
+    return {
+      action: 'change',
+      summary: `${site.pullSecretPolicy} the cluster's pull secret`,
+      changes: [
+        {
+          action: view.secret ? 'update' : 'create',
+          target: TARGET,
+          summary: `${described}, ${site.pullSecretPolicy}`,
+          diff: [...(before ? [`- ${before}`] : []), `+ ${described}`],
+        },
+      ],
+    };
+  },
+
+  async apply(ctx, view) {
+    const kube = await ctx.kube();
+    const site = ctx.site.pullSecret!;
+    const policy = ctx.site.pullSecretPolicy;
+    const current = readSecret(view.secret);
+    const wanted = desiredPullSecret(site, policy, current);
+    if (typeof wanted === 'string')
+      throw new StepError(`cluster-pull-secret: ${wanted}`, { step: 'cluster-pull-secret' });
     // the registries the factory pulled from and the site drops: the watcher reports images still
     // pulled from them (host names only; no credential is kept)
-    const dropped = Object.keys(authsOf(s.current) ?? {}).filter((r) => !(r in wanted.auths));
+    const dropped = Object.keys(authsOf(current) ?? {}).filter((r) => !(r in wanted.auths));
     if (dropped.length > 0) await recordFactoryRegistries(ctx.fs, ctx.stateDir, dropped);
-    if (!s.secret) {
-      await s.kube.create<SecretObject>({
+    if (!view.secret) {
+      await kube.create<SecretObject>({
         apiVersion: 'v1',
         kind: 'Secret',
         metadata: { name: PULL_SECRET.name, namespace: CONFIG_NAMESPACE },
@@ -111,30 +112,20 @@ export const clusterPullSecretStep: LegacySiteStep = {
         data: { [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(wanted)).toString('base64') },
       });
     } else {
-      const site = ctx.site.pullSecret!;
-      await s.kube.update<SecretObject>(PULL_SECRET, (current) => {
+      await kube.update<SecretObject>(PULL_SECRET, (now) => {
         // merged again from what is there now: a registry another writer added meanwhile stays
-        const wanted = desiredPullSecret(site, ctx.site.pullSecretPolicy, readSecret(current));
-        if (typeof wanted === 'string')
-          throw new StepError(`cluster-pull-secret: ${wanted}`, { step: 'cluster-pull-secret' });
+        const merged = desiredPullSecret(site, policy, readSecret(now));
+        if (typeof merged === 'string')
+          throw new StepError(`cluster-pull-secret: ${merged}`, { step: 'cluster-pull-secret' });
         return {
-          ...current,
-          data: { ...current.data, [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(wanted)).toString('base64') },
+          ...now,
+          data: { ...now.data, [DOCKERCONFIG_KEY]: Buffer.from(JSON.stringify(merged)).toString('base64') },
         };
       });
     }
     ctx.log.info(
-      { secret: TARGET, registries: Object.keys(wanted.auths).length, policy: ctx.site.pullSecretPolicy },
+      { secret: TARGET, registries: Object.keys(wanted.auths).length, policy },
       'cluster pull secret written',
     );
-  },
-
-  async verify(ctx) {
-    const plan = planOf(ctx, await survey(ctx));
-    if (plan.action !== 'noop')
-      throw new VerificationError(`cluster-pull-secret: ${TARGET} does not hold the site's credentials after apply`, {
-        step: 'cluster-pull-secret',
-        retryable: true,
-      });
   },
 };

@@ -3,7 +3,8 @@
  * the internal IP, and what br-ex holds right now (a DHCP site names no address of its own). `ip`
  * is answered as `ip -j addr show dev br-ex` prints on a node.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +12,8 @@ import type { StepContext } from '../config/site.js';
 import type { Exec } from '../ports/exec.js';
 import { createRootFs } from '../ports/fs.js';
 import { testSite } from '../../test/node/context.js';
-import { nodeIdentity } from './csr-approval.js';
+import { KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER, NODE_BOOTSTRAPPER } from '../kube/csr.js';
+import { csrApprovalStep, nodeIdentity } from './csr-approval.js';
 
 const brEx = (addrs: { local: string; prefixlen: number }[]): Exec => ({
   run: async (command, args) => {
@@ -69,5 +71,76 @@ describe('nodeIdentity', () => {
       },
     });
     expect((await nodeIdentity(ctx(site, noBrEx))).ips).toEqual(['10.42.0.20']);
+  });
+});
+
+describe('csr-approval decisions', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'csr-plan-'));
+  /** a request made by the real openssl, with the key type kubelet uses */
+  const request = (subject: string, sans?: string) => {
+    const out = path.join(dir, `${Math.random().toString(36).slice(2)}.csr`);
+    execFileSync(
+      'openssl',
+      ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${out}.key`].concat(
+        ['-subj', subject, ...(sans ? ['-addext', `subjectAltName=${sans}`] : []), '-out', out],
+      ),
+      { stdio: 'pipe' },
+    );
+    return Buffer.from(readFileSync(out, 'utf8')).toString('base64');
+  };
+  const node = { hostname: 'sno-store42', ips: ['192.168.127.10'] };
+  const clientReq = request('/O=system:nodes/CN=system:node:sno-store42');
+  const otherReq = request('/O=system:nodes/CN=system:node:someone-else');
+  const servingReq = request('/O=system:nodes/CN=system:node:sno-store42', 'DNS:sno-store42,IP:192.168.127.10');
+  const approved = { conditions: [{ type: 'Approved', status: 'True' }] };
+  const csr = (name: string, req: string, kind: 'client' | 'serving', status?: typeof approved) => ({
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { name },
+    spec:
+      kind === 'client'
+        ? {
+            request: req,
+            signerName: KUBELET_CLIENT_SIGNER,
+            usages: ['digital signature', 'client auth'],
+            username: NODE_BOOTSTRAPPER,
+            groups: [
+              'system:serviceaccounts:openshift-machine-config-operator',
+              'system:serviceaccounts',
+              'system:authenticated',
+            ],
+          }
+        : {
+            request: req,
+            signerName: KUBELET_SERVING_SIGNER,
+            usages: ['digital signature', 'server auth'],
+            username: 'system:node:sno-store42',
+            groups: ['system:nodes', 'system:authenticated'],
+          },
+    ...(status && { status }),
+  });
+  it.each([
+    ['nothing filed yet', [], [], 'change', []],
+    ['a client request of this node', [csr('c1', clientReq, 'client')], [], 'change', ['c1']],
+    ["another node's request is left alone", [csr('c2', otherReq, 'client')], [], 'change', []],
+    [
+      'client approved, serving pending',
+      [csr('c1', clientReq, 'client', approved), csr('s1', servingReq, 'serving')],
+      [],
+      'change',
+      ['s1'],
+    ],
+    [
+      'both approved',
+      [csr('c1', clientReq, 'client', approved), csr('s1', servingReq, 'serving', approved)],
+      [],
+      'noop',
+      [],
+    ],
+    ['both certificates on disk', [], ['client', 'serving'], 'noop', []],
+  ] as const)('%s', (_, csrs, issued, action, approvals) => {
+    const plan = csrApprovalStep.plan({ node, csrs: [...csrs], issued: [...issued] }, testSite());
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.target.split(' ')[1]) : []).toEqual(approvals);
   });
 });

@@ -8,9 +8,9 @@
  * kubelet already holds valid certificates for its name.
  */
 import { X509Certificate } from 'node:crypto';
-import { StepError, VerificationError } from '../base/errors.js';
+import { StepError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Step, StepContext } from '../config/site.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
@@ -18,7 +18,7 @@ import { CSR_WAIT_SECONDS } from '../base/timeouts.js';
 import { registeredNodeName } from '../node/node-name.js';
 import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { pollUntil } from '../ports/clock.js';
-import type { Kube, KubeObject } from '../ports/kube.js';
+import type { KubeObject } from '../ports/kube.js';
 
 const CSR_API = 'certificates.k8s.io/v1';
 export const CSR_WAIT_MS = CSR_WAIT_SECONDS * 1000;
@@ -69,21 +69,27 @@ async function issuedOnDisk(ctx: StepContext, node: NodeIdentity): Promise<Set<C
   return issued;
 }
 
-interface Survey {
+/** What the step reads: this node's identity, the cluster's requests, and kubelet's certificates. */
+export interface CsrView {
   node: NodeIdentity;
+  csrs: Csr[];
+  /** kinds for which kubelet already holds a valid certificate under this node's name */
+  issued: CsrKind[];
+}
+
+interface Judged {
   toApprove: { name: string; kind: CsrKind; why: string }[];
   leftAlone: { name: string; why: string }[];
   /** kinds this node already has: an approved request of its own, or a certificate on disk */
   done: Set<CsrKind>;
 }
 
-async function survey(ctx: StepContext, kube: Kube, node: NodeIdentity): Promise<Survey> {
-  const csrs = await kube.list<Csr>(CSR_API, 'CertificateSigningRequest');
-  const result: Survey = { node, toApprove: [], leftAlone: [], done: await issuedOnDisk(ctx, node) };
-  for (const csr of csrs) {
+function judge(view: CsrView): Judged {
+  const result: Judged = { toApprove: [], leftAlone: [], done: new Set(view.issued) };
+  for (const csr of view.csrs) {
     const state = csrState(csr);
     if (state === 'denied' || state === 'failed') continue;
-    const verdict = judgeCsr(csr, node);
+    const verdict = judgeCsr(csr, view.node);
     if (state === 'approved') {
       if (verdict.approve) result.done.add(verdict.kind);
     } else if (verdict.approve)
@@ -93,10 +99,25 @@ async function survey(ctx: StepContext, kube: Kube, node: NodeIdentity): Promise
   return result;
 }
 
-const missing = (s: Survey): CsrKind[] =>
+const missing = (s: Judged): CsrKind[] =>
   (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
 
-export const csrApprovalStep: LegacySiteStep = {
+async function approve(ctx: StepContext, view: CsrView, reported: Set<string>): Promise<Judged> {
+  const kube = await ctx.kube();
+  const s = judge(view);
+  for (const l of s.leftAlone.filter((l) => !reported.has(l.name))) {
+    reported.add(l.name);
+    ctx.log.info({ csr: l.name, reason: l.why }, `CSR ${l.name} left alone: ${l.why}`);
+  }
+  for (const a of s.toApprove) {
+    await kube.approveCsr(a.name, 'SnoRelocateApproved', `approved by sno-relocate: ${a.why}`);
+    s.done.add(a.kind);
+    ctx.log.info({ csr: a.name, kind: a.kind, reason: a.why }, `CSR ${a.name} approved: ${a.why}`);
+  }
+  return s;
+}
+
+export const csrApprovalStep: Step<CsrView> = {
   name: 'csr-approval',
   group: 'cluster',
   description: "approve this node's kubelet client and serving CSRs (subject, usages and SANs checked)",
@@ -106,12 +127,16 @@ export const csrApprovalStep: LegacySiteStep = {
     nmstate: site.network.nmstate,
   }),
 
-  async plan(ctx) {
-    const s = await survey(ctx, await ctx.kube(), await nodeIdentity(ctx));
-    for (const l of s.leftAlone)
-      ctx.log.debug({ csr: l.name, reason: l.why }, `CSR ${l.name} is not this node's: ${l.why}`);
+  async survey(ctx) {
+    const node = await nodeIdentity(ctx);
+    const csrs = await (await ctx.kube()).list<Csr>(CSR_API, 'CertificateSigningRequest');
+    return { node, csrs, issued: [...(await issuedOnDisk(ctx, node))] };
+  },
+
+  plan(view) {
+    const s = judge(view);
     if (s.toApprove.length === 0 && s.done.size === 2)
-      return { action: 'noop', reason: `node ${s.node.hostname} has its client and serving certificates approved` };
+      return { action: 'noop', reason: `node ${view.node.hostname} has its client and serving certificates approved` };
     const changes: Change[] = s.toApprove.map((a) => ({
       action: 'approve',
       target: `CertificateSigningRequest ${a.name}`,
@@ -121,49 +146,39 @@ export const csrApprovalStep: LegacySiteStep = {
     const wait = waiting.length > 0 ? `; then wait for kubelet's ${waiting.join(' and ')} request` : '';
     return {
       action: 'change',
-      summary: `approve node ${s.node.hostname}'s kubelet certificate requests${wait}`,
+      summary: `approve node ${view.node.hostname}'s kubelet certificate requests${wait}`,
       changes,
     };
   },
 
-  async apply(ctx) {
-    const kube = await ctx.kube();
-    const node = await nodeIdentity(ctx);
+  async apply(ctx, view) {
+    await approve(ctx, view, new Set());
+  },
+
+  /**
+   * Kubelet files its serving request only once its client certificate is signed: each request of
+   * this node's that comes while waiting is approved as it comes, until both kinds are.
+   */
+  async settle(ctx) {
     const reported = new Set<string>();
-    let last: Survey | undefined;
+    let last: Judged | undefined;
+    let node: NodeIdentity | undefined;
     const settled = await pollUntil(
       ctx.clock,
       async () => {
-        const s = await survey(ctx, kube, node);
-        last = s;
-        for (const l of s.leftAlone.filter((l) => !reported.has(l.name))) {
-          reported.add(l.name);
-          ctx.log.info({ csr: l.name, reason: l.why }, `CSR ${l.name} left alone: ${l.why}`);
-        }
-        for (const a of s.toApprove) {
-          await kube.approveCsr(a.name, 'SnoRelocateApproved', `approved by sno-relocate: ${a.why}`);
-          s.done.add(a.kind);
-          ctx.log.info({ csr: a.name, kind: a.kind, reason: a.why }, `CSR ${a.name} approved: ${a.why}`);
-        }
-        return s.done.size === 2 ? true : undefined;
+        const view = await csrApprovalStep.survey(ctx);
+        node = view.node;
+        last = await approve(ctx, view, reported);
+        return last.done.size === 2 ? true : undefined;
       },
       { timeoutMs: CSR_WAIT_MS, intervalMs: 500, maxIntervalMs: 5_000 },
     );
     if (!settled) {
       const waiting = last ? missing(last).join(' and ') : 'client and serving';
       throw new StepError(
-        `csr-approval: kubelet filed no ${waiting} request for node ${node.hostname} within ${CSR_WAIT_MS / 60_000} min`,
+        `csr-approval: kubelet filed no ${waiting} request for node ${node?.hostname ?? '(this host)'} within ${CSR_WAIT_MS / 60_000} min`,
         { step: 'csr-approval', retryable: true },
       );
     }
-  },
-
-  async verify(ctx) {
-    const s = await survey(ctx, await ctx.kube(), await nodeIdentity(ctx));
-    if (s.done.size < 2)
-      throw new VerificationError(
-        `csr-approval: node ${s.node.hostname} has no approved ${missing(s).join(' and ')} request`,
-        { step: 'csr-approval', retryable: true },
-      );
   },
 };

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { mergeIngress, mergeNamedCertificates, wantedSecrets, namedCertificateProblem } from './domain.js';
+import { testSite } from '../../test/node/context.js';
+import type { NamedCertificate } from '../kube/openshift.js';
+import {
+  type DomainView,
+  domainStep,
+  mergeIngress,
+  mergeNamedCertificates,
+  wantedSecrets,
+  namedCertificateProblem,
+} from './domain.js';
 
 const domains = { cluster: 'sno', apps: 'apps.sno.store42.example.com', api: 'api.sno.store42.example.com' };
 
@@ -93,5 +102,70 @@ describe('namedCertificateProblem', () => {
     expect(namedCertificateProblem([other(1, ['x.example.net', domains.api]), ours], domains)).toBe(
       `apiserver.config spec.servingCerts.namedCertificates: the entry for secret other-1 already names ${domains.api}, and the kube-apiserver operator refuses a name held by two entries: remove ${domains.api} from that entry`,
     );
+  });
+});
+
+describe('domain decisions', () => {
+  const ingress = {
+    apiVersion: 'config.openshift.io/v1',
+    kind: 'Ingress',
+    metadata: { name: 'cluster' },
+    spec: { domain: 'apps.sno.factory.example.com' },
+  };
+  const apiserver = (named: NamedCertificate[] = []) => ({
+    apiVersion: 'config.openshift.io/v1',
+    kind: 'APIServer',
+    metadata: { name: 'cluster' },
+    spec: { servingCerts: { namedCertificates: named } },
+  });
+  const controller = (defaultCertificate?: string) => ({
+    apiVersion: 'operator.openshift.io/v1',
+    kind: 'IngressController',
+    metadata: { name: 'default', namespace: 'openshift-ingress-operator' },
+    spec: defaultCertificate ? { defaultCertificate: { name: defaultCertificate } } : {},
+  });
+  const view = (parts: Partial<DomainView> = {}): DomainView => ({
+    domains,
+    ingress,
+    apiserver: apiserver(),
+    ingressController: controller(),
+    secrets: {},
+    routes: [],
+    caDir: '/var/lib/sno-relocate/site-ca',
+    now: new Date('2026-11-26T12:00:00Z'),
+    ...parts,
+  });
+  const others = Array.from({ length: 10 }, (_, i) => ({
+    names: [`n${i}.example.com`],
+    servingCertificate: { name: `s${i}` },
+  }));
+  it.each([
+    ['no APIServer config', view({ apiserver: undefined }), /apiserver.config.openshift.io\/cluster does not exist/],
+    ['no IngressController', view({ ingressController: undefined }), /not found: the router's default certificate/],
+    [
+      "a default certificate of someone else's",
+      view({ ingressController: controller('corporate') }),
+      /names secret corporate/,
+    ],
+    ['eleven named certificates', view({ apiserver: apiserver(others) }), /at most 10/],
+  ] as const)('refuses: %s', (_, v, reason) => {
+    const plan = domainStep.plan(v, testSite({ baseDomain: 'store42.example.com' }));
+    expect(plan).toMatchObject({ action: 'conflict', reason: expect.stringMatching(reason) });
+  });
+
+  it('plans the site CA, every secret, the three config writes and the routes to wait for on a factory cluster', () => {
+    const plan = domainStep.plan(view(), testSite({ baseDomain: 'store42.example.com' }));
+    if (plan.action !== 'change') throw new Error(`expected a change, got ${plan.action}`);
+    const targets = plan.changes.map((c) => `${c.action} ${c.target}`);
+    expect(targets[0]).toBe('create /var/lib/sno-relocate/site-ca');
+    expect(targets.filter((t) => t.startsWith('create Secret'))).toHaveLength(5);
+    expect(targets).toEqual(
+      expect.arrayContaining([
+        'update Ingress.config.openshift.io cluster',
+        'update APIServer.config.openshift.io cluster',
+        'update Route openshift-console/console',
+      ]),
+    );
+    expect(JSON.stringify(plan)).not.toMatch(/PRIVATE KEY/);
   });
 });

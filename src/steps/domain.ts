@@ -10,7 +10,7 @@
  * kube-apiserver revision). Entries other tools put in those lists stay: the agent's own are told by
  * their secret's name prefix and are replaced, never duplicated; a list the kube-apiserver operator
  * would refuse (more than 10 entries, or the API name held by another entry) is refused here.
- * Verify waits, bounded by --health-timeout, for the operators' routes admitted on their new hosts.
+ * Settles by waiting, bounded by --health-timeout, for the operators' routes admitted on their new hosts.
  */
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -26,7 +26,7 @@ import {
 import { certificatesIn, matchesKey, parseKey } from '../certs/x509.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Site, Step } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
 import {
   admittedFor,
@@ -177,14 +177,27 @@ function givenProblem(want: WantedSecret): string | undefined {
   return undefined;
 }
 
-interface Survey {
+/** What the step reads: the cluster's config objects, the secrets, the operators' routes, the site CA. */
+export interface DomainView {
   domains: SiteDomains;
   ingress: IngressConfig;
-  apiserver: APIServerConfig;
-  ingressController: IngressControllerObject | undefined;
+  apiserver?: APIServerConfig;
+  ingressController?: IngressControllerObject;
+  /** the wanted secrets as the cluster holds them, by `namespace/name` */
+  secrets: Record<string, SecretObject>;
+  /** routes in the operators' namespaces */
+  routes: RouteObject[];
+  /** the site's own CA, or the one generated on the node; undefined before the first run */
+  ca?: SiteCa;
+  /** where a generated site CA is kept */
+  caDir: string;
+  /** the time certificates are judged at */
+  now: Date;
+}
+
+interface Decision {
   /** operators' routes not yet admitted on their new host */
   pendingRoutes: ReturnType<typeof movedByOperators>;
-  ca: SiteCa | undefined;
   /** secrets to write, with why */
   stale: { want: WantedSecret; exists: boolean; why: string }[];
   conflicts: string[];
@@ -192,38 +205,22 @@ interface Survey {
   namedCertificates: NamedCertificate[];
 }
 
-async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
-  const now = ctx.clock.now();
-  const ingress = await readIngressConfig(kube);
-  const apiserver = await kube.get<APIServerConfig>(APISERVER_CONFIG);
-  if (!apiserver)
-    throw new VerificationError('apiserver.config.openshift.io/cluster does not exist', { step: 'domain' });
-  const domains = await siteDomains(kube, ctx.site, ingress);
-  // the site's own CA when the site-config gives one; otherwise the one generated on the node
-  const ca = siteCaGiven(ctx.site) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
-  const wanted = wantedSecrets(domains, ingress.spec!.domain!, ctx.site.certificates);
-  const current = await Promise.all(wanted.map((w) => kube.get<SecretObject>(secretRef(w.name, w.namespace))));
-  const ingressController = (await kube.serves(INGRESS_CONTROLLER.apiVersion, INGRESS_CONTROLLER.kind))
-    ? await kube.get<IngressControllerObject>(INGRESS_CONTROLLER)
-    : undefined;
-  // the operators' namespaces only (their routes and the custom ones they add, console-custom), not
-  // every route of the cluster: a thousand routes are a megabyte the API server reads and encodes
-  const namespaces = [...new Set(OPERATOR_ROUTES.map((r) => r.namespace))];
-  const routes = (
-    await Promise.all(namespaces.map((namespace) => kube.list<RouteObject>(ROUTE_API, 'Route', { namespace })))
-  ).flat();
-  const s: Survey = {
-    domains,
-    ingress,
-    apiserver,
-    ingressController,
-    pendingRoutes: movedByOperators(domains).filter((r) => !admittedFor(routes, r.wanted)),
-    ca,
+const secretKey = (w: { namespace: string; name: string }) => `${w.namespace}/${w.name}`;
+const wantedFor = (view: DomainView, site: Site) =>
+  wantedSecrets(view.domains, view.ingress.spec!.domain!, site.certificates);
+const pendingRoutes = (domains: SiteDomains, routes: readonly RouteObject[]) =>
+  movedByOperators(domains).filter((r) => !admittedFor(routes, r.wanted));
+
+function decide(view: DomainView, site: Site): Decision {
+  const { domains, ingressController, now, ca } = view;
+  const s: Decision = {
+    pendingRoutes: pendingRoutes(domains, view.routes),
     stale: [],
     conflicts: [],
-    ingressSpec: mergeIngress(ingress.spec ?? {}, domains),
-    namedCertificates: mergeNamedCertificates(apiserver.spec?.servingCerts?.namedCertificates ?? [], domains),
+    ingressSpec: mergeIngress(view.ingress.spec ?? {}, domains),
+    namedCertificates: mergeNamedCertificates(view.apiserver?.spec?.servingCerts?.namedCertificates ?? [], domains),
   };
+  if (!view.apiserver) s.conflicts.push('apiserver.config.openshift.io/cluster does not exist');
   const named = namedCertificateProblem(s.namedCertificates, domains);
   if (named) s.conflicts.push(named);
   const tooLong = siteHostsProblem(domains);
@@ -237,34 +234,36 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
     s.conflicts.push(
       `${describeRef(INGRESS_CONTROLLER)} spec.defaultCertificate names secret ${foreign}, which is not the agent's: remove it to let the agent serve the site's certificate`,
     );
-  for (const [i, want] of wanted.entries()) {
-    const pair = pairIn(current[i]);
+  for (const want of wantedFor(view, site)) {
+    const current = view.secrets[secretKey(want)];
+    const pair = pairIn(current);
     if (want.given) {
       const problem = givenProblem(want);
       if (problem) s.conflicts.push(problem);
       else if (!pair || pair.certPem !== want.given.certPem || pair.keyPem !== want.given.keyPem)
-        s.stale.push({ want, exists: !!current[i], why: `the site's certificate from ${want.field}` });
+        s.stale.push({ want, exists: !!current, why: `the site's certificate from ${want.field}` });
       continue;
     }
     const problem = pair ? servingProblem(pair, want.names, ca, now) : 'missing';
     if (problem)
       s.stale.push({
         want,
-        exists: !!current[i],
+        exists: !!current,
         why: `signed by the site CA for ${want.names.join(', ')}${pair ? ` (${problem})` : ''}`,
       });
   }
   return s;
 }
 
-function planOf(ctx: StepContext, s: Survey): PlanResult {
+function planOf(view: DomainView, site: Site): PlanResult {
+  const s = decide(view, site);
   if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
   const changes: Change[] = [];
-  if (!s.ca && s.stale.some((x) => !x.want.given)) {
+  if (!view.ca && s.stale.some((x) => !x.want.given)) {
     changes.push({
       action: 'create',
-      target: `${ctx.stateDir}/site-ca`,
-      summary: `site CA for ${ctx.site.name} (key 0600, kept for reruns)`,
+      target: view.caDir,
+      summary: `site CA for ${site.name} (key 0600, kept for reruns)`,
     });
   }
   for (const x of s.stale) {
@@ -274,28 +273,32 @@ function planOf(ctx: StepContext, s: Survey): PlanResult {
       summary: `kubernetes.io/tls, ${x.why}; key not shown`,
     });
   }
-  const ingressDiff = diffLines(s.ingress.spec, s.ingressSpec, 'spec');
+  const ingressDiff = diffLines(view.ingress.spec, s.ingressSpec, 'spec');
   if (ingressDiff.length > 0)
     changes.push({
       action: 'update',
       target: 'Ingress.config.openshift.io cluster',
-      summary: `appsDomain ${s.domains.apps} and component routes`,
+      summary: `appsDomain ${view.domains.apps} and component routes`,
       diff: ingressDiff,
     });
-  if (s.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET)
+  if (view.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET)
     changes.push({
       action: 'update',
       target: describeRef(INGRESS_CONTROLLER),
       summary: `the router serves ${APPS_SECRET} (restarts the router)`,
-      diff: diffLines(s.ingressController?.spec?.defaultCertificate, { name: APPS_SECRET }, 'spec.defaultCertificate'),
+      diff: diffLines(
+        view.ingressController?.spec?.defaultCertificate,
+        { name: APPS_SECRET },
+        'spec.defaultCertificate',
+      ),
     });
-  const currentNamed = s.apiserver.spec?.servingCerts?.namedCertificates ?? [];
+  const currentNamed = view.apiserver?.spec?.servingCerts?.namedCertificates ?? [];
   const namedDiff = diffLines(currentNamed, s.namedCertificates, 'spec.servingCerts.namedCertificates');
   if (namedDiff.length > 0)
     changes.push({
       action: 'update',
       target: 'APIServer.config.openshift.io cluster',
-      summary: `named certificate for ${s.domains.api} (a new kube-apiserver revision)`,
+      summary: `named certificate for ${view.domains.api} (a new kube-apiserver revision)`,
       diff: namedDiff,
     });
   for (const r of s.pendingRoutes)
@@ -308,9 +311,20 @@ function planOf(ctx: StepContext, s: Survey): PlanResult {
   if (changes.length === 0)
     return {
       action: 'noop',
-      reason: `the cluster already serves ${s.domains.apps} and ${s.domains.api} with the site's certificates`,
+      reason: `the cluster already serves ${view.domains.apps} and ${view.domains.api} with the site's certificates`,
     };
-  return { action: 'change', summary: `move the cluster to ${s.domains.apps} and ${s.domains.api}`, changes };
+  return { action: 'change', summary: `move the cluster to ${view.domains.apps} and ${view.domains.api}`, changes };
+}
+
+/**
+ * The operators' namespaces only (their routes and the custom ones they add, console-custom), not
+ * every route of the cluster: a thousand routes are a megabyte the API server reads and encodes.
+ */
+async function operatorRoutes(kube: Kube): Promise<RouteObject[]> {
+  const namespaces = [...new Set(OPERATOR_ROUTES.map((r) => r.namespace))];
+  return (
+    await Promise.all(namespaces.map((namespace) => kube.list<RouteObject>(ROUTE_API, 'Route', { namespace })))
+  ).flat();
 }
 
 function tlsSecret(name: string, namespace: string, pair: CertificatePair): SecretObject {
@@ -345,7 +359,7 @@ async function writeSecret(kube: Kube, secret: SecretObject, exists: boolean): P
   }));
 }
 
-export const domainStep: LegacySiteStep = {
+export const domainStep: Step<DomainView> = {
   name: 'domain',
   group: 'cluster',
   description:
@@ -356,18 +370,48 @@ export const domainStep: LegacySiteStep = {
     certificates: site.certificates,
   }),
 
-  async plan(ctx) {
-    return planOf(ctx, await survey(ctx, await ctx.kube()));
+  async survey(ctx) {
+    const kube = await ctx.kube();
+    const now = ctx.clock.now();
+    const ingress = await readIngressConfig(kube);
+    const apiserver = await kube.get<APIServerConfig>(APISERVER_CONFIG);
+    const domains = await siteDomains(kube, ctx.site, ingress);
+    // the site's own CA when the site-config gives one; otherwise the one generated on the node
+    const ca = siteCaGiven(ctx.site) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
+    const wanted = wantedSecrets(domains, ingress.spec!.domain!, ctx.site.certificates);
+    const secrets: Record<string, SecretObject> = {};
+    await Promise.all(
+      wanted.map(async (w) => {
+        const secret = await kube.get<SecretObject>(secretRef(w.name, w.namespace));
+        if (secret) secrets[secretKey(w)] = secret;
+      }),
+    );
+    const ingressController = (await kube.serves(INGRESS_CONTROLLER.apiVersion, INGRESS_CONTROLLER.kind))
+      ? await kube.get<IngressControllerObject>(INGRESS_CONTROLLER)
+      : undefined;
+    return {
+      domains,
+      ingress,
+      ...(apiserver && { apiserver }),
+      ...(ingressController && { ingressController }),
+      secrets,
+      routes: await operatorRoutes(kube),
+      ...(ca && { ca }),
+      caDir: `${ctx.stateDir}/site-ca`,
+      now,
+    };
   },
 
-  async apply(ctx) {
+  plan: planOf,
+
+  async apply(ctx, view) {
     const kube = await ctx.kube();
-    const s = await survey(ctx, kube);
-    const now = ctx.clock.now();
+    const s = decide(view, ctx.site);
+    const { now, domains } = view;
     const ca = s.stale.some((x) => !x.want.given)
-      ? (s.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now)))
-      : s.ca;
-    if (!s.ca && ca) ctx.log.info({ caDir: `${ctx.stateDir}/site-ca`, subject: ca.cert.subject }, 'site CA created');
+      ? (view.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now)))
+      : view.ca;
+    if (!view.ca && ca) ctx.log.info({ caDir: view.caDir, subject: ca.cert.subject }, 'site CA created');
     await Promise.all(
       s.stale.map(async (x) => {
         const pair = x.want.given ?? issueServing(x.want.names, ca!, now);
@@ -383,13 +427,13 @@ export const domainStep: LegacySiteStep = {
       }),
     );
     // before the ingress config moves: the routes step must still find routes under the old domain
-    const previous = s.ingress.spec?.appsDomain;
-    if (previous && previous !== s.domains.apps) await rememberAppsDomain(ctx.fs, ctx.stateDir, previous);
+    const previous = view.ingress.spec?.appsDomain;
+    if (previous && previous !== domains.apps) await rememberAppsDomain(ctx.fs, ctx.stateDir, previous);
     // the writes that roll out control-plane components, back to back: ingress.config (the
     // openshift-apiserver, then the operators' routes and the OAuth metadata revision), the router,
     // and the kube-apiserver's named certificate (its revision)
     await kube.update<IngressConfig>(INGRESS_CONFIG, (current) => {
-      const spec = mergeIngress(current.spec ?? {}, s.domains);
+      const spec = mergeIngress(current.spec ?? {}, domains);
       return isDeepStrictEqual(spec, current.spec) ? undefined : { ...current, spec };
     });
     await kube.update<IngressControllerObject>(INGRESS_CONTROLLER, (current) =>
@@ -399,7 +443,7 @@ export const domainStep: LegacySiteStep = {
     );
     await kube.update<APIServerConfig>(APISERVER_CONFIG, (current) => {
       const named = current.spec?.servingCerts?.namedCertificates ?? [];
-      const merged = mergeNamedCertificates(named, s.domains);
+      const merged = mergeNamedCertificates(named, domains);
       if (isDeepStrictEqual(named, merged)) return undefined;
       return {
         ...current,
@@ -408,30 +452,22 @@ export const domainStep: LegacySiteStep = {
     });
   },
 
-  async verify(ctx) {
+  /** the operators move their routes on their own time, through rollouts of the API servers */
+  async settle(ctx) {
     const kube = await ctx.kube();
-    let s = await survey(ctx, kube);
-    const config = planOf(ctx, { ...s, pendingRoutes: [] });
-    if (config.action !== 'noop') {
-      const left =
-        config.action === 'change' ? config.changes.map((c) => `${c.action} ${c.target}`).join('; ') : config.reason;
-      throw new VerificationError(`domain: the cluster still differs after apply: ${left}`, {
-        step: 'domain',
-        retryable: true,
-      });
-    }
-    // the operators move their routes on their own time, through rollouts of the API servers
+    const domains = await siteDomains(kube, ctx.site, await readIngressConfig(kube));
+    let pending: ReturnType<typeof pendingRoutes> = [];
     const settled = await pollUntil(
       ctx.clock,
       async () => {
-        s = await survey(ctx, kube);
-        return s.pendingRoutes.length === 0 ? true : undefined;
+        pending = pendingRoutes(domains, await operatorRoutes(kube));
+        return pending.length === 0 ? true : undefined;
       },
       { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
     );
     if (!settled)
       throw new VerificationError(
-        `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${s.pendingRoutes.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
+        `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${pending.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
         { step: 'domain', retryable: true },
       );
   },

@@ -10,7 +10,7 @@
  */
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Step, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
 import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
 import type { Finding } from '../watch/model.js';
@@ -88,7 +88,15 @@ function logNonErrors(ctx: StepContext, findings: readonly Finding[]): void {
     ctx.log.warn({ component: f.component, object: f.object }, `health: ${line(f)}`);
 }
 
-export const healthStep: LegacySiteStep = {
+/** What the step reads: the watcher's findings, what blocks the run, and the time it may take. */
+export interface HealthView {
+  findings: Finding[];
+  blocking: string[];
+  timeoutSeconds: number;
+  stableSeconds: number;
+}
+
+export const healthStep: Step<HealthView> = {
   name: 'health',
   group: 'cluster',
   description:
@@ -96,8 +104,17 @@ export const healthStep: LegacySiteStep = {
   // the mirrors decide which image findings apply
   inputs: (site) => contextFromSite(site),
 
-  async plan(ctx): Promise<PlanResult> {
+  async survey(ctx) {
     const { findings, blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    return {
+      findings,
+      blocking,
+      timeoutSeconds: ctx.options.healthTimeoutSeconds,
+      stableSeconds: ctx.options.healthStableSeconds,
+    };
+  },
+
+  plan({ findings, blocking, timeoutSeconds, stableSeconds }): PlanResult {
     const n = countBySeverity(findings);
     if (blocking.length === 0)
       return { action: 'noop', reason: `cluster healthy and settled now (${n.warning} warnings, ${n.info} notes)` };
@@ -111,13 +128,17 @@ export const healthStep: LegacySiteStep = {
     });
     return {
       action: 'change',
-      summary: `wait up to ${ctx.options.healthTimeoutSeconds}s for ${blocking.length} thing${blocking.length === 1 ? '' : 's'} to settle, then ${ctx.options.healthStableSeconds}s stable`,
+      summary: `wait up to ${timeoutSeconds}s for ${blocking.length} thing${blocking.length === 1 ? '' : 's'} to settle, then ${stableSeconds}s stable`,
       changes,
     };
   },
 
+  /** the site's context for the companion watcher, which keeps watching after the run */
   async apply(ctx) {
     await writeContextFile(ctx.fs, ctx.stateDir, await siteContext(ctx.fs, ctx.stateDir, ctx.site));
+  },
+
+  async settle(ctx) {
     const timeoutMs = ctx.options.healthTimeoutSeconds * 1000;
     const stableMs = ctx.options.healthStableSeconds * 1000;
     await withView(ctx, async (view) => {
@@ -150,11 +171,5 @@ export const healthStep: LegacySiteStep = {
     // once, at the end: the site's DNS servers may be slow to say no
     const warning = await siteDnsWarning(ctx);
     if (warning) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
-  },
-
-  async verify(ctx) {
-    const { blocking } = await withView(ctx, async (view) => blockers(ctx, view));
-    if (blocking.length > 0)
-      throw new VerificationError(`cluster not healthy: ${describe(blocking)}`, { step: 'health', retryable: true });
   },
 };

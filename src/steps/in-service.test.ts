@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
 import { inServiceStep, probeProblem } from './in-service.js';
+import { planOf } from '../engine/engine.js';
 
 describe('in-service step', () => {
   let server: Server;
@@ -19,7 +20,7 @@ describe('in-service step', () => {
 
   it('has nothing to wait for without inService, and never asks the API', async () => {
     const { ctx } = testNode({ site: testSite(), factory: false });
-    await expect(inServiceStep.plan(ctx)).resolves.toEqual({
+    await expect(planOf(inServiceStep, ctx)).resolves.toEqual({
       action: 'noop',
       reason: 'the site-config names no workloads to wait for',
     });
@@ -38,10 +39,21 @@ describe('in-service step', () => {
         inService: { workloads: [], probe: { url: `${base}/starting`, insecure: false }, timeoutSeconds: 60 },
       }),
     });
-    await expect(inServiceStep.plan(ctx)).resolves.toEqual({
+    await expect(planOf(inServiceStep, ctx)).resolves.toEqual({
       action: 'change',
       summary: 'wait up to 60s for 1 workload(s) to be ready',
       changes: [{ action: 'apply', target: `${base}/starting`, summary: 'wait until ready: answered 503' }],
     });
+  });
+});
+
+describe('in-service decisions', () => {
+  const spec = { workloads: [{ kind: 'Deployment' as const, namespace: 'vdu', name: 'du-app' }], timeoutSeconds: 600 };
+  it.each([
+    ['no inService', [], undefined, 'noop'],
+    ['every workload ready', [], spec, 'noop'],
+    ['one rolling out', [{ what: 'Deployment vdu/du-app', why: '1 of 3 replicas available' }], spec, 'change'],
+  ] as const)('%s', (_, waiting, inService, action) => {
+    expect(inServiceStep.plan([...waiting], testSite(inService ? { inService } : {})).action).toBe(action);
   });
 });

@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { InService } from '../config/site.js';
 import type { Workload } from '../config/v1/schema.js';
 import { errorMessage, VerificationError } from '../base/errors.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Step, StepContext } from '../config/site.js';
 import type { PlanResult } from '../engine/step.js';
 import { workloadNotReady, type WorkloadObject } from '../kube/workloads.js';
 import { pollUntil } from '../ports/clock.js';
@@ -83,16 +83,19 @@ async function waiting(ctx: StepContext, spec: InService): Promise<Waiting[]> {
 
 const line = (w: Waiting) => `${w.what}: ${w.why}`;
 
-export const inServiceStep: LegacySiteStep = {
+export const inServiceStep: Step<Waiting[]> = {
   name: 'in-service',
   group: 'cluster',
   description: "the site's own workloads (and URL) ready within the site-config's time budget",
   inputs: (site) => site.inService ?? null,
 
-  async plan(ctx): Promise<PlanResult> {
-    const spec = ctx.site.inService;
+  async survey(ctx) {
+    return ctx.site.inService ? waiting(ctx, ctx.site.inService) : [];
+  },
+
+  plan(now, site): PlanResult {
+    const spec = site.inService;
     if (!spec) return { action: 'noop', reason: 'the site-config names no workloads to wait for' };
-    const now = await waiting(ctx, spec);
     if (now.length === 0) return { action: 'noop', reason: 'every workload the site-config names is ready' };
     return {
       action: 'change',
@@ -101,7 +104,8 @@ export const inServiceStep: LegacySiteStep = {
     };
   },
 
-  async apply(ctx) {
+  // nothing to apply: the site's workloads roll out by themselves, and settle waits for them
+  async settle(ctx) {
     const spec = ctx.site.inService!;
     let last: Waiting[] = [];
     const ready = await pollUntil(
@@ -121,16 +125,5 @@ export const inServiceStep: LegacySiteStep = {
         { step: 'in-service', retryable: true },
       );
     ctx.log.info({ workloads: spec.workloads.length }, 'every workload the site-config names is ready');
-  },
-
-  async verify(ctx) {
-    const spec = ctx.site.inService;
-    if (!spec) return;
-    const now = await waiting(ctx, spec);
-    if (now[0])
-      throw new VerificationError(`in-service: ${now[0].what} not ready: ${now[0].why}`, {
-        step: 'in-service',
-        retryable: true,
-      });
   },
 };

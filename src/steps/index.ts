@@ -1,7 +1,7 @@
 /**
  * The order of the steps, in one place. Each line says why it stands where it does.
  */
-import type { LegacySiteStep, Step } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import { accessStep } from './access.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
@@ -24,7 +24,7 @@ import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
 
-export const STEPS: readonly (Step | LegacySiteStep)[] = [
+export const STEPS: readonly Step[] = [
   // ssh keys first: a network config that goes wrong must still be debuggable
   sshKeysStep,
   // no node pull secret step: /var/lib/kubelet/config.json is a file of the rendered MachineConfig,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { unmirroredCatalogs } from './mirrors.js';
+import { testSite } from '../../test/node/context.js';
+import { type MirrorsView, mirrorsStep, unmirroredCatalogs } from './mirrors.js';
 
 const catalog = (name: string, image: string) => ({
   apiVersion: 'operators.coreos.com/v1alpha1',
@@ -31,5 +32,74 @@ describe('unmirroredCatalogs', () => {
     expect(unmirroredCatalogs([catalog('by-tag', 'registry.redhat.io/redhat/index:v4.16')], digest, digest)).toEqual(
       [],
     );
+  });
+});
+
+describe('mirrors decisions', () => {
+  const all = { idms: true, itms: true, icsp: true };
+  const tag = [{ source: 'quay.io/store', mirrors: ['mirror.example.com/store'] }];
+  const owned = (kind: string, name: string, spec: Record<string, unknown>) => ({
+    apiVersion: 'x',
+    kind,
+    metadata: { name },
+    spec,
+  });
+  const idms = owned('ImageDigestMirrorSet', 'sno-relocate-digest-mirrors', {
+    imageDigestMirrors: [{ source: 'registry.redhat.io/redhat', mirrors: ['mirror.example.com/redhat'] }],
+  });
+  const view = (parts: Partial<MirrorsView> = {}): MirrorsView => ({
+    serves: all,
+    owned: [],
+    foreign: [],
+    catalogs: [],
+    ...parts,
+  });
+  it.each([
+    ['no mirrors, nothing of the agent', view(), [], [], 'noop', []],
+    ['digest mirrors on a new cluster', view(), digest, [], 'change', ['create ImageDigestMirrorSet']],
+    [
+      'digest mirrors on an old cluster',
+      view({ serves: { idms: false, itms: false, icsp: true } }),
+      digest,
+      [],
+      'change',
+      ['create ImageContentSourcePolicy'],
+    ],
+    [
+      'tag mirrors without ImageTagMirrorSet',
+      view({ serves: { idms: false, itms: false, icsp: true } }),
+      [],
+      tag,
+      'conflict',
+      [],
+    ],
+    ['neither kind served', view({ serves: { idms: false, itms: false, icsp: false } }), digest, [], 'conflict', []],
+    ['in place', view({ owned: [idms] }), digest, [], 'noop', []],
+    ['mirrors the site no longer has', view({ owned: [idms] }), [], [], 'change', ['delete ImageDigestMirrorSet']],
+    [
+      "an object of the agent's name it did not make",
+      view({ foreign: ['ImageDigestMirrorSet sno-relocate-digest-mirrors'] }),
+      digest,
+      [],
+      'conflict',
+      [],
+    ],
+  ] as const)('%s', (_, v, imageDigestMirrors, imageTagMirrors, action, changes) => {
+    const plan = mirrorsStep.plan(
+      v,
+      testSite({ imageDigestMirrors: [...imageDigestMirrors], imageTagMirrors: [...imageTagMirrors] }),
+    );
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target.split(' ')[0]}`) : []).toEqual(
+      changes,
+    );
+  });
+
+  it('warns in the plan of a catalog pulled by tag from a source with only digest mirrors', () => {
+    const plan = mirrorsStep.plan(
+      view({ owned: [idms], catalogs: [catalog('by-tag', 'registry.redhat.io/redhat/index:v4.16')] }),
+      testSite({ imageDigestMirrors: digest }),
+    );
+    expect(plan).toMatchObject({ action: 'noop', reason: expect.stringContaining('; warning: CatalogSource') });
   });
 });

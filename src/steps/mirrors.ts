@@ -9,11 +9,10 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
-import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
-import { describeRef, refOf, type Kube, type KubeObject } from '../ports/kube.js';
+import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
 export const IDMS = { apiVersion: 'config.openshift.io/v1', kind: 'ImageDigestMirrorSet' } as const;
 export const ITMS = { apiVersion: 'config.openshift.io/v1', kind: 'ImageTagMirrorSet' } as const;
@@ -72,29 +71,31 @@ export function unmirroredCatalogs(
   return found;
 }
 
-interface Survey {
-  wanted: MirrorObject[];
-  /** the agent's objects the cluster holds now */
+/** What the step reads: which mirror kinds the cluster serves, the objects there, and the catalogs. */
+export interface MirrorsView {
+  serves: { idms: boolean; itms: boolean; icsp: boolean };
+  /** the agent's objects (its managed-by label) the cluster holds now */
   owned: MirrorObject[];
+  /** objects of the agent's names the cluster holds without its label, by `kind/name` */
+  foreign: string[];
+  catalogs: (KubeObject & { spec?: { image?: string } })[];
+}
+
+interface Wanted {
+  objects: MirrorObject[];
   conflict?: string;
-  warnings: string[];
 }
 
 const sameObject = (a: KubeObject, b: KubeObject) => a.kind === b.kind && a.metadata.name === b.metadata.name;
 
-async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
-  const { imageDigestMirrors: digest, imageTagMirrors: tag } = ctx.site;
-  const [idms, itms, icsp] = await Promise.all([
-    kube.serves(IDMS.apiVersion, IDMS.kind),
-    kube.serves(ITMS.apiVersion, ITMS.kind),
-    kube.serves(ICSP.apiVersion, ICSP.kind),
-  ]);
-  const wanted: MirrorObject[] = [];
+/** The objects the site's mirrors make on a cluster that serves these kinds. */
+function wantedObjects(serves: MirrorsView['serves'], digest: readonly Mirror[], tag: readonly Mirror[]): Wanted {
+  const objects: MirrorObject[] = [];
   let conflict: string | undefined;
   if (digest.length > 0) {
-    if (idms) wanted.push(object(IDMS, DIGEST_MIRRORS_NAME, { imageDigestMirrors: mirrorEntries(digest) }));
-    else if (icsp)
-      wanted.push(
+    if (serves.idms) objects.push(object(IDMS, DIGEST_MIRRORS_NAME, { imageDigestMirrors: mirrorEntries(digest) }));
+    else if (serves.icsp)
+      objects.push(
         object(ICSP, DIGEST_MIRRORS_NAME, {
           repositoryDigestMirrors: digest.map((m) => ({ source: m.source, mirrors: [...m.mirrors] })),
         }),
@@ -104,31 +105,17 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
         'the cluster serves neither ImageDigestMirrorSet (config.openshift.io/v1) nor ImageContentSourcePolicy (operator.openshift.io/v1alpha1): spec.imageDigestMirrors cannot be applied';
   }
   if (tag.length > 0) {
-    if (itms) wanted.push(object(ITMS, TAG_MIRRORS_NAME, { imageTagMirrors: mirrorEntries(tag) }));
+    if (serves.itms) objects.push(object(ITMS, TAG_MIRRORS_NAME, { imageTagMirrors: mirrorEntries(tag) }));
     else
       conflict = `the cluster does not serve ImageTagMirrorSet (config.openshift.io/v1, OpenShift 4.13 and later), and ImageContentSourcePolicy mirrors digests only: spec.imageTagMirrors (${tag.length}) cannot be applied`;
   }
-  const owned = (
-    await Promise.all(
-      [IDMS, ITMS, ICSP].map((k) => kube.list<MirrorObject>(k.apiVersion, k.kind, { labelSelector: MANAGED_SELECTOR })),
-    )
-  ).flat();
-  // an object of the agent's name it did not make is someone else's: never taken over silently
-  for (const want of wanted.filter((w) => !owned.some((o) => sameObject(o, w)))) {
-    if (await kube.get(refOf(want)))
-      conflict ??= `${describeRef(refOf(want))} exists without the label ${MANAGED_BY_LABEL}=${MANAGED_BY}, so it is not the agent's: remove or rename it, or label it to hand it to the agent`;
-  }
-  const catalogs = await kube.list<KubeObject & { spec?: { image?: string } }>(
-    CATALOG_SOURCE.apiVersion,
-    CATALOG_SOURCE.kind,
-  );
-  return { wanted, owned, warnings: unmirroredCatalogs(catalogs, digest, tag), ...(conflict && { conflict }) };
+  return { objects, ...(conflict && { conflict }) };
 }
 
-function changesOf(s: Survey): Change[] {
+function changesOf(wanted: readonly MirrorObject[], owned: readonly MirrorObject[]): Change[] {
   const changes: Change[] = [];
-  for (const want of s.wanted) {
-    const have = s.owned.find((o) => sameObject(o, want));
+  for (const want of wanted) {
+    const have = owned.find((o) => sameObject(o, want));
     if (!have)
       changes.push({
         action: 'create',
@@ -142,8 +129,8 @@ function changesOf(s: Survey): Change[] {
         diff: diffLines(have.spec, want.spec, 'spec'),
       });
   }
-  for (const have of s.owned) {
-    if (!s.wanted.some((w) => sameObject(w, have)))
+  for (const have of owned) {
+    if (!wanted.some((w) => sameObject(w, have)))
       changes.push({
         action: 'delete',
         target: describeRef(refOf(have)),
@@ -153,32 +140,64 @@ function changesOf(s: Survey): Change[] {
   return changes;
 }
 
-function planOf(s: Survey): PlanResult {
-  if (s.conflict) return { action: 'conflict', reason: s.conflict };
-  const changes = changesOf(s);
-  const warning = s.warnings.length > 0 ? `; warning: ${s.warnings.join('; ')}` : '';
-  if (changes.length === 0) return { action: 'noop', reason: `the cluster already has the site's mirrors${warning}` };
-  return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes };
-}
-
-export const mirrorsStep: LegacySiteStep = {
+export const mirrorsStep: Step<MirrorsView> = {
   name: 'mirrors',
   group: 'cluster',
   description: 'ImageDigestMirrorSet / ImageTagMirrorSet, or ImageContentSourcePolicy on older clusters',
   inputs: (site) => ({ digest: site.imageDigestMirrors, tag: site.imageTagMirrors }),
 
-  async plan(ctx) {
-    const s = await survey(ctx, await ctx.kube());
-    for (const w of s.warnings) ctx.log.warn({ warning: w }, w);
-    return planOf(s);
+  async survey(ctx) {
+    const kube = await ctx.kube();
+    const [idms, itms, icsp] = await Promise.all([
+      kube.serves(IDMS.apiVersion, IDMS.kind),
+      kube.serves(ITMS.apiVersion, ITMS.kind),
+      kube.serves(ICSP.apiVersion, ICSP.kind),
+    ]);
+    const serves = { idms, itms, icsp };
+    const owned = (
+      await Promise.all(
+        [IDMS, ITMS, ICSP].map((k) =>
+          kube.list<MirrorObject>(k.apiVersion, k.kind, { labelSelector: MANAGED_SELECTOR }),
+        ),
+      )
+    ).flat();
+    const { objects } = wantedObjects(serves, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors);
+    const foreign: string[] = [];
+    for (const want of objects.filter((w) => !owned.some((o) => sameObject(o, w))))
+      if (await kube.get(refOf(want))) foreign.push(describeRef(refOf(want)));
+    const catalogs = await kube.list<KubeObject & { spec?: { image?: string } }>(
+      CATALOG_SOURCE.apiVersion,
+      CATALOG_SOURCE.kind,
+    );
+    // said while surveying, so `plan` shows it in the log as well as in its reason
+    for (const w of unmirroredCatalogs(catalogs, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors))
+      ctx.log.warn({ warning: w }, w);
+    return { serves, owned, foreign, catalogs };
   },
 
-  async apply(ctx) {
+  plan(view, site): PlanResult {
+    const wanted = wantedObjects(view.serves, site.imageDigestMirrors, site.imageTagMirrors);
+    if (wanted.conflict) return { action: 'conflict', reason: wanted.conflict };
+    // an object of the agent's name it did not make is someone else's: never taken over silently
+    const foreign = view.foreign[0];
+    if (foreign)
+      return {
+        action: 'conflict',
+        reason: `${foreign} exists without the label ${MANAGED_BY_LABEL}=${MANAGED_BY}, so it is not the agent's: remove or rename it, or label it to hand it to the agent`,
+      };
+    const changes = changesOf(wanted.objects, view.owned);
+    const warnings = unmirroredCatalogs(view.catalogs, site.imageDigestMirrors, site.imageTagMirrors);
+    const warning = warnings.length > 0 ? `; warning: ${warnings.join('; ')}` : '';
+    if (changes.length === 0) return { action: 'noop', reason: `the cluster already has the site's mirrors${warning}` };
+    return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes };
+  },
+
+  async apply(ctx, view) {
     const kube = await ctx.kube();
-    const s = await survey(ctx, kube);
+    const { objects } = wantedObjects(view.serves, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors);
     // the new objects first, so the node is never left without mirrors between the two
-    for (const want of s.wanted) {
-      const have = s.owned.find((o) => sameObject(o, want));
+    for (const want of objects) {
+      const have = view.owned.find((o) => sameObject(o, want));
       if (!have) await kube.create(want);
       else if (!isDeepStrictEqual(have.spec, want.spec)) {
         await kube.update<MirrorObject>(refOf(want), (current) => ({
@@ -188,17 +207,7 @@ export const mirrorsStep: LegacySiteStep = {
         }));
       }
     }
-    for (const have of s.owned.filter((o) => !s.wanted.some((w) => sameObject(w, o)))) await kube.delete(refOf(have));
-    ctx.log.info({ objects: s.wanted.map((w) => describeRef(refOf(w))) }, 'registry mirrors applied');
-  },
-
-  async verify(ctx) {
-    const s = await survey(ctx, await ctx.kube());
-    const left = changesOf(s);
-    if (left.length > 0)
-      throw new VerificationError(
-        `mirrors: still to do after apply: ${left.map((c) => `${c.action} ${c.target}`).join('; ')}`,
-        { step: 'mirrors', retryable: true },
-      );
+    for (const have of view.owned.filter((o) => !objects.some((w) => sameObject(w, o)))) await kube.delete(refOf(have));
+    ctx.log.info({ objects: objects.map((w) => describeRef(refOf(w))) }, 'registry mirrors applied');
   },
 };

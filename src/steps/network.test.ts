@@ -11,8 +11,9 @@ import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { DISPATCHER_SCRIPT, renderDispatcherScript } from '../node/internal-ip.js';
-import { KEYFILE_DIR, networkStep, REVERT_STATE_FILE } from './network.js';
+import { KEYFILE_DIR, type NetworkView, networkStep, REVERT_STATE_FILE } from './network.js';
 import { allowErrorLog } from '../../test/helpers/error-log.js';
+import { planOf } from '../engine/engine.js';
 
 // the gateway is this machine's loopback address, so that the ping check really pings
 const STORE: NmstateState = {
@@ -48,7 +49,7 @@ const events = (logs: string[]) =>
 describe('network', () => {
   it('plans the differences as data, then applies under a checkpoint, checks, commits and flushes', async () => {
     const node = testNode({ site, network: factoryNetwork() });
-    const plan = await networkStep.plan(node.ctx);
+    const plan = await planOf(networkStep, node.ctx);
     expect(plan).toEqual({
       action: 'change',
       summary: 'apply the site network (6 difference(s)) with checkpoint and rollback',
@@ -98,7 +99,7 @@ describe('network', () => {
     expect(statSync(revert).mode & 0o777).toBe(0o600);
     expect(JSON.parse(readFileSync(revert, 'utf8')).state).toEqual(factoryNetwork());
     expect(node.logs.join('\n')).toContain(`previous network state saved in ${revert}`);
-    expect(await networkStep.plan(node.ctx)).toEqual({
+    expect(await planOf(networkStep, node.ctx)).toEqual({
       action: 'noop',
       reason: 'the node already runs the site network (1 interface(s) as desired)',
     });
@@ -158,7 +159,7 @@ describe('network', () => {
     expect(readFileSync(path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection'), 'utf8')).toContain(
       '[ipv4]\nmethod=auto\naddress1=192.168.127.10/24\n',
     );
-    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(networkStep, node.ctx)).toMatchObject({ action: 'noop' });
   });
 
   it("keeps the internal IP the node pins when the site-config names none (an image-based install's media)", async () => {
@@ -171,7 +172,7 @@ describe('network', () => {
     await node.run([networkStep]);
     const { internalIP: _none, ...network } = site.network;
     node.ctx.site = testSite({ network });
-    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(networkStep, node.ctx)).toMatchObject({ action: 'noop' });
     const elsewhere = structuredClone(STORE);
     elsewhere.interfaces![0]!.ipv4!.address = [{ ip: '10.43.0.20', 'prefix-length': 24 }];
     node.ctx.site = testSite({ network: { ...network, nmstate: elsewhere } });
@@ -189,7 +190,7 @@ describe('network', () => {
     await node.run([networkStep]);
     const keyfile = path.join(node.root, KEYFILE_DIR, 'br-ex.nmconnection');
     truncateSync(keyfile, 0);
-    expect(await networkStep.plan(node.ctx)).toEqual({
+    expect(await planOf(networkStep, node.ctx)).toEqual({
       action: 'change',
       summary: 'repair 1 empty NetworkManager keyfile(s) by re-applying the site network',
       changes: [
@@ -209,7 +210,7 @@ describe('network', () => {
     const state = await node.run([networkStep]);
     expect(state.steps.network).toMatchObject({ status: 'done', attempts: 2 });
     expect(statSync(keyfile).size).toBeGreaterThan(0);
-    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(networkStep, node.ctx)).toMatchObject({ action: 'noop' });
   });
 
   it("removes NetworkManager's temporary copies a power cut left, without applying the network again", async () => {
@@ -220,7 +221,7 @@ describe('network', () => {
     // mkstemp's suffix on a profile name: the write was cut before NetworkManager's rename
     writeFileSync(path.join(dir, 'br-ex.nmconnection.PAL9Y3'), '[connection]\nid=br-ex\n');
     writeFileSync(path.join(dir, 'notes.nmconnection.bak'), 'kept');
-    expect(await networkStep.plan(node.ctx)).toEqual({
+    expect(await planOf(networkStep, node.ctx)).toEqual({
       action: 'change',
       summary: 'remove 1 temporary NetworkManager file(s) a power cut left; the node already runs the site network',
       changes: [
@@ -240,7 +241,7 @@ describe('network', () => {
     expect(node.logs.join('\n')).toContain(
       "removed NetworkManager's leftover temporary file /etc/NetworkManager/system-connections/br-ex.nmconnection.PAL9Y3",
     );
-    expect(await networkStep.plan(node.ctx)).toMatchObject({ action: 'noop' });
+    expect(await planOf(networkStep, node.ctx)).toMatchObject({ action: 'noop' });
   });
 
   it('keeps the revert state of the first attempt when a later attempt at the same network starts from a changed one', async () => {
@@ -252,5 +253,44 @@ describe('network', () => {
     await expect(node.run([networkStep])).rejects.toThrow();
     expect(readFileSync(revert, 'utf8')).toBe(first);
     expect(node.logs.join('\n')).toContain('previous network state kept');
+  });
+});
+
+describe('network decisions', () => {
+  const eth0 = (dhcp: boolean) => ({
+    name: 'eth0',
+    type: 'ethernet',
+    state: 'up' as const,
+    ipv4: { enabled: true, dhcp },
+  });
+  const site = testSite({ network: { nmstate: { interfaces: [eth0(true)] } } });
+  const view = (parts: Partial<NetworkView> = {}): NetworkView => ({
+    desired: { interfaces: [eth0(true)] },
+    current: { interfaces: [eth0(true)] },
+    unsupported: [],
+    leftovers: { empty: [], temporary: [] },
+    ...parts,
+  });
+  const KEYFILE = '/etc/NetworkManager/system-connections/eth0.nmconnection';
+  it.each([
+    ['the node runs the site network', view(), 'noop', []],
+    ['the backend cannot apply it', view({ unsupported: ['ovs-bridge br1'] }), 'conflict', []],
+    ['a difference', view({ current: { interfaces: [eth0(false)] } }), 'change', ['apply nmstate']],
+    [
+      'an empty keyfile, the state holds',
+      view({ leftovers: { empty: [KEYFILE], temporary: [] } }),
+      'change',
+      [`delete ${KEYFILE}`, 'apply nmstate'],
+    ],
+    [
+      "only NetworkManager's temporary copy",
+      view({ leftovers: { empty: [], temporary: [`${KEYFILE}.AbC123`] } }),
+      'change',
+      [`delete ${KEYFILE}.AbC123`],
+    ],
+  ] as const)('%s', (_, v, action, changes) => {
+    const plan = networkStep.plan(v as NetworkView, site);
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
   });
 });

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import { hashOf } from '../engine/state.js';
 import type { Change } from '../engine/step.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Site, Step, StepContext } from '../config/site.js';
 import type { NmstateState } from '../base/nmstate.js';
 import { logEvent } from '../log/logger.js';
 import { pollUntil } from '../ports/clock.js';
@@ -78,13 +78,9 @@ async function internalIP(ctx: StepContext): Promise<string | undefined> {
 }
 const desiredState = async (ctx: StepContext): Promise<NmstateState> =>
   desiredNetworkState(ctx.site.network.nmstate, await internalIP(ctx));
-const internalCidr = async (ctx: StepContext) => {
-  const internal = await internalIP(ctx);
-  return internal === undefined ? undefined : formatCidr(parseCidr(internal));
-};
 
-function describeChecks(ctx: StepContext): string {
-  const { pingGateway, resolve, timeoutSeconds } = ctx.site.network.verify;
+function describeChecks(site: Site): string {
+  const { pingGateway, resolve, timeoutSeconds } = site.network.verify;
   const checks = [
     'the state holds',
     ...(pingGateway ? ['the gateway answers ping'] : []),
@@ -182,24 +178,46 @@ async function flushToDisk(ctx: StepContext): Promise<void> {
   await ctx.exec.run('sync', []);
 }
 
-export const networkStep: LegacySiteStep = {
+/** What the step reads: the state it wants and the node's, and what a power cut left of the keyfiles. */
+export interface NetworkView {
+  desired: NmstateState;
+  current: NmstateState;
+  /** what the node's network backend cannot apply of the desired state */
+  unsupported: string[];
+  /** the internal IP kept on br-ex (the site-config's, or the one the node pins) */
+  internalIP?: string;
+  leftovers: Leftovers;
+}
+
+export const networkStep: Step<NetworkView> = {
   name: 'network',
   group: 'node',
   description:
     'nmstate apply with a checkpoint; gateway ping, name resolution and the internal IP verified; commit, or roll back and exit 1',
   inputs: (site) => site.network,
 
-  async plan(ctx) {
-    const desired = await desiredState(ctx);
+  async survey(ctx) {
+    const internal = await internalIP(ctx);
+    const desired = desiredNetworkState(ctx.site.network.nmstate, internal);
+    return {
+      desired,
+      current: await ctx.nmstate.show(),
+      unsupported: ctx.nmstate.unsupported(desired),
+      ...(internal !== undefined && { internalIP: internal }),
+      leftovers: await keyfileLeftovers(ctx),
+    };
+  },
+
+  plan(view, site) {
+    const { desired } = view;
     // refused now, while every step is still planning, not at apply after others changed the node
-    const unsupported = ctx.nmstate.unsupported(desired);
-    if (unsupported.length)
+    if (view.unsupported.length)
       return {
         action: 'conflict',
-        reason: `the network backend on this node cannot apply the site network: ${unsupported.join('; ')}`,
+        reason: `the network backend on this node cannot apply the site network: ${view.unsupported.join('; ')}`,
       };
-    const differences = compareNetworkState(desired, await ctx.nmstate.show(), await internalIP(ctx));
-    const { empty, temporary } = await keyfileLeftovers(ctx);
+    const differences = compareNetworkState(desired, view.current, view.internalIP);
+    const { empty, temporary } = view.leftovers;
     const interfaces = desired.interfaces?.length ?? 0;
     if (differences.length === 0 && empty.length === 0 && temporary.length === 0)
       return {
@@ -224,7 +242,7 @@ export const networkStep: LegacySiteStep = {
       changes.push({
         action: 'apply',
         target: 'nmstate',
-        summary: describeChecks(ctx),
+        summary: describeChecks(site),
         diff: differenceLines(differences),
       });
     const summary =
@@ -236,17 +254,17 @@ export const networkStep: LegacySiteStep = {
     return { action: 'change', summary, changes };
   },
 
-  async apply(ctx, plan) {
-    const desired = await desiredState(ctx);
+  async apply(ctx, view, plan) {
+    const { desired } = view;
     const { timeoutSeconds } = ctx.site.network.verify;
-    await removeLeftovers(ctx, await keyfileLeftovers(ctx));
+    await removeLeftovers(ctx, view.leftovers);
     // only leftovers to clear: the network itself already holds, so nothing is re-applied
     if (!plan.changes.some((c) => c.action === 'apply')) {
       await flushToDisk(ctx);
       return;
     }
-    const revertState = await saveRevertState(ctx, desired, await ctx.nmstate.show());
-    const internal = await internalCidr(ctx);
+    const revertState = await saveRevertState(ctx, desired, view.current);
+    const internal = view.internalIP === undefined ? undefined : formatCidr(parseCidr(view.internalIP));
     // the internal IP must survive the change when it was there: kubelet and etcd are bound to it
     const internalRequired =
       internal !== undefined && (await interfaceAddresses(ctx.exec, BR_EX))?.includes(internal) ? internal : undefined;
@@ -310,6 +328,8 @@ export const networkStep: LegacySiteStep = {
     ctx.log.info({ checkpoint }, 'site network committed and flushed to disk');
   },
 
+  // its own: the site's checks (the gateway answers, the names resolve) must hold after the commit
+  // too, which the node's state alone does not show
   async verify(ctx) {
     const { empty } = await keyfileLeftovers(ctx);
     const failed = [

@@ -11,19 +11,22 @@
  * csr-approval and node-identity it is registered, and it is the only Node this machine has.
  */
 import { VerificationError } from '../base/errors.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Step, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { registeredNodeName } from '../node/node-name.js';
 import { pollUntil } from '../ports/clock.js';
-import type { Kube, KubeObject } from '../ports/kube.js';
+import type { KubeObject } from '../ports/kube.js';
 
 /** the label keys the agent set on the Node, comma separated, sorted */
 export const OWNED_LABELS_ANNOTATION = 'sno-relocate.openshift.io/node-labels';
 
-interface Survey {
-  kube: Kube;
+/** What the step reads: this node's name and its Node, absent until kubelet has registered it. */
+export interface NodeLabelsView {
   name: string;
   node?: KubeObject;
+}
+
+interface Decision {
   /** the labels to set (key -> value) and to remove (key -> null): a JSON merge patch of metadata.labels */
   labels: Record<string, string | null>;
   changes: Change[];
@@ -34,11 +37,7 @@ interface Survey {
 const ownedKeys = (node: KubeObject | undefined): string[] =>
   (node?.metadata.annotations?.[OWNED_LABELS_ANNOTATION] ?? '').split(',').filter((k) => k !== '');
 
-async function survey(ctx: StepContext): Promise<Survey> {
-  const kube = await ctx.kube();
-  const name = await registeredNodeName(ctx.fs);
-  const node = await kube.get({ apiVersion: 'v1', kind: 'Node', name });
-  const want = ctx.site.nodeLabels;
+function decide(name: string, node: KubeObject | undefined, want: Record<string, string>): Decision {
   const current = node?.metadata.labels ?? {};
   const labels: Record<string, string | null> = {};
   const changes: Change[] = [];
@@ -63,65 +62,72 @@ async function survey(ctx: StepContext): Promise<Survey> {
   const owned = Object.keys(want).sort().join(',');
   if (changes.length === 0 && ownedKeys(node).join(',') !== owned)
     changes.push({ action: 'update', target: `Node ${name}`, summary: `the record of the labels the agent set` });
-  return { kube, name, ...(node && { node }), labels, changes, owned };
+  return { labels, changes, owned };
 }
 
-export const nodeLabelsStep: LegacySiteStep = {
+async function readNode(ctx: StepContext): Promise<NodeLabelsView> {
+  const name = await registeredNodeName(ctx.fs);
+  const node = await (await ctx.kube()).get({ apiVersion: 'v1', kind: 'Node', name });
+  return { name, ...(node && { node }) };
+}
+
+export const nodeLabelsStep: Step<NodeLabelsView> = {
   name: 'node-labels',
   group: 'cluster',
   description: "the site's labels on this node's Node object; labels the agent did not set are never removed",
   inputs: (site) => ({ nodeLabels: site.nodeLabels, hostname: site.hostname ?? null }),
 
-  async plan(ctx): Promise<PlanResult> {
-    if (Object.keys(ctx.site.nodeLabels).length === 0)
+  async survey(ctx) {
+    // without labels of its own the step leaves the Node alone, registered or not
+    if (Object.keys(ctx.site.nodeLabels).length === 0) return { name: '' };
+    return readNode(ctx);
+  },
+
+  plan(view, site): PlanResult {
+    if (Object.keys(site.nodeLabels).length === 0)
       return { action: 'noop', reason: 'the site-config sets no node labels (any an earlier one set stay)' };
-    const s = await survey(ctx);
-    if (!s.node)
+    if (!view.node)
       return {
         action: 'change',
-        summary: `label Node ${s.name} once kubelet has registered it`,
-        changes: Object.entries(ctx.site.nodeLabels).map(([key, value]) => ({
+        summary: `label Node ${view.name} once kubelet has registered it`,
+        changes: Object.entries(site.nodeLabels).map(([key, value]) => ({
           action: 'set',
-          target: `Node ${s.name} label ${key}`,
+          target: `Node ${view.name} label ${key}`,
           summary: JSON.stringify(value),
         })),
       };
-    if (s.changes.length === 0) return { action: 'noop', reason: `Node ${s.name} carries the site's labels` };
-    return { action: 'change', summary: `label Node ${s.name} for the site`, changes: s.changes };
+    const { changes } = decide(view.name, view.node, site.nodeLabels);
+    if (changes.length === 0) return { action: 'noop', reason: `Node ${view.name} carries the site's labels` };
+    return { action: 'change', summary: `label Node ${view.name} for the site`, changes };
   },
 
-  async apply(ctx) {
-    // kubelet registers the Node moments after its client certificate is approved
-    const registered = async () => {
-      const found = await survey(ctx);
-      return found.node ? found : undefined;
-    };
-    const s = await pollUntil(ctx.clock, registered, {
-      timeoutMs: ctx.options.healthTimeoutSeconds * 1000,
-      intervalMs: 1000,
-      maxIntervalMs: 5000,
-    });
-    if (!s)
+  async apply(ctx, view) {
+    // kubelet registers the Node moments after its client certificate is approved; a Node that was
+    // not there when surveyed is read once it is, and its labels decide the patch
+    const found =
+      view.node !== undefined
+        ? view
+        : await pollUntil(
+            ctx.clock,
+            async () => {
+              const now = await readNode(ctx);
+              return now.node ? now : undefined;
+            },
+            { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
+          );
+    if (!found)
       throw new VerificationError(
-        `node-labels: Node ${ctx.site.hostname ?? '(this host)'} not registered after ${ctx.options.healthTimeoutSeconds}s`,
+        `node-labels: Node ${view.name || '(this host)'} not registered after ${ctx.options.healthTimeoutSeconds}s`,
         { step: 'node-labels', retryable: true },
       );
+    const { labels, owned } = decide(found.name, found.node, ctx.site.nodeLabels);
     // one merge patch: the labels and the record of them change together
-    await s.kube.mergePatch(
-      { apiVersion: 'v1', kind: 'Node', name: s.name },
-      { metadata: { labels: s.labels, annotations: { [OWNED_LABELS_ANNOTATION]: s.owned || null } } },
+    await (
+      await ctx.kube()
+    ).mergePatch(
+      { apiVersion: 'v1', kind: 'Node', name: found.name },
+      { metadata: { labels, annotations: { [OWNED_LABELS_ANNOTATION]: owned || null } } },
     );
-    ctx.log.info({ node: s.name, labels: Object.keys(s.labels) }, `Node ${s.name} labelled for the site`);
-  },
-
-  async verify(ctx) {
-    // without labels of its own the step leaves the Node alone, registered or not
-    if (Object.keys(ctx.site.nodeLabels).length === 0) return;
-    const s = await survey(ctx);
-    if (!s.node || s.changes.length > 0)
-      throw new VerificationError(
-        `node-labels: Node ${s.name}: ${s.node ? `still to do: ${s.changes.map((c) => c.target).join('; ')}` : 'not registered'}`,
-        { step: 'node-labels', retryable: true },
-      );
+    ctx.log.info({ node: found.name, labels: Object.keys(labels) }, `Node ${found.name} labelled for the site`);
   },
 };

@@ -16,11 +16,10 @@
  * The site's proxy is the whole proxy: a field it leaves out is cleared. A site-config without
  * spec.proxy leaves the cluster's proxy as it is.
  */
-import { VerificationError } from '../base/errors.js';
-import type { LegacySiteStep, StepContext } from '../config/site.js';
+import type { Site, Step } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
-import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
+import type { KubeObject, ObjectRef } from '../ports/kube.js';
 
 export const PROXY_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Proxy', name: 'cluster' };
 /** the key the network operator reads */
@@ -45,7 +44,13 @@ type ProxyObject = KubeObject & { spec?: ProxySpec };
 
 const PROXY_FIELDS = ['httpProxy', 'httpsProxy', 'noProxy'] as const;
 
-interface Survey {
+/** What the step reads: the user-ca-bundle ConfigMap and the cluster's Proxy. */
+export interface ProxyView {
+  userCaBundle?: ConfigMapObject;
+  proxy?: ProxyObject;
+}
+
+interface Decision {
   changes: Change[];
   conflict?: string;
   configMap?: 'create' | 'update';
@@ -53,26 +58,22 @@ interface Survey {
   proxyPatch?: Record<string, unknown>;
 }
 
-async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
-  const { proxy, trustBundle } = ctx.site;
-  const s: Survey = { changes: [] };
-  if (trustBundle) {
-    const cm = await kube.get<ConfigMapObject>(userCaBundleRef);
-    if (cm?.data?.[CA_BUNDLE_KEY] !== trustBundle.caBundlePem) {
-      s.configMap = cm ? 'update' : 'create';
-      s.changes.push({
-        action: s.configMap,
-        target: `ConfigMap ${CONFIG_NAMESPACE}/${USER_CA_BUNDLE}`,
-        summary: "the site's trust bundle (spec.trustBundle), merged into the cluster's trusted CAs",
-      });
-    }
+function decide(view: ProxyView, site: Site): Decision {
+  const { proxy, trustBundle } = site;
+  const s: Decision = { changes: [] };
+  if (trustBundle && view.userCaBundle?.data?.[CA_BUNDLE_KEY] !== trustBundle.caBundlePem) {
+    s.configMap = view.userCaBundle ? 'update' : 'create';
+    s.changes.push({
+      action: s.configMap,
+      target: `ConfigMap ${CONFIG_NAMESPACE}/${USER_CA_BUNDLE}`,
+      summary: "the site's trust bundle (spec.trustBundle), merged into the cluster's trusted CAs",
+    });
   }
-  const current = await kube.get<ProxyObject>(PROXY_CONFIG);
-  if (!current) {
+  if (!view.proxy) {
     s.conflict = 'proxy.config.openshift.io/cluster does not exist: the installer makes it on every cluster';
     return s;
   }
-  const spec = current.spec ?? {};
+  const spec = view.proxy.spec ?? {};
   const want: ProxySpec = { ...spec };
   if (proxy) for (const field of PROXY_FIELDS) want[field] = proxy[field];
   if (trustBundle?.proxyTrustedCA) want.trustedCA = { name: USER_CA_BUNDLE };
@@ -97,28 +98,39 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Survey> {
   return s;
 }
 
-export const proxyStep: LegacySiteStep = {
+const givesProxy = (site: Site) => site.proxy !== undefined || site.trustBundle !== undefined;
+
+export const proxyStep: Step<ProxyView> = {
   name: 'proxy',
   group: 'cluster',
   description:
     "the site's trust bundle in `openshift-config/user-ca-bundle` and its proxy in `proxy.config` (httpProxy, httpsProxy, noProxy, trustedCA)",
   inputs: (site) => ({ proxy: site.proxy ?? null, trustBundle: site.trustBundle ?? null }),
 
-  async plan(ctx): Promise<PlanResult> {
-    if (!ctx.site.proxy && !ctx.site.trustBundle)
+  async survey(ctx) {
+    // the cluster's proxy stays without asking the API when the site-config gives none
+    if (!givesProxy(ctx.site)) return {};
+    const kube = await ctx.kube();
+    const userCaBundle = ctx.site.trustBundle ? await kube.get<ConfigMapObject>(userCaBundleRef) : undefined;
+    const proxy = await kube.get<ProxyObject>(PROXY_CONFIG);
+    return { ...(userCaBundle && { userCaBundle }), ...(proxy && { proxy }) };
+  },
+
+  plan(view, site): PlanResult {
+    if (!givesProxy(site))
       return {
         action: 'noop',
         reason: "the site-config gives no proxy and no trust bundle: the cluster's stay as they are",
       };
-    const s = await survey(ctx, await ctx.kube());
+    const s = decide(view, site);
     if (s.conflict) return { action: 'conflict', reason: s.conflict };
     if (s.changes.length === 0) return { action: 'noop', reason: "the site's proxy and trust bundle are in place" };
     return { action: 'change', summary: "give the cluster the site's proxy and trust bundle", changes: s.changes };
   },
 
-  async apply(ctx) {
+  async apply(ctx, view) {
     const kube = await ctx.kube();
-    const s = await survey(ctx, kube);
+    const s = decide(view, ctx.site);
     const pem = ctx.site.trustBundle?.caBundlePem;
     if (s.configMap === 'create')
       await kube.create<ConfigMapObject>({
@@ -137,15 +149,5 @@ export const proxyStep: LegacySiteStep = {
       { proxy: ctx.site.proxy !== undefined, trustBundle: ctx.site.trustBundle !== undefined },
       "the site's proxy and trust bundle are in place",
     );
-  },
-
-  async verify(ctx) {
-    if (!ctx.site.proxy && !ctx.site.trustBundle) return;
-    const s = await survey(ctx, await ctx.kube());
-    if (s.conflict || s.changes.length > 0)
-      throw new VerificationError(`proxy: still to do: ${s.conflict ?? s.changes.map((c) => c.target).join('; ')}`, {
-        step: 'proxy',
-        retryable: true,
-      });
   },
 };

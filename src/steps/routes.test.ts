@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { movedHost, targetHost } from './routes.js';
+import { testSite } from '../../test/node/context.js';
+import { movedHost, routesStep, targetHost } from './routes.js';
 
 describe('movedHost', () => {
   const old = ['apps.sno.factory.example.com', 'apps.sno.store42.example.com'];
@@ -63,5 +64,40 @@ describe('targetHost', () => {
     ],
   ])('%s', (_name, r, want) => {
     expect(targetHost(r, old, NEW)).toBe(want);
+  });
+});
+
+describe('routes decisions', () => {
+  const route = (namespace: string, name: string, host: string) => ({
+    apiVersion: 'route.openshift.io/v1',
+    kind: 'Route',
+    metadata: { namespace, name },
+    spec: { host },
+  });
+  const view = (routes: ReturnType<typeof route>[]) => ({
+    routes,
+    newDomain: 'apps.sno.store77.example.com',
+    oldDomains: ['apps.sno.factory.example.com'],
+  });
+  it.each([
+    ['no routes', [], 'noop', []],
+    [
+      'a shop route under the old domain',
+      [route('shop', 'web', 'web.apps.sno.factory.example.com')],
+      'change',
+      ['+ spec.host: web.apps.sno.store77.example.com'],
+    ],
+    ['a custom host', [route('shop', 'web', 'shop.example.net')], 'noop', []],
+    ['already moved', [route('shop', 'web', 'web.apps.sno.store77.example.com')], 'noop', []],
+    [
+      "an operator's route",
+      [route('openshift-console', 'console', 'console-openshift-console.apps.sno.factory.example.com')],
+      'noop',
+      [],
+    ],
+  ] as const)('%s', (_, routes, action, hosts) => {
+    const plan = routesStep.plan(view([...routes]), testSite());
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.diff![1]) : []).toEqual(hosts);
   });
 });

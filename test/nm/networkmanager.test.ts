@@ -27,6 +27,7 @@ import {
 import { missingDbusDaemon, type PrivateBus, startPrivateBus } from '../dbus/bus.js';
 import type { Settings } from '../../src/ports/nm/encoding.js';
 import { DeviceType, FakeNetworkManager, type Recorded, signedSettings, type World } from './fake-networkmanager.js';
+import { planOf } from '../../src/engine/engine.js';
 
 const { Variant } = dbus;
 const INTERNAL_IP = '192.168.127.10/24';
@@ -467,7 +468,7 @@ describe('apply, commit', () => {
 
     const node = testNode({ site: testSite({ network: { nmstate: corpus('ovsbridge_dpdk_create.yml') } }) });
     node.ctx.nmstate = adapter;
-    const plan = await networkStep.plan(node.ctx);
+    const plan = await planOf(networkStep, node.ctx);
     expect(plan).toMatchObject({
       action: 'conflict',
       reason: expect.stringContaining(

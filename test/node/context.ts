@@ -12,8 +12,8 @@ import type { NmstateState } from '../../src/base/nmstate.js';
 import { runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
-import type { AnyStep, StepName } from '../../src/engine/step.js';
-import type { StepContext } from '../../src/config/site.js';
+import type { StepName } from '../../src/engine/step.js';
+import type { Step, StepContext } from '../../src/config/site.js';
 import { createLogger } from '../../src/log/logger.js';
 import type { Clock } from '../../src/ports/clock.js';
 import { createExec, type Exec } from '../../src/ports/exec.js';
@@ -88,7 +88,7 @@ export interface TestNode {
   logs: string[];
   env: Record<string, string>;
   /** runs steps through the real engine, as `run` does */
-  run(steps: readonly AnyStep<Site>[], selected?: Iterable<StepName>): ReturnType<typeof runSteps>;
+  run(steps: readonly Step[], selected?: Iterable<StepName>): ReturnType<typeof runSteps>;
   close(): void;
 }
 

@@ -12,6 +12,7 @@ import { networkStep } from '../../src/steps/network.js';
 import { runAgent } from './cli.js';
 import { REPO, testNode } from './context.js';
 import { factoryNetwork } from './factory-network.js';
+import { planOf } from '../../src/engine/engine.js';
 
 const EXAMPLES = path.join(REPO, 'nmstate-examples');
 const examples = readdirSync(EXAMPLES, { withFileTypes: true })
@@ -58,7 +59,7 @@ describe('nmstate-examples', () => {
       };
       const applied = testNode({ network: factoryNetwork(), site });
       await applied.run([networkStep]);
-      expect(await networkStep.plan(applied.ctx)).toMatchObject({ action: 'noop' });
+      expect(await planOf(networkStep, applied.ctx)).toMatchObject({ action: 'noop' });
     });
   }
 });

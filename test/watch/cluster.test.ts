@@ -14,6 +14,7 @@ import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createRootFs } from '../../src/ports/fs.js';
 import { healthStep } from '../../src/steps/health.js';
+import { planOf, verifyStep } from '../../src/engine/engine.js';
 import { writeContextFile } from '../../src/watch/context.js';
 import type { Finding, WatchContext } from '../../src/watch/model.js';
 import { ClusterView } from '../../src/watch/view.js';
@@ -301,7 +302,8 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       await setOperator('ingress', {
         conditions: [condition('Available', 'False', 'NoRouter', 'router pods pending')],
       });
-      const plan = await healthStep.plan(a.ctx);
+      const view = await healthStep.survey(a.ctx);
+      const plan = healthStep.plan(view, a.ctx.site);
       expect(plan).toEqual({
         action: 'change',
         summary: 'wait up to 1s for 1 thing to settle, then 1s stable',
@@ -315,11 +317,12 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       });
       if (plan.action !== 'change') throw new Error('expected a change');
       const ctx = { ...a.ctx, options: { healthTimeoutSeconds: 30, healthStableSeconds: 0 } };
-      const applied = healthStep.apply(ctx, plan);
+      await healthStep.apply!(ctx, view, plan);
+      const settled = healthStep.settle!(ctx);
       await setOperator('ingress', healthyOperator());
-      await applied;
-      await healthStep.verify(ctx);
-      expect(await healthStep.plan(ctx)).toMatchObject({
+      await settled;
+      await verifyStep(healthStep, ctx);
+      expect(await planOf(healthStep, ctx)).toMatchObject({
         action: 'noop',
         reason: expect.stringMatching(/^cluster healthy and settled now \(\d+ warnings, \d+ notes\)$/),
       });
@@ -335,7 +338,7 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
       writeFileSync(path.join(root, 'etc/resolv.conf'), 'nameserver 127.0.0.2\n');
       const site = storeSite();
       const a = await agent(env, { ...site, network: { ...site.network, internalIP: '127.0.0.2/8' } }, root);
-      const plan = await healthStep.plan(a.ctx);
+      const plan = await planOf(healthStep, a.ctx);
       if (plan.action !== 'change') throw new Error(`expected a change, got ${JSON.stringify(plan)}`);
       const names = plan.changes.filter((c) => c.target.endsWith('.sno.store42.example.com'));
       expect(names.map((c) => c.target)).toEqual([
@@ -357,9 +360,9 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
           condition('Degraded', 'True', 'OAuthServerRouteEndpointAccessibleControllerDegraded'),
         ],
       });
-      const plan = await healthStep.plan(a.ctx);
+      const plan = await planOf(healthStep, a.ctx);
       if (plan.action !== 'change') throw new Error('expected a change');
-      const failed = await healthStep.apply(a.ctx, plan).then(
+      const failed = await healthStep.settle!(a.ctx).then(
         () => undefined,
         (err: unknown) => err,
       );
@@ -380,7 +383,7 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
         undefined,
         { healthTimeoutSeconds: 30, healthStableSeconds: 0 },
       );
-      await healthStep.apply(a.ctx, { action: 'change', summary: '', changes: [] });
+      await healthStep.settle!(a.ctx);
       const warnings = a.logs
         .map((l) => JSON.parse(l) as { level: number; msg: string })
         .filter((l) => l.msg.includes("site's DNS"));

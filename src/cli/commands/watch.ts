@@ -92,7 +92,7 @@ async function watchUntilStopped(
   ]);
   // idle most of its life: its resident size matters more than the speed of its resyncs
   interpreterOnly();
-  const metrics = await serveMetrics(rt.flags['metrics-address'] ?? '127.0.0.1:9464');
+  const metrics = await serveMetrics(rt.options.metricsAddress);
   const view = new ClusterView(api, {
     clock: rt.clock,
     log: rt.log,
