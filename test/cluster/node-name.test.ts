@@ -7,13 +7,13 @@
  * and the machine-config controller (models/machine-config-controller.ts). The node's kubelet is the
  * test's: it registers the Node under the name kubelet would, and the models see it run there.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RefusedError } from '../../src/base/errors.js';
 import type { Site } from '../../src/config/site.js';
-import { SITE_HOSTNAME_ANNOTATION } from '../../src/node/node-name.js';
+import { KUBELET_ENV_FILE, SITE_HOSTNAME_ANNOTATION } from '../../src/node/node-name.js';
 import { ETCD_CERTS_DIR } from '../../src/node/rename.js';
 import { CURRENT_CONFIG } from '../../src/node/rendered-config.js';
 import { connectSystemdBus } from '../../src/ports/systemd-dbus.js';
@@ -171,6 +171,8 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
   /** a node root as the factory leaves it, the agent's context on it */
   async function factoryRoot(site: Partial<Site>) {
     const a = await agent(env, storeSite({ hostname: SITE_HOSTNAME, ...site }));
+    // before the node phase: no kubelet-env yet
+    rmSync(path.join(a.root, KUBELET_ENV_FILE));
     mkdirSync(path.join(a.root, 'etc'), { recursive: true });
     writeFileSync(path.join(a.root, 'etc/machine-id'), `${MACHINE_ID}\n`);
     writeFileSync(path.join(a.root, 'etc/hostname'), `${FACTORY_NODE_NAME}\n`);
