@@ -43,7 +43,7 @@ try {
   const key = generateSigningKey();
   mkdirSync(path.join(root, 'etc/sno-relocate/trust'), { recursive: true });
   writeFileSync(path.join(root, 'etc/sno-relocate/trust/factory.pub'), key.publicPem);
-  const loaded = await loadSiteConfig(site);
+  const loaded = await loadSiteConfig(site, new Date());
   const doc = signSiteConfig(readPrivateKey(key.privatePem, 'key'), {
     site: loaded.site.name,
     files: loaded.files,
@@ -57,9 +57,9 @@ try {
     banner: createBanner(undefined),
   };
 
-  const load = await timeIt(() => loadSiteConfig(site));
+  const load = await timeIt(() => loadSiteConfig(site, new Date()));
   const verify = await timeIt(() => checkTrust(ctx, loaded));
-  const both = await timeIt(async () => checkTrust(ctx, await loadSiteConfig(site)));
+  const both = await timeIt(async () => checkTrust(ctx, await loadSiteConfig(site, new Date())));
 
   const cases = 2000;
   const folders = fc.sample(folderMutation, { numRuns: cases, seed: 42 });
@@ -68,7 +68,7 @@ try {
   for (const folder of folders) {
     const dir = path.join(work, `fuzz-${n++}`);
     layFolder(dir, folder);
-    await loadSiteConfig(dir).catch(() => undefined);
+    await loadSiteConfig(dir, new Date()).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
   }
   const perSecond = cases / (Number(process.hrtime.bigint() - started) / 1e9);

@@ -1,7 +1,7 @@
 /** Wires the real adapters behind the ports together for one command, from its flags. */
 import path from 'node:path';
 import { discoverSiteConfig } from '../config/discover.js';
-import { loadSiteConfig } from '../config/load.js';
+import { type Admission, admitSite } from '../config/admit.js';
 import type { LoadedSite } from '../config/site.js';
 import { type Banner, createBanner } from '../engine/banner.js';
 import { ConfigError, StepError } from '../base/errors.js';
@@ -71,27 +71,37 @@ export function createRuntime(flags: Flags): Runtime {
   };
 }
 
-/** Loads the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
+/** The node's rules a site-config is admitted under: who wrote it, then what the node was prepared for. */
+function admission(rt: Runtime): Admission {
+  return {
+    now: rt.clock.now(),
+    rules: [
+      // who wrote it is settled before anything but validation looks at its contents
+      { name: 'trust', check: (loaded) => checkTrust(rt, loaded) },
+      // a node prepared at the factory keeps its install subnet for the internal IP
+      { name: 'factory-record', check: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site) },
+    ],
+  };
+}
+
+/** Admits the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
 export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
-  if (target !== undefined) return report(rt, () => loadSiteConfig(target));
+  if (target !== undefined) return report(rt, () => admitSite(target, admission(rt)));
   const found = await discoverSiteConfig({ ...rt, waitSeconds: rt.options.waitSeconds ?? 0 });
   if (!found) return undefined;
   logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
   try {
-    return await report(rt, () => loadSiteConfig(found.path));
+    return await report(rt, () => admitSite(found.path, admission(rt)));
   } finally {
     await found.release();
   }
 }
 
-async function report(rt: Runtime, load: () => Promise<LoadedSite>): Promise<LoadedSite> {
+/** Renders what the admission found: its warnings, or why the site-config is invalid. */
+async function report(rt: Runtime, admit: () => Promise<LoadedSite>): Promise<LoadedSite> {
   try {
-    const loaded = await load();
+    const loaded = await admit();
     for (const f of loaded.findings) rt.log.warn({ path: f.path }, `site-config: ${f.path}: ${f.message}`);
-    // who wrote it is settled before anything but validation looks at its contents
-    await checkTrust(rt, loaded);
-    // a node prepared at the factory keeps its install subnet for the internal IP
-    await checkSiteAgainstRecord(rt.fs, loaded.site);
     return loaded;
   } catch (err) {
     if (err instanceof ConfigError) {

@@ -2,6 +2,7 @@
  * The site-config file itself is confined to its folder like every file it names: a
  * site-config.yaml that is a link out of the folder is invalid (exit 2), and the error names it.
  */
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -22,7 +23,7 @@ beforeEach(() => {
 afterEach(() => rmSync(work, { recursive: true, force: true }));
 
 const failure = (target: string) =>
-  loadSiteConfig(target).then(
+  loadSiteConfig(target, new Date()).then(
     () => undefined,
     (err: unknown) => err,
   );
@@ -31,12 +32,14 @@ describe('the site-config file', () => {
   it('loads when it is a link to a file inside its folder', async () => {
     renameSync(path.join(dir, 'site-config.yaml'), path.join(dir, 'store.yaml'));
     symlinkSync('store.yaml', path.join(dir, 'site-config.yaml'));
-    await expect(loadSiteConfig(dir)).resolves.toMatchObject({ site: { name: 'store-0042' } });
+    await expect(loadSiteConfig(dir, new Date())).resolves.toMatchObject({ site: { name: 'store-0042' } });
   });
 
   it('loads from a folder reached through a link', async () => {
     symlinkSync(dir, path.join(work, 'mounted'));
-    await expect(loadSiteConfig(path.join(work, 'mounted'))).resolves.toMatchObject({ site: { name: 'store-0042' } });
+    await expect(loadSiteConfig(path.join(work, 'mounted'), new Date())).resolves.toMatchObject({
+      site: { name: 'store-0042' },
+    });
   });
 
   const outside = (text: string) => {
@@ -69,5 +72,32 @@ describe('the site-config file', () => {
       exitCode: 2,
       message: 'site-config.yaml: resolves outside the site-config folder (symlink)',
     });
+  });
+});
+
+describe('the time certificates are judged at', () => {
+  it('is the one passed in: a CA valid today is expired a month later', async () => {
+    const key = path.join(work, 'ca.key');
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-subj', '/CN=store-ca', '-days', '1'].concat([
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-out',
+        path.join(dir, 'ca-bundle.pem'),
+      ]),
+      { stdio: 'pipe' },
+    );
+    const config = readFileSync(path.join(dir, 'site-config.yaml'), 'utf8');
+    writeFileSync(
+      path.join(dir, 'site-config.yaml'),
+      config.replace(/^spec:\n/m, 'spec:\n  trustBundle:\n    caBundleFile: ca-bundle.pem\n'),
+    );
+    const today = await loadSiteConfig(dir, new Date());
+    expect(today.findings.filter((f) => f.path === '$.spec.trustBundle.caBundleFile')).toEqual([]);
+    const later = await loadSiteConfig(dir, new Date(Date.now() + 30 * 86_400_000));
+    expect(later.findings).toContainEqual(
+      expect.objectContaining({ severity: 'warning', message: expect.stringMatching(/CN=store-ca expired on/) }),
+    );
   });
 });

@@ -154,6 +154,7 @@ async function readPullSecret(
 }
 
 async function readCertificates(
+  now: Date,
   config: SiteConfigV1,
   files: FileReader,
   findings: Finding[],
@@ -167,13 +168,14 @@ async function readCertificates(
     const certPem = (await files.read(certPath, pair.certFile)).toString('utf8');
     const keyPem = (await files.read(keyPath, pair.keyFile)).toString('utf8');
     if (!certPem || !keyPem) continue;
-    const checked = checkPair({ certPem, keyPem }, certPath, keyPath, findings);
+    const checked = checkPair(now, { certPem, keyPem }, certPath, keyPath, findings);
     if (checked) out[which] = checked;
   }
   return out;
 }
 
 function checkPair(
+  now: Date,
   pair: CertificatePair,
   certPath: string,
   keyPath: string,
@@ -195,12 +197,13 @@ function checkPair(
     findings.push({ severity: 'error', path: keyPath, message: 'not a PEM private key' });
     return undefined;
   }
-  if (Date.parse(cert.validTo) < Date.now())
+  if (Date.parse(cert.validTo) < now.getTime())
     findings.push({ severity: 'error', path: certPath, message: `certificate expired on ${cert.validTo}` });
   return pair;
 }
 
 async function readAccess(
+  now: Date,
   config: SiteConfigV1,
   files: FileReader,
   findings: Finding[],
@@ -212,7 +215,7 @@ async function readAccess(
   if (access.clientCAFile !== undefined) {
     const at = '$.spec.access.clientCAFile';
     const pem = (await files.read(at, access.clientCAFile)).toString('utf8');
-    const problem = pem ? caBundleProblem(pem) : undefined;
+    const problem = pem ? caBundleProblem(now, pem) : undefined;
     if (problem) findings.push({ severity: 'error', path: at, message: problem });
     else if (pem) out.clientCaPem = pem;
   }
@@ -221,8 +224,8 @@ async function readAccess(
     const keyPath = '$.spec.access.siteCA.keyFile';
     const certPem = (await files.read(certPath, access.siteCA.certFile)).toString('utf8');
     const keyPem = (await files.read(keyPath, access.siteCA.keyFile)).toString('utf8');
-    const checked = certPem && keyPem ? checkPair({ certPem, keyPem }, certPath, keyPath, findings) : undefined;
-    const problem = checked ? caBundleProblem(checked.certPem) : undefined;
+    const checked = certPem && keyPem ? checkPair(now, { certPem, keyPem }, certPath, keyPath, findings) : undefined;
+    const problem = checked ? caBundleProblem(now, checked.certPem) : undefined;
     if (problem) findings.push({ severity: 'error', path: certPath, message: problem });
     else if (checked) out.siteCa = checked;
   }
@@ -230,7 +233,7 @@ async function readAccess(
 }
 
 /** Why PEM text is not a bundle of CA certificates valid now, or undefined when it is. */
-function caBundleProblem(pem: string): string | undefined {
+function caBundleProblem(now: Date, pem: string): string | undefined {
   let certs: X509Certificate[];
   try {
     certs = certificatesIn(pem);
@@ -240,7 +243,8 @@ function caBundleProblem(pem: string): string | undefined {
   if (certs.length === 0) return 'no PEM certificate in it';
   for (const cert of certs) {
     if (!cert.ca) return `${cert.subject.replace(/\n/g, ', ')} is not a CA certificate`;
-    if (Date.parse(cert.validTo) < Date.now()) return `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}`;
+    if (Date.parse(cert.validTo) < now.getTime())
+      return `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}`;
   }
   return undefined;
 }
@@ -262,6 +266,7 @@ export function trustBundleProblem(pem: string): string | undefined {
 }
 
 async function readTrustBundle(
+  now: Date,
   config: SiteConfigV1,
   files: FileReader,
   findings: Finding[],
@@ -279,7 +284,7 @@ async function readTrustBundle(
     return undefined;
   }
   for (const cert of certificatesIn(pem))
-    if (Date.parse(cert.validTo) < Date.now())
+    if (Date.parse(cert.validTo) < now.getTime())
       findings.push({
         severity: 'warning',
         path: at,
@@ -374,7 +379,7 @@ async function translateMedia(bytes: Buffer, files: FileReader, findings: Findin
  * Loads and fully validates a site-config (native, or an image-based install's config media);
  * throws ConfigError naming every problem.
  */
-export async function loadSiteConfig(target: string): Promise<LoadedSite> {
+export async function loadSiteConfig(target: string, now: Date): Promise<LoadedSite> {
   const { file, dir, media } = await locate(path.resolve(target));
   const shown = path.relative(dir, file).split(path.sep).join('/');
   const findings: Finding[] = [];
@@ -401,11 +406,11 @@ export async function loadSiteConfig(target: string): Promise<LoadedSite> {
 
   const nmstate = await readNmstate(config, files, findings);
   const pullSecret = await readPullSecret(config, files, findings);
-  const certificates = await readCertificates(config, files, findings);
-  const access = await readAccess(config, files, findings);
+  const certificates = await readCertificates(now, config, files, findings);
+  const access = await readAccess(now, config, files, findings);
   // an inline bundle may come from manifest.json's additionalTrustBundle: its findings name that field
   const bundleFindings: Finding[] = [];
-  const trustBundle = await readTrustBundle(config, files, bundleFindings);
+  const trustBundle = await readTrustBundle(now, config, files, bundleFindings);
   findings.push(...bundleFindings.map(relabel));
   const extraManifests = await readExtraManifests(files, findings);
   const nmstatePath =

@@ -77,7 +77,7 @@ async function renderRow(options: RenderOptions, row: InventoryRow): Promise<Sit
     }
     let loaded;
     try {
-      loaded = await loadSiteConfig(partial);
+      loaded = await loadSiteConfig(partial, options.now);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       const errors = err.findings.filter((f) => f.severity === 'error');

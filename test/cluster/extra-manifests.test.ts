@@ -61,7 +61,7 @@ async function manifests(files: Record<string, object[]>): Promise<ExtraManifest
   mkdirSync(path.join(dir, 'extra-manifests'));
   for (const [name, docs] of Object.entries(files))
     writeFileSync(path.join(dir, 'extra-manifests', name), docs.map((d) => yaml.dump(d)).join('---\n'));
-  return (await loadSiteConfig(dir)).site.extraManifests;
+  return (await loadSiteConfig(dir, new Date())).site.extraManifests;
 }
 
 describe.skipIf(kubeSkipped)('extra-manifests on a real API', () => {

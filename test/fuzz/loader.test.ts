@@ -33,7 +33,7 @@ async function outcome(folder: Parameters<typeof layFolder>[1]): Promise<'ok' | 
   const dir = path.join(work, `case-${n++}`);
   layFolder(dir, folder);
   try {
-    await loadSiteConfig(dir);
+    await loadSiteConfig(dir, new Date());
     return 'ok';
   } catch (err) {
     if (err instanceof ConfigError && exitCodeOf(err) === 2 && err.message.length > 0) return 'invalid';

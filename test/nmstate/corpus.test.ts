@@ -37,7 +37,7 @@ describe("nmstate's examples and test states", () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'nmstate-corpus-'));
     writeFileSync(path.join(dir, 'site-config.yaml'), SITE_CONFIG);
     copyFileSync(path.join(CORPUS, document), path.join(dir, 'network.yaml'));
-    const { findings } = await loadSiteConfig(dir);
+    const { findings } = await loadSiteConfig(dir, new Date());
     expect(findings.filter((f) => f.severity === 'error')).toEqual([]);
   });
 });

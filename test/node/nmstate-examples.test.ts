@@ -42,7 +42,7 @@ describe('nmstate-examples', () => {
 
   for (const name of examples) {
     it(`${name}: loads without findings, plans from the CLI, and applies to nothing left to do`, async () => {
-      const loaded = await loadSiteConfig(path.join(EXAMPLES, name));
+      const loaded = await loadSiteConfig(path.join(EXAMPLES, name), new Date());
       expect(loaded.findings).toEqual([]);
       expect(loaded.files.map((f) => f.name)).toEqual(['site-config.yaml', `${name}.yaml`]);
 

@@ -50,7 +50,7 @@ const installAnchor = () => {
 async function signedSite(): Promise<LoadedSite> {
   const dir = path.join(work, 'stick');
   cpSync(EXAMPLE, dir, { recursive: true });
-  const loaded = await loadSiteConfig(dir);
+  const loaded = await loadSiteConfig(dir, new Date());
   const doc = signSiteConfig(readPrivateKey(factory.privatePem, 'factory.key'), {
     site: loaded.site.name,
     files: loaded.files,

@@ -26,7 +26,7 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
     throw new UsageError('credentials needs --site DIR (the site folder), --key CLIENT-CA.key and --out FILE');
   if (inv.positionals.length) throw new UsageError('credentials takes no PATH (the site folder is --site DIR)');
   if (!USER.test(user)) throw new UsageError(`--user: "${user}" is not a usable user name`);
-  const loaded = await loadSiteConfig(siteDir);
+  const loaded = await loadSiteConfig(siteDir, new Date());
   const { site, document } = loaded;
   const missing = (path: string, why: string) =>
     new ConfigError(`${path}: ${why}`, [{ severity: 'error', path, message: why }]);

@@ -43,7 +43,7 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
   const privateKey = await signingKeyFlag(key);
   // the same loader the node uses: an invalid site-config is refused (exit 2), and the files
   // signed are exactly the files the node will check
-  const loaded = await loadSiteConfig(inv.positionals[0]!);
+  const loaded = await loadSiteConfig(inv.positionals[0]!, new Date());
   const doc = signSiteConfig(privateKey, {
     site: loaded.site.name,
     files: loaded.files,
