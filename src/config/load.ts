@@ -318,6 +318,7 @@ function toSite(
     baseDomain: spec.baseDomain,
     ...(spec.clusterName !== undefined && { clusterName: spec.clusterName }),
     ...(spec.hostname !== undefined && { hostname: spec.hostname }),
+    ...(spec.nodeName !== undefined && { nodeName: spec.nodeName }),
     network: {
       nmstate,
       ...(spec.network.internalIP !== undefined && { internalIP: spec.network.internalIP }),

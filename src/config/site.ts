@@ -22,6 +22,8 @@ export interface Site {
   baseDomain: string;
   clusterName?: string;
   hostname?: string;
+  /** the Kubernetes node name: kept (absent, the default) or renamed to the hostname */
+  nodeName?: 'keep' | 'rename';
   network: {
     nmstate: NmstateState;
     internalIP?: string;

@@ -111,6 +111,30 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     }
   };
 
+  /** Read, change, write with the read resourceVersion; on 409 Conflict read and change again (bounded). */
+  const updateWith = async <T extends KubeObject>(
+    ref: ObjectRef,
+    change: (current: T) => T | undefined,
+    put: (e: Endpoint, body: T) => Promise<unknown>,
+  ): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      const current = await get<T>(ref);
+      if (!current) throw new StepError(`failed to update ${describeRef(ref)}: it does not exist`);
+      const next = change(structuredClone(current));
+      if (next === undefined) return current;
+      const body = { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } };
+      try {
+        return await write<T>('update', ref, (e) => put(e, body));
+      } catch (err) {
+        if (statusOf((err as Error).cause) !== 409 || attempt >= MAX_CONFLICTS) throw err;
+        log.info(
+          { target: describeRef(ref), attempt },
+          `${describeRef(ref)} changed while it was being updated: reading it again`,
+        );
+      }
+    }
+  };
+
   return {
     listWatch: () => createListWatch(config, requestTimeoutMs),
     get,
@@ -124,24 +148,10 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
     create: <T extends KubeObject>(obj: T) => write<T>('create', refOfObject(obj), (e) => e.create(obj)),
     mergePatch: <T extends KubeObject>(ref: ObjectRef, patch: object) =>
       write<T>('patch', ref, (e) => e.mergePatch(ref, patch)),
-    async update<T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T> {
-      for (let attempt = 1; ; attempt++) {
-        const current = await get<T>(ref);
-        if (!current) throw new StepError(`failed to update ${describeRef(ref)}: it does not exist`);
-        const next = change(structuredClone(current));
-        if (next === undefined) return current;
-        const body = { ...next, metadata: { ...next.metadata, resourceVersion: current.metadata.resourceVersion } };
-        try {
-          return await write<T>('update', ref, (e) => e.replace(body));
-        } catch (err) {
-          if (statusOf((err as Error).cause) !== 409 || attempt >= MAX_CONFLICTS) throw err;
-          log.info(
-            { target: describeRef(ref), attempt },
-            `${describeRef(ref)} changed while it was being updated: reading it again`,
-          );
-        }
-      }
-    },
+    update: <T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined) =>
+      updateWith(ref, change, (e, body) => e.replace(body)),
+    updateStatus: <T extends KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined) =>
+      updateWith(ref, change, (e, body) => e.replaceStatus(body)),
     async delete(ref: ObjectRef): Promise<boolean> {
       try {
         return await attempt(`delete ${describeRef(ref)}`, ref.apiVersion, ref.kind, async (e) =>

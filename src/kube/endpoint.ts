@@ -25,6 +25,8 @@ export interface Endpoint {
   list(options: ListOptions): Promise<KubeObject[]>;
   create(obj: KubeObject): Promise<KubeObject>;
   replace(obj: KubeObject): Promise<KubeObject>;
+  /** through the status subresource: an operator's own status; custom resources only */
+  replaceStatus(obj: KubeObject): Promise<KubeObject>;
   mergePatch(ref: ObjectRef, patch: object): Promise<KubeObject>;
   apply(obj: KubeObject, options: ApplyOptions): Promise<KubeObject>;
   delete(ref: ObjectRef): Promise<unknown>;
@@ -67,6 +69,12 @@ function customEndpoint(api: CustomObjectsApi, r: Resource): Endpoint {
         r.namespaced
           ? api.replaceNamespacedCustomObject({ ...at(body.metadata), body })
           : api.replaceClusterCustomObject({ ...at(body.metadata), body }),
+      ),
+    replaceStatus: (body) =>
+      as(
+        r.namespaced
+          ? api.replaceNamespacedCustomObjectStatus({ ...at(body.metadata), body })
+          : api.replaceClusterCustomObjectStatus({ ...at(body.metadata), body }),
       ),
     mergePatch: (ref, body) =>
       as(
@@ -136,6 +144,8 @@ function coreEndpoint(objects: KubernetesObjectApi, configuration: Configuration
     },
     create: (obj) => as(objects.create(k8s(obj))),
     replace: (obj) => as(objects.replace(k8s(obj))),
+    replaceStatus: () =>
+      Promise.reject(new Error(`${r.kind} is a core kind: only a custom resource's status is written`)),
     mergePatch: (ref, patch) =>
       as(
         objects.patch(

@@ -105,6 +105,8 @@ export interface Kube {
    * the object as read.
    */
   update<T extends KubeObject = KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T>;
+  /** As update, through the status subresource of a custom resource (an operator's own status). */
+  updateStatus<T extends KubeObject = KubeObject>(ref: ObjectRef, change: (current: T) => T | undefined): Promise<T>;
   /** false when it was already gone */
   delete(ref: ObjectRef): Promise<boolean>;
   /**

@@ -4,7 +4,7 @@
  * is answered as `ip -j addr show dev br-ex` prints on a node.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,8 +23,13 @@ const brEx = (addrs: { local: string; prefixlen: number }[]): Exec => ({
 });
 const noBrEx: Exec = { run: async () => ({ code: 1, stdout: '', stderr: 'Device "br-ex" does not exist.' }) };
 
-const ctx = (site: ReturnType<typeof testSite>, exec: Exec) =>
-  ({ site, exec, fs: createRootFs(mkdtempSync(path.join(tmpdir(), 'csr-id-'))) }) as unknown as StepContext;
+/** a node whose kubelet node-name pinned to its factory name */
+function ctx(site: ReturnType<typeof testSite>, exec: Exec) {
+  const root = mkdtempSync(path.join(tmpdir(), 'csr-id-'));
+  mkdirSync(path.join(root, 'etc/kubernetes'), { recursive: true });
+  writeFileSync(path.join(root, 'etc/kubernetes/kubelet-env'), 'KUBELET_NODE_NAME=sno-factory\n');
+  return { site, exec, fs: createRootFs(root) } as unknown as StepContext;
+}
 
 describe('nodeIdentity', () => {
   it('takes the address a DHCP site got on br-ex, never a link-local one', async () => {
@@ -44,7 +49,8 @@ describe('nodeIdentity', () => {
       { local: '2001:db8::77', prefixlen: 64 },
     ]);
     const id = await nodeIdentity(ctx(site, live));
-    expect(id.hostname).toBe('sno-store42');
+    // the requests name the Node kubelet registers, which keeps its name; the site hostname is the OS's
+    expect(id.hostname).toBe('sno-factory');
     expect([...id.ips].sort()).toEqual(['10.42.0.77', '192.168.127.10', '2001:db8::77']);
   });
 

@@ -1,8 +1,8 @@
 /**
- * [csr-approval] Kubelet, started under the site's hostname, asks for a client certificate (through
- * the node-bootstrapper) and, once it has one, for a serving certificate. Nobody else approves them
- * on a single node that has just changed its name, so the agent does: only this node's requests,
- * checked by src/kube/csr.ts (subject, usages, requestor, names: the hostname, the site's static
+ * [csr-approval] Kubelet, started under the name node-name gave it, asks for a client certificate
+ * (through the node-bootstrapper) and, once it has one, for a serving certificate. Nobody else
+ * approves them on a single node that has just been moved, so the agent does: only this node's
+ * requests, checked by src/kube/csr.ts (subject, usages, requestor, names: the node name, the site's static
  * addresses, the internal IP and the addresses br-ex holds now); every other request is left alone
  * and logged with the reason. Done when the node has an approved client and serving request, or
  * kubelet already holds valid certificates for its name.
@@ -15,7 +15,7 @@ import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } f
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
 import { CSR_WAIT_SECONDS } from '../base/timeouts.js';
-import { readStaticHostname } from '../node/hostname.js';
+import { registeredNodeName } from '../node/node-name.js';
 import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { pollUntil } from '../ports/clock.js';
 import type { KubeObject } from '../ports/kube.js';
@@ -31,7 +31,8 @@ export const KUBELET_CERTIFICATES: Record<CsrKind, string> = {
 type Csr = KubeObject & CsrObject;
 
 export async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
-  const hostname = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
+  // the name kubelet registers under: its certificates are requested for it
+  const hostname = await registeredNodeName(ctx.fs);
   if (!hostname)
     throw new StepError('csr-approval: the node has no hostname to match requests against', { step: 'csr-approval' });
   const ips = new Set<string>();

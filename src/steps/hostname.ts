@@ -1,7 +1,8 @@
 /**
  * [hostname] The node's static hostname, set through systemd-hostnamed over D-Bus so that the
- * kernel's hostname follows at once (kubelet registers the node under it) and /etc/hostname keeps
- * it across reboots. Planned from /etc/hostname under the root, which is what hostnamed reads.
+ * kernel's hostname follows at once and /etc/hostname keeps it across reboots. kubelet registers
+ * the Node under the name node-name pinned, not under this one (src/node/node-name.ts). Planned
+ * from /etc/hostname under the root, which is what hostnamed reads.
  */
 import { ConfigError, VerificationError } from '../base/errors.js';
 import type { Step } from '../config/site.js';

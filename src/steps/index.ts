@@ -15,10 +15,11 @@ import { internalIpStep } from './internal-ip.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
+import { nodeIdentityStep } from './node-identity.js';
 import { nodeIpHintStep } from './node-ip-hint.js';
 import { nodeLabelsStep } from './node-labels.js';
+import { nodeNameStep } from './node-name.js';
 import { ntpStep } from './ntp.js';
-import { oldNodeStep } from './old-node.js';
 import { proxyStep } from './proxy.js';
 import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
@@ -38,7 +39,10 @@ export const STEPS: readonly Step[] = [
   // after internal-ip, whose address the names resolve to; before the cluster steps: the OAuth route's
   // availability check requests the site's host from inside the cluster
   siteNamesStep,
-  // before kubelet: the node registers under this name
+  // before the hostname: the Node's name is pinned (or its rename prepared) while the static hostname
+  // still is the factory's, the name of a node whose kubelet holds no certificate yet
+  nodeNameStep,
+  // before kubelet, after node-name: the OS hostname changes, the Node's name only by node-name's choice
   hostnameStep,
   // after the network, which reaches the site's time servers; before kubelet, which checks certificates
   ntpStep,
@@ -48,9 +52,10 @@ export const STEPS: readonly Step[] = [
   clusterIdentityStep,
   // needs kubelet: it is kubelet that files these requests
   csrApprovalStep,
-  // needs the new Node Ready, so its requests approved: only then the former Node goes
-  oldNodeStep,
-  // the Node registered and its former self gone; a label rolls out no control-plane component
+  // needs the Node registered, so its requests approved; after a rename it moves the former Node's
+  // labels, etcd secrets and operator statuses and deletes it without waiting for Ready
+  nodeIdentityStep,
+  // the Node registered (and a former one gone); a label rolls out no control-plane component
   nodeLabelsStep,
   // while the API servers are stable: nothing before it rolls out a control-plane component
   routesStep,

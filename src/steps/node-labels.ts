@@ -7,13 +7,13 @@
  * removed, and is overwritten only when the site-config names the same key. A site-config without
  * node labels leaves the Node alone.
  *
- * The Node is the one named after this machine's hostname: after csr-approval and old-node it is
- * registered, and it is the only Node this machine has.
+ * The Node is the one kubelet registers (src/node/node-name.ts: the name node-name pinned): after
+ * csr-approval and node-identity it is registered, and it is the only Node this machine has.
  */
 import { VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import { readStaticHostname } from '../node/hostname.js';
+import { registeredNodeName } from '../node/node-name.js';
 import { pollUntil } from '../ports/clock.js';
 import type { KubeObject } from '../ports/kube.js';
 
@@ -66,7 +66,7 @@ function decide(name: string, node: KubeObject | undefined, want: Record<string,
 }
 
 async function readNode(ctx: StepContext): Promise<NodeLabelsView> {
-  const name = ctx.site.hostname ?? (await readStaticHostname(ctx.fs));
+  const name = await registeredNodeName(ctx.fs);
   const node = await (await ctx.kube()).get({ apiVersion: 'v1', kind: 'Node', name });
   return { name, ...(node && { node }) };
 }
@@ -79,7 +79,7 @@ export const nodeLabelsStep: Step<NodeLabelsView> = {
 
   async survey(ctx) {
     // without labels of its own the step leaves the Node alone, registered or not
-    if (Object.keys(ctx.site.nodeLabels).length === 0) return { name: ctx.site.hostname ?? '' };
+    if (Object.keys(ctx.site.nodeLabels).length === 0) return { name: '' };
     return readNode(ctx);
   },
 

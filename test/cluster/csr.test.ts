@@ -3,10 +3,13 @@
  * client certificate is approved; and a bounded wait that ends with a clear error when kubelet
  * files nothing.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { CertificatesV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
 import { FACTORY_NODE_IP } from '../kube/factory-cluster.js';
+import { KUBELET_ENV_FILE } from '../../src/node/node-name.js';
 import { instantClock } from '../node/context.js';
 import { agent, startFactory, storeSite, type ClusterEnv } from './env.js';
 
@@ -33,6 +36,8 @@ describe.skipIf(kubeSkipped)('csr-approval against kubelet filing requests over 
     const specs = kubeletCsrSpecs(node, FACTORY_NODE_IP, 'site');
     const client = await createCsr(kc, specs.client);
     const a = await agent(env, storeSite({ hostname: node }));
+    // kubelet files its requests under the name it registers the Node as
+    writeFileSync(path.join(a.root, KUBELET_ENV_FILE), `KUBELET_NODE_NAME=${node}\n`);
     const running = a.run(['csr-approval']);
     // kubelet: the serving request follows once the client certificate is approved
     let serving: string | undefined;
@@ -60,6 +65,7 @@ describe.skipIf(kubeSkipped)('csr-approval against kubelet filing requests over 
 
   it('gives up after its bound with a clear error when kubelet files nothing', async () => {
     const a = await agent(env, storeSite({ hostname: 'sno-silent' }));
+    writeFileSync(path.join(a.root, KUBELET_ENV_FILE), 'KUBELET_NODE_NAME=sno-silent\n');
     a.ctx.clock = instantClock();
     await expect(a.run(['csr-approval'])).rejects.toThrow(
       'csr-approval: kubelet filed no client and serving request for node sno-silent within 15 min',

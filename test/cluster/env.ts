@@ -2,7 +2,7 @@
  * What the cluster step tests share: a real kube-apiserver with the test CRDs and a seeded factory
  * cluster, and step contexts connected to it through the real Kube adapter, over a temporary root.
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Site } from '../../src/config/site.js';
@@ -13,6 +13,7 @@ import type { RunOptions, StepName } from '../../src/engine/step.js';
 import type { StepContext } from '../../src/config/site.js';
 import { connectKube, type KubeClientOptions } from '../../src/kube/client.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
+import { KUBELET_ENV_FILE } from '../../src/node/node-name.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
@@ -164,6 +165,12 @@ export async function agent(
   kubeOptions: KubeClientOptions = {},
 ): Promise<Agent> {
   const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
+  // the node phase done: kubelet registers under the factory name node-name pinned
+  const kubeletEnv = path.join(root, KUBELET_ENV_FILE);
+  if (!existsSync(kubeletEnv)) {
+    mkdirSync(path.dirname(kubeletEnv), { recursive: true });
+    writeFileSync(kubeletEnv, `KUBELET_NODE_NAME=${FACTORY_NODE_NAME}\n`);
+  }
   const fs = createRootFs(root);
   const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000, ...kubeOptions });
   const ctx: StepContext = {

@@ -256,6 +256,8 @@ export async function buildNodeImage(): Promise<NodeImage> {
   const disk = await copyBaseDisk(join(dir, 'node.raw'));
   await installFiles(disk, [
     ...payload.entries,
+    // kubelet's folder, as every OpenShift node has it; node-name writes kubelet-env there
+    { path: '/etc/kubernetes', type: 'dir', mode: 0o755 },
     { path: AGENT_BINARY, mode: 0o755, contents: await readFile(binary) },
     nodeOnlyDropIn(payload),
     ...VM_MASKED.map((unit) => ({ path: posix.join(UNIT_DIR, unit), type: 'symlink' as const, target: '/dev/null' })),

@@ -20,6 +20,7 @@ import {
   nodeLabelsNotKubelets,
   chronyNamesASource,
   machineNetworksAreSiteNetworks,
+  renameNamesAHostname,
 } from './rules.js';
 import type { SiteConfigV1 } from './schema.js';
 
@@ -62,6 +63,30 @@ const cases: [string, Rule, (d: Doc) => void, string[]][] = [
     filesStayInFolder,
     (d) => (d.spec.certificates = { api: { certFile: '/etc/x.crt', keyFile: 'k' } }),
     ['$.spec.certificates.api.certFile'],
+  ],
+  [
+    'rename: with a hostname',
+    renameNamesAHostname,
+    (d) => Object.assign(d.spec, { nodeName: 'rename', hostname: 'sno-store42' }),
+    [],
+  ],
+  [
+    'rename: without a hostname',
+    renameNamesAHostname,
+    (d) => {
+      d.spec.nodeName = 'rename';
+      delete d.spec.hostname;
+    },
+    ['$.spec.nodeName'],
+  ],
+  [
+    'keep: no hostname needed',
+    renameNamesAHostname,
+    (d) => {
+      d.spec.nodeName = 'keep';
+      delete d.spec.hostname;
+    },
+    [],
   ],
   ['dns: valid names', dnsNames, () => undefined, []],
   ['dns: single-label base domain', dnsNames, (d) => (d.spec.baseDomain = 'store'), ['$.spec.baseDomain']],

@@ -348,6 +348,15 @@ export const machineNetworksAreSiteNetworks: Rule = {
 
 // ---- end of the site services rules ----
 
+/** A rename has a name to go to: the site's hostname, which kubelet then registers under. */
+export const renameNamesAHostname: Rule = {
+  name: 'rename-names-a-hostname',
+  check: ({ config }) =>
+    config.spec.nodeName === 'rename' && config.spec.hostname === undefined
+      ? [error('$.spec.nodeName', 'rename needs spec.hostname: the node is renamed to the site hostname')]
+      : [],
+};
+
 /** Rules that read only the site-config itself. */
 export const documentRules: readonly Rule[] = [
   networkSourceExactlyOne,
@@ -364,6 +373,7 @@ export const documentRules: readonly Rule[] = [
   proxyNamesAProxy,
   nodeLabelsNotKubelets,
   chronyNamesASource,
+  renameNamesAHostname,
 ];
 
 /** Rules that also need the nmstate state, which may come from a file. */

@@ -188,6 +188,12 @@ export const siteConfigSchema = z.strictObject({
       .optional()
       .describe('must equal the current name unless the change is supported'),
     hostname: dnsName('hostname').optional().describe('static hostname of the node'),
+    nodeName: z
+      .enum(['keep', 'rename'])
+      .optional()
+      .describe(
+        "the Kubernetes node name: keep the factory's (default; only the OS hostname changes) or rename it to spec.hostname where the preflight finds nothing it would break",
+      ),
     network: z
       .strictObject({
         nmstate: nmstateSchema.optional(),

@@ -1,0 +1,177 @@
+/**
+ * Whether renaming this single node's Kubernetes Node can break something that is keyed by its
+ * name. The reasons to refuse, each read from what the components do upstream:
+ *
+ * - a PersistentVolume with node affinity, or a claim bound to one on this node: a PV's
+ *   nodeAffinity is immutable (k8s validation, 4.14-4.18), TopoLVM's pins `topology.topolvm.io/node`
+ *   and the Local Storage Operator's `kubernetes.io/hostname` to the old name, so the claims never
+ *   schedule again (and the LSO diskmaker creates a second PV for the same disk);
+ * - LVMS installed: its vgmanager puts the finalizer `topolvm.io/node` on the Node, and TopoLVM's
+ *   node controller, on the Node's deletion, deletes every LVMS claim of that node
+ *   (topolvm internal/controller/node_controller.go; test/cluster/models/topolvm.ts);
+ * - per-node configuration naming the node or its hostname (PtpConfig match.nodeName, NNCP,
+ *   LocalVolume and SR-IOV policy node selectors, a custom MachineConfigPool): it silently stops
+ *   applying to the renamed node;
+ * - a static-pod operator mid-rollout (a node with a target revision, or not at the latest one, or
+ *   the kube-apiserver's startup monitor present): renaming its nodeStatuses then starts an
+ *   installer for the new name on a revision that does not know it, which stops etcd for good
+ *   (test/cluster/models/etcd-operator.ts);
+ * - a MachineHealthCheck covering the node's Machine: it would remediate the node while it is
+ *   NotReady under its new name;
+ * - /etc/hostname declared by a MachineConfig: the machine-config daemon reports the site's
+ *   hostname as drift.
+ */
+import type { DeclaredFiles } from './rendered-config.js';
+import { HOSTNAME_FILE } from './hostname.js';
+import type { Kube, KubeObject } from '../ports/kube.js';
+
+/** The static-pod operators of library-go whose status.nodeStatuses are keyed by node name. */
+export const STATIC_POD_OPERATORS = ['Etcd', 'KubeAPIServer', 'KubeControllerManager', 'KubeScheduler'] as const;
+export const OPERATOR_API = 'operator.openshift.io/v1';
+/** the kube-apiserver's startup monitor, a static pod while a revision is being proven */
+export const STARTUP_MONITOR_MANIFEST = '/etc/kubernetes/manifests/kube-apiserver-startup-monitor-pod.yaml';
+export const TOPOLVM_FINALIZER = 'topolvm.io/node';
+
+/** Kinds whose objects configure one node by its name or hostname (a string equal to it, anywhere in spec). */
+export const PER_NODE_KINDS: readonly { apiVersion: string; kind: string }[] = [
+  { apiVersion: 'ptp.openshift.io/v1', kind: 'PtpConfig' },
+  { apiVersion: 'nmstate.io/v1', kind: 'NodeNetworkConfigurationPolicy' },
+  { apiVersion: 'local.storage.openshift.io/v1', kind: 'LocalVolume' },
+  { apiVersion: 'local.storage.openshift.io/v1alpha1', kind: 'LocalVolumeSet' },
+  { apiVersion: 'sriovnetwork.openshift.io/v1', kind: 'SriovNetworkNodePolicy' },
+  { apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool' },
+];
+
+export interface NodeStatus {
+  nodeName: string;
+  currentRevision?: number;
+  targetRevision?: number;
+}
+
+export interface StaticPodOperator {
+  kind: string;
+  latestAvailableRevision?: number;
+  nodeStatuses: NodeStatus[];
+}
+
+/** What the preflight read of the cluster. */
+export interface ClusterFacts {
+  /** PVs with node affinity; claims bound on this node (`namespace/name`) */
+  pinnedVolumes: string[];
+  nodeFinalizers: string[];
+  /** `Kind name` of every LVMCluster */
+  lvmClusters: string[];
+  /** `Kind [namespace/]name` of per-node configuration naming this node */
+  perNodeConfig: string[];
+  operators: StaticPodOperator[];
+  /** MachineHealthChecks whose selector matches this node's Machine */
+  healthChecks: string[];
+}
+
+/** What the preflight read of the node itself. */
+export interface NodeFacts {
+  declared?: DeclaredFiles;
+  startupMonitor: boolean;
+}
+
+const sel = (labels: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
+  Object.entries(want ?? {}).every(([k, v]) => labels?.[k] === v);
+
+/** Whether any string in `value` equals one of `names`. */
+function names(value: unknown, wanted: ReadonlySet<string>): boolean {
+  if (typeof value === 'string') return wanted.has(value);
+  if (Array.isArray(value)) return value.some((v) => names(v, wanted));
+  if (value && typeof value === 'object') return Object.values(value).some((v) => names(v, wanted));
+  return false;
+}
+
+type Pv = KubeObject & {
+  spec?: { nodeAffinity?: unknown; claimRef?: { namespace?: string; name?: string } };
+};
+type Node = KubeObject & { metadata: KubeObject['metadata'] & { finalizers?: string[] } };
+type Machine = KubeObject & { status?: { nodeRef?: { name?: string } } };
+type HealthCheck = KubeObject & { spec?: { selector?: { matchLabels?: Record<string, string> } } };
+
+async function listIfServed(kube: Kube, apiVersion: string, kind: string): Promise<KubeObject[]> {
+  return (await kube.serves(apiVersion, kind)) ? kube.list(apiVersion, kind) : [];
+}
+
+/** Reads the cluster for the preflight; `node` is the Node's current name. */
+export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFacts> {
+  const nodeObject = await kube.get<Node>({ apiVersion: 'v1', kind: 'Node', name: node });
+  const hostnameLabel = nodeObject?.metadata.labels?.['kubernetes.io/hostname'] ?? node;
+  const pvs = await kube.list<Pv>('v1', 'PersistentVolume');
+  const claims = await kube.list('v1', 'PersistentVolumeClaim');
+  const pinnedVolumes = [
+    ...pvs.filter((pv) => pv.spec?.nodeAffinity !== undefined).map((pv) => `PersistentVolume ${pv.metadata.name}`),
+    ...claims
+      .filter((c) => c.metadata.annotations?.['volume.kubernetes.io/selected-node'] === node)
+      .map((c) => `PersistentVolumeClaim ${c.metadata.namespace}/${c.metadata.name}`),
+  ];
+  const wanted = new Set([node, hostnameLabel]);
+  const perNodeConfig: string[] = [];
+  for (const { apiVersion, kind } of PER_NODE_KINDS)
+    for (const obj of await listIfServed(kube, apiVersion, kind))
+      if (names(obj.spec, wanted))
+        perNodeConfig.push(`${kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`);
+  const operators: StaticPodOperator[] = [];
+  for (const kind of STATIC_POD_OPERATORS) {
+    const o = await kube.get<KubeObject & { status?: Omit<StaticPodOperator, 'kind'> }>({
+      apiVersion: OPERATOR_API,
+      kind,
+      name: 'cluster',
+    });
+    if (o)
+      operators.push({
+        kind,
+        ...(o.status?.latestAvailableRevision !== undefined && {
+          latestAvailableRevision: o.status.latestAvailableRevision,
+        }),
+        nodeStatuses: o.status?.nodeStatuses ?? [],
+      });
+  }
+  const machines = (await listIfServed(kube, 'machine.openshift.io/v1beta1', 'Machine')) as Machine[];
+  const mine = machines.filter((m) => m.status?.nodeRef?.name === node);
+  const checks = (await listIfServed(kube, 'machine.openshift.io/v1beta1', 'MachineHealthCheck')) as HealthCheck[];
+  return {
+    pinnedVolumes,
+    nodeFinalizers: nodeObject?.metadata.finalizers ?? [],
+    lvmClusters: (await listIfServed(kube, 'lvm.topolvm.io/v1alpha1', 'LVMCluster')).map(
+      (l) => `LVMCluster ${l.metadata.namespace}/${l.metadata.name}`,
+    ),
+    perNodeConfig,
+    operators,
+    healthChecks: checks
+      .filter((c) => mine.some((m) => sel(m.metadata.labels, c.spec?.selector?.matchLabels)))
+      .map((c) => `MachineHealthCheck ${c.metadata.namespace}/${c.metadata.name}`),
+  };
+}
+
+/** Every reason to refuse the rename, each naming what it found; empty when the rename is safe. */
+export function renameRefusals(cluster: ClusterFacts, node: NodeFacts): string[] {
+  const out: string[] = [];
+  if (cluster.pinnedVolumes.length > 0)
+    out.push(`volumes are pinned to the node's name (LVMS, LSO): ${cluster.pinnedVolumes.join(', ')}`);
+  if (cluster.lvmClusters.length > 0 || cluster.nodeFinalizers.includes(TOPOLVM_FINALIZER))
+    out.push(
+      `LVMS is installed (${[...cluster.lvmClusters, ...(cluster.nodeFinalizers.includes(TOPOLVM_FINALIZER) ? [`finalizer ${TOPOLVM_FINALIZER} on the Node`] : [])].join(', ')}): deleting the former Node deletes its claims`,
+    );
+  if (cluster.perNodeConfig.length > 0)
+    out.push(
+      `per-node configuration names the node or its hostname and would stop applying: ${cluster.perNodeConfig.join(', ')}`,
+    );
+  const rolling = cluster.operators.filter((o) =>
+    o.nodeStatuses.some((n) => (n.targetRevision ?? 0) > 0 || n.currentRevision !== o.latestAvailableRevision),
+  );
+  if (rolling.length > 0 || node.startupMonitor)
+    out.push(
+      `static-pod operators are mid-rollout: ${[...rolling.map((o) => `${o.kind}/cluster`), ...(node.startupMonitor ? ['the kube-apiserver startup monitor is running'] : [])].join(', ')}`,
+    );
+  if (cluster.healthChecks.length > 0)
+    out.push(`a MachineHealthCheck covers the node: ${cluster.healthChecks.join(', ')}`);
+  if (node.declared?.files.has(HOSTNAME_FILE))
+    out.push(
+      `${HOSTNAME_FILE} is declared by the MachineConfig ${node.declared.name}: the site hostname would be drift`,
+    );
+  return out;
+}

@@ -1,0 +1,135 @@
+/**
+ * The node-name step on a factory node's root, with the hostname step through the test hostnamed:
+ * the OS hostname becomes the site's while kubelet-env pins the Node to the name in kubelet's
+ * client certificate (an openssl-made one, as kubelet's CSR gets signed); a MachineConfig that
+ * declares kubelet-env, or a node with no name to keep, is refused before anything changes.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBus } from '../../test/dbus/bus.js';
+import { FACTORY_HOSTNAME } from '../../test/fixtures/factory-node.js';
+import { testNode, testSite } from '../../test/node/context.js';
+import { RefusedError } from '../base/errors.js';
+import { planOf } from '../engine/engine.js';
+import { KUBELET_CLIENT_CERT, KUBELET_ENV_FILE } from '../node/node-name.js';
+import { CURRENT_CONFIG } from '../node/rendered-config.js';
+import { hostnameStep } from './hostname.js';
+import { nodeNameStep } from './node-name.js';
+
+let bus: Awaited<ReturnType<typeof startTestBus>>;
+beforeAll(async () => {
+  bus = await startTestBus();
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+});
+afterAll(() => bus?.stop());
+
+const put = (root: string, file: string, content: string) => {
+  mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+  writeFileSync(path.join(root, file), content);
+};
+
+/** kubelet's client certificate and key in one file, as kubelet keeps them, for `name` */
+function kubeletCertificate(root: string, name: string) {
+  const dir = path.join(root, 'tmp-cert');
+  mkdirSync(dir, { recursive: true });
+  const [crt, key] = [path.join(dir, 'c.pem'), path.join(dir, 'k.pem')];
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-keyout',
+      key,
+      '-out',
+      crt,
+      '-subj',
+      `/O=system:nodes/CN=system:node:${name}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  put(root, KUBELET_CLIENT_CERT, readFileSync(crt, 'utf8') + readFileSync(key, 'utf8'));
+}
+
+describe('node-name', () => {
+  it('keeps the Node its certified name while the OS hostname becomes the site', async () => {
+    const node = testNode({ site: testSite({ hostname: 'sno-store42' }), systemd: true });
+    await bus.services.configure({ root: node.root });
+    kubeletCertificate(node.root, 'sno-factory-0');
+    put(node.root, KUBELET_ENV_FILE, 'KUBELET_PROVIDERID=baremetal://rack7\n');
+    expect(await planOf(nodeNameStep, node.ctx)).toEqual({
+      action: 'change',
+      summary: "keep the Node's name sno-factory-0",
+      changes: [
+        {
+          action: 'update',
+          target: KUBELET_ENV_FILE,
+          summary: 'kubelet registers under the factory name; the OS hostname is the site',
+          diff: ['- KUBELET_NODE_NAME=', '+ KUBELET_NODE_NAME=sno-factory-0'],
+        },
+      ],
+    });
+    const state = await node.run([nodeNameStep, hostnameStep]);
+    expect(state.result).toBe('succeeded');
+    expect(readFileSync(path.join(node.root, KUBELET_ENV_FILE), 'utf8')).toBe(
+      'KUBELET_PROVIDERID=baremetal://rack7\nKUBELET_NODE_NAME=sno-factory-0\n',
+    );
+    expect(readFileSync(path.join(node.root, 'etc/hostname'), 'utf8').trim()).toBe('sno-store42');
+    // a second site: still the factory name, not the first site's hostname
+    node.ctx.site = testSite({ hostname: 'sno-store43' });
+    expect(await planOf(nodeNameStep, node.ctx)).toEqual({
+      action: 'noop',
+      reason: 'kubelet registers the Node as sno-factory-0',
+    });
+  });
+
+  it('takes the factory hostname when kubelet holds no certificate yet', async () => {
+    const node = testNode({ site: testSite({ hostname: 'sno-store42' }) });
+    expect((await node.run([nodeNameStep])).result).toBe('succeeded');
+    expect(readFileSync(path.join(node.root, KUBELET_ENV_FILE), 'utf8')).toBe(
+      `KUBELET_NODE_NAME=${FACTORY_HOSTNAME}\n`,
+    );
+  });
+
+  it('refuses a node whose MachineConfig declares kubelet-env, writing nothing', async () => {
+    const node = testNode({ site: testSite({ hostname: 'sno-store42' }) });
+    const declared = `KUBELET_NODE_NAME=${FACTORY_HOSTNAME}-mc\n`;
+    put(node.root, KUBELET_ENV_FILE, declared);
+    put(
+      node.root,
+      CURRENT_CONFIG,
+      JSON.stringify({
+        metadata: { name: 'rendered-master-77' },
+        spec: {
+          config: {
+            storage: {
+              files: [
+                { path: KUBELET_ENV_FILE, contents: { source: `data:,${encodeURIComponent('KUBELET_NODE_NAME=\n')}` } },
+              ],
+            },
+          },
+        },
+      }),
+    );
+    expect(await planOf(nodeNameStep, node.ctx)).toMatchObject({
+      action: 'conflict',
+      reason: expect.stringContaining(
+        `${KUBELET_ENV_FILE} is a file of the machine-config daemon's current config rendered-master-77`,
+      ),
+    });
+    await expect(node.run([nodeNameStep])).rejects.toThrow(RefusedError);
+    expect(readFileSync(path.join(node.root, KUBELET_ENV_FILE), 'utf8')).toBe(declared);
+  });
+
+  it('refuses a node with no name to keep', async () => {
+    const node = testNode({ site: testSite({ hostname: 'sno-store42' }), factory: false });
+    expect(await planOf(nodeNameStep, node.ctx)).toMatchObject({ action: 'conflict' });
+    expect(existsSync(path.join(node.root, KUBELET_ENV_FILE))).toBe(false);
+  });
+});
