@@ -10,7 +10,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
+import { warnOnce } from '../engine/warn-once.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
@@ -140,9 +141,6 @@ function changesOf(wanted: readonly MirrorObject[], owned: readonly MirrorObject
   return changes;
 }
 
-/** the step contexts whose log has the warnings about catalogs already */
-const warned = new WeakSet<StepContext>();
-
 export const mirrorsStep: Step<MirrorsView> = {
   name: 'mirrors',
   group: 'cluster',
@@ -172,12 +170,7 @@ export const mirrorsStep: Step<MirrorsView> = {
       CATALOG_SOURCE.apiVersion,
       CATALOG_SOURCE.kind,
     );
-    // said while surveying, so `plan` shows it in the log as well as in its reason; once per run of
-    // the step, not again when the verification surveys
-    if (!warned.has(ctx))
-      for (const w of unmirroredCatalogs(catalogs, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors))
-        ctx.log.warn({ warning: w }, w);
-    warned.add(ctx);
+    warnOnce(ctx, unmirroredCatalogs(catalogs, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors));
     return { serves, owned, foreign, catalogs };
   },
 

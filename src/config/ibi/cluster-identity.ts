@@ -14,6 +14,7 @@ import type { Change, PlanResult } from '../../engine/step.js';
 import { INFRASTRUCTURE_CONFIG } from '../../kube/openshift.js';
 import type { Kube, KubeObject, ObjectRef } from '../../ports/kube.js';
 import type { Step } from '../site.js';
+import { warnOnce } from '../../engine/warn-once.js';
 import type { ImageBasedSite } from './image-based.js';
 import { MANIFEST_FILE } from './seed-reconfiguration.js';
 
@@ -125,8 +126,12 @@ export const clusterIdentityStep: Step<ClusterIdentityView> = {
   }),
 
   async survey(ctx) {
-    if (!ctx.site.imageBased) return {};
-    return { cluster: await readClusterIdentity(await ctx.kube()) };
+    const media = ctx.site.imageBased;
+    if (!media) return {};
+    const cluster = await readClusterIdentity(await ctx.kube());
+    const warning = infraIdWarning(media, cluster);
+    if (warning) warnOnce(ctx, [warning]);
+    return { cluster };
   },
 
   plan(view, site): PlanResult {
