@@ -117,9 +117,9 @@ describe('a prepared node and the internal IP of a site-config', () => {
   it('validate and plan refuse an internal IP off the install subnet (exit 3), naming the field and the record', () => {
     const root = preparedNode();
     const site = siteWithInternalIP('10.20.0.10/24');
-    for (const command of ['validate', 'plan']) {
-      const r = runCli([command, site, '--root', root, '--only', 'node']);
-      expect(r.code, command).toBe(3);
+    for (const command of [['validate'], ['plan', '--only', 'node']]) {
+      const r = runCli([...command, site, '--root', root]);
+      expect(r.code, command[0]).toBe(3);
       expect(r.stderr).toContain(
         '$.spec.network.internalIP: 10.20.0.10/24 is off the install subnet 192.168.127.0/24 of this node (recorded by factory prepare in /etc/sno-relocate/factory.json)',
       );
