@@ -71,16 +71,13 @@ export function createRuntime(flags: Flags): Runtime {
   };
 }
 
-/** The node's rules a site-config is admitted under: who wrote it, then what the node was prepared for. */
+/** The node's rules a site-config is admitted under; admitSite decides their order. */
 function admission(rt: Runtime): Admission {
   return {
     now: rt.clock.now(),
-    rules: [
-      // who wrote it is settled before anything but validation looks at its contents
-      { name: 'trust', check: (loaded) => checkTrust(rt, loaded) },
-      // a node prepared at the factory keeps its install subnet for the internal IP
-      { name: 'factory-record', check: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site) },
-    ],
+    trust: (loaded) => checkTrust(rt, loaded),
+    // a node prepared at the factory keeps its install subnet for the internal IP
+    factoryRecord: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site),
   };
 }
 

@@ -1,30 +1,40 @@
 /**
- * The one way a site-config is admitted, for every command that acts on one: located and read
- * with bounds and digests, parsed, checked by the rules (loadSiteConfig), then held to the node's
- * own rules in order: who wrote it (the trust anchors), what the node was prepared for (the
- * factory record). All of it finishes before the first change on the host, at the time passed in.
+ * The one way a site-config is admitted, for every command that acts on one: located, read with
+ * bounds and digests, parsed and checked by the rules (loadSiteConfig), then held to the node's
+ * own rules, in the order fixed here: who wrote it (the trust anchors), then what the node was
+ * prepared for (the factory record). All of it finishes before the first change on the host, at
+ * the time passed in.
  *
  * The node's rules live in the layers that own what they read (src/trust, src/factory), above this
- * one; the caller hands them in, so the order is decided here, once.
+ * one; the caller hands them in by name, and this file alone decides the order they run in.
  */
 import { loadSiteConfig } from './load.js';
 import type { LoadedSite } from './site.js';
 
 /** A check of a read and valid site-config against the node: throws (a refusal) when it does not hold. */
-export interface AdmissionRule {
-  name: string;
-  check(loaded: LoadedSite): Promise<void>;
-}
+export type NodeRule = (loaded: LoadedSite) => Promise<void>;
 
 export interface Admission {
   /** the time certificates are judged at */
   now: Date;
-  /** the node's rules, in the order they apply: trust first, then what the node was prepared for */
-  rules: readonly AdmissionRule[];
+  /** who wrote it: the node's trust anchors; undefined only off the node (see offNode) */
+  trust: NodeRule | undefined;
+  /** what the node was prepared for: the factory record's install subnet; undefined only off the node */
+  factoryRecord: NodeRule | undefined;
 }
 
-export async function admitSite(target: string, { now, rules }: Admission): Promise<LoadedSite> {
-  const loaded = await loadSiteConfig(target, now);
-  for (const rule of rules) await rule.check(loaded);
+/** The order the node's rules run in: who wrote it is settled before what it asks is weighed. */
+const NODE_RULES = ['trust', 'factoryRecord'] as const;
+
+/**
+ * Off the node (rendering or signing a site folder at the author's desk) there are no trust
+ * anchors and no factory record to hold a site-config to: it is parsed and checked by the rules
+ * only, exactly as the node will parse and check it.
+ */
+export const offNode = (now: Date): Admission => ({ now, trust: undefined, factoryRecord: undefined });
+
+export async function admitSite(target: string, admission: Admission): Promise<LoadedSite> {
+  const loaded = await loadSiteConfig(target, admission.now);
+  for (const rule of NODE_RULES) await admission[rule]?.(loaded);
   return loaded;
 }

@@ -10,7 +10,7 @@ import { type Clock, pollUntil } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
 import type { RootFs } from '../ports/fs.js';
 import { MANIFEST_FILE } from './ibi/seed-reconfiguration.js';
-import { SITE_CONFIG_NAMES } from './load.js';
+import { SITE_CONFIG_NAMES } from './locate.js';
 
 export const ETC_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
 export const CONFIG_LABELS = ['cluster-config', 'relocation-config'] as const;

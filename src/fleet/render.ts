@@ -9,7 +9,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import pLimit from 'p-limit';
-import { loadSiteConfig } from '../config/load.js';
+import { admitSite, offNode } from '../config/admit.js';
 import { CONFIG_LABELS } from '../config/discover.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { reportManifestWork, reportManifestWorkReplicaSet } from '../hub/manifestwork.js';
@@ -77,7 +77,9 @@ async function renderRow(options: RenderOptions, row: InventoryRow): Promise<Sit
     }
     let loaded;
     try {
-      loaded = await loadSiteConfig(partial, options.now);
+      // parse and rules, as the node will run them; not trust, since the folder is signed only
+      // once admitted (below), and not the factory record, which lives on each node, not here
+      loaded = await admitSite(partial, offNode(options.now));
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       const errors = err.findings.filter((f) => f.severity === 'error');

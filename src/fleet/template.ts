@@ -8,7 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { formatPath } from '../base/findings.js';
-import { SITE_CONFIG_NAMES } from '../config/load.js';
+import { SITE_CONFIG_NAMES } from '../config/locate.js';
 import { UsageError } from '../base/errors.js';
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\}/g;

@@ -13,7 +13,7 @@ import { chainProblem, intermediatesOf, selfSigned } from '../../certs/chain.js'
 import { issue, keyToPem, newKey } from '../../certs/issue.js';
 import { describeKey, matchesKey, parseKey, SUPPORTED_KEY_TYPES, supportedKey } from '../../certs/key-types.js';
 import { systemClock } from '../../ports/clock.js';
-import { loadSiteConfig } from '../../config/load.js';
+import { admitSite, offNode } from '../../config/admit.js';
 import { ConfigError, UsageError } from '../../base/errors.js';
 import { type Invocation, oneOf } from '../args.js';
 import type { CommandResult } from './result.js';
@@ -45,7 +45,9 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
     throw new UsageError('credentials needs --site DIR (the site folder), --key CLIENT-CA.key and --out FILE');
   if (inv.positionals.length) throw new UsageError('credentials takes no PATH (the site folder is --site DIR)');
   if (!USER.test(user)) throw new UsageError(`--user: "${user}" is not a usable user name`);
-  const loaded = await loadSiteConfig(siteDir, new Date());
+  const now = systemClock.now();
+  // the site folder at the author's desk: parse and rules, as the node will run them
+  const loaded = await admitSite(siteDir, offNode(now));
   const { site, document } = loaded;
   const missing = (path: string, why: string) =>
     new ConfigError(`${path}: ${why}`, [{ severity: 'error', path, message: why }]);
@@ -73,7 +75,6 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
   if (!caCert) throw new UsageError(`--key: ${key} is not the key of any certificate in spec.access.clientCAFile`);
   const ca = { cert: caCert, key: caKey, chain: chainAbove(caCert, bundle) };
 
-  const now = systemClock.now();
   const notAfter = Math.min(Date.parse(caCert.validTo), now.getTime() + CLIENT_VALIDITY_DAYS * DAY_MS);
   const clientKey = newKey();
   const leaf = await issue(

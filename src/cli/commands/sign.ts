@@ -1,7 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { loadSiteConfig } from '../../config/load.js';
+import { admitSite, offNode } from '../../config/admit.js';
+import { systemClock } from '../../ports/clock.js';
 import { UsageError } from '../../base/errors.js';
 import { createRootFs } from '../../ports/fs.js';
 import { KeyError, readPrivateKey, SIGNATURE_FILE, signSiteConfig } from '../../trust/signature.js';
@@ -41,13 +42,14 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
     throw new UsageError('sign binds to one node by --bind-machine-id or --bind-serial, not both');
   const expiry = expiryFlag(notAfter);
   const privateKey = await signingKeyFlag(key);
-  // the same loader the node uses: an invalid site-config is refused (exit 2), and the files
-  // signed are exactly the files the node will check
-  const loaded = await loadSiteConfig(inv.positionals[0]!, new Date());
+  const now = systemClock.now();
+  // the same admission the node runs, off the node (no signature yet to trust): an invalid
+  // site-config is refused (exit 2), and the files signed are exactly the files the node will check
+  const loaded = await admitSite(inv.positionals[0]!, offNode(now));
   const doc = signSiteConfig(privateKey, {
     site: loaded.site.name,
     files: loaded.files,
-    now: new Date(),
+    now,
     ...(expiry ? { notAfter: expiry } : {}),
     ...(machineId || serial ? { node: { ...(machineId ? { machineId } : {}), ...(serial ? { serial } : {}) } } : {}),
   });

@@ -6,8 +6,6 @@
  * logged, stored in the state file, shown in status or published in the hub report: they go only
  * into the certificates the domain step signs with them.
  */
-import type { Site } from '../site.js';
-
 /** The subject of an installer signer's certificate: what the certificates it signs name as their issuer. */
 export interface SignerSubject {
   commonName: string;
@@ -45,14 +43,3 @@ export const LB_SIGNER_SUBJECT: SignerSubject = {
   commonName: 'kube-apiserver-lb-signer',
   organizationalUnit: 'openshift',
 };
-
-/** The site with the media's admin client CA in place of access.clientCaPem (the access step's spec.clientCA). */
-export function withImageBased(site: Site, imageBased: ImageBasedSite | undefined): Site {
-  if (!imageBased) return site;
-  const { adminClientCaPem } = imageBased;
-  return {
-    ...site,
-    imageBased,
-    ...(adminClientCaPem !== undefined && { access: { ...site.access, clientCaPem: adminClientCaPem } }),
-  };
-}

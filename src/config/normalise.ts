@@ -1,0 +1,64 @@
+/** A read and valid site-config document, with the files it names, -> the Site the steps act on. */
+import { DEFAULT_IN_SERVICE_TIMEOUT_SECONDS, DEFAULT_VERIFY_TIMEOUT_SECONDS } from '../base/timeouts.js';
+import type { NmstateState } from '../base/nmstate.js';
+import type { ImageBasedSite } from './ibi/image-based.js';
+import type { InService, Site } from './site.js';
+import type { SiteConfigV1 } from './v1/schema.js';
+
+/** What a site-config's fields read from files became. */
+export type SiteFields = Pick<Site, 'pullSecret' | 'certificates' | 'access' | 'trustBundle' | 'extraManifests'>;
+
+function toInService(config: SiteConfigV1): InService | undefined {
+  const spec = config.spec.inService;
+  if (!spec) return undefined;
+  return {
+    workloads: spec.workloads ?? [],
+    ...(spec.probe && { probe: { url: spec.probe.url, insecure: spec.probe.insecure ?? false } }),
+    timeoutSeconds: spec.timeoutSeconds ?? DEFAULT_IN_SERVICE_TIMEOUT_SECONDS,
+  };
+}
+
+export function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: SiteFields): Site {
+  const { spec } = config;
+  return {
+    name: config.metadata.name,
+    baseDomain: spec.baseDomain,
+    ...(spec.clusterName !== undefined && { clusterName: spec.clusterName }),
+    ...(spec.hostname !== undefined && { hostname: spec.hostname }),
+    ...(spec.nodeName !== undefined && { nodeName: spec.nodeName }),
+    network: {
+      nmstate,
+      ...(spec.network.internalIP !== undefined && { internalIP: spec.network.internalIP }),
+      machineNetworks: spec.network.machineNetworks ?? [],
+      verify: {
+        pingGateway: spec.network.verify?.pingGateway ?? false,
+        resolve: spec.network.verify?.resolve ?? [],
+        timeoutSeconds: spec.network.verify?.timeoutSeconds ?? DEFAULT_VERIFY_TIMEOUT_SECONDS,
+      },
+    },
+    ...(rest.pullSecret !== undefined && { pullSecret: rest.pullSecret }),
+    pullSecretPolicy: spec.pullSecretPolicy ?? 'replace',
+    imageDigestMirrors: spec.imageDigestMirrors ?? [],
+    imageTagMirrors: spec.imageTagMirrors ?? [],
+    certificates: rest.certificates,
+    sshAuthorizedKeys: spec.sshAuthorizedKeys ?? [],
+    ...(rest.access && { access: rest.access }),
+    ...(spec.chronyConfig !== undefined && { chronyConfig: spec.chronyConfig }),
+    ...(spec.proxy !== undefined && { proxy: spec.proxy }),
+    ...(rest.trustBundle && { trustBundle: rest.trustBundle }),
+    nodeLabels: spec.nodeLabels ?? {},
+    ...(spec.inService && { inService: toInService(config) }),
+    extraManifests: rest.extraManifests,
+  };
+}
+
+/** The site with the media's admin client CA in place of access.clientCaPem (the access step's spec.clientCA). */
+export function withImageBased(site: Site, imageBased: ImageBasedSite | undefined): Site {
+  if (!imageBased) return site;
+  const { adminClientCaPem } = imageBased;
+  return {
+    ...site,
+    imageBased,
+    ...(adminClientCaPem !== undefined && { access: { ...site.access, clientCaPem: adminClientCaPem } }),
+  };
+}
