@@ -5,14 +5,14 @@
 // partition table: the node boots with it and is relocated to the site the manifest describes.
 // Then a stick a person partitioned and formatted, the label on its first partition, is plugged in
 // while the node runs and relocates it to its own site.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildNodeImage, type NodeImage } from './node-image.js';
 import { events, MessageId } from './node-checks.js';
-import { announceSkip, endVm, MIN, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
 import { GATEWAY, newSecret, SITE_ADDRESS, SITE_SSH_KEY, siteConfigYaml, siteSpec, STICK_LABEL } from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
@@ -105,12 +105,7 @@ describe.skipIf(skipVm)('config media found on a real node', () => {
     timings.bootMs = Math.round(performance.now() - started);
   }, 15 * MIN);
 
-  afterAll(async () => {
-    await endVm(vm);
-    await image?.dispose();
-    if (dir) await rm(dir, { recursive: true, force: true });
-    await recordTimings('config-media', timings);
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, dir, { scenario: 'config-media', timings }), 5 * MIN);
 
   it("relocates the node with an image-based install's config ISO written raw to a stick", async () => {
     const v = vm!;

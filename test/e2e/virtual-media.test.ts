@@ -5,14 +5,14 @@
 // must start the agent on it, and the node relocates to the site the installer's media describes
 // (manifest.json from the installer-media generator: cluster_id, infra_id, release_registry and
 // KubeconfigCryptoRetention all filled, as the installer writes them).
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInstallerMedia } from '../ibi/installer-media.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events } from './node-checks.js';
-import { announceSkip, endVm, MIN, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
 import { GATEWAY, newSecret, SITE_ADDRESS, SITE_SSH_KEY, STICK_LABEL } from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
@@ -80,12 +80,7 @@ describe.skipIf(skipVm)('config ISO inserted into a virtual CD drive after boot'
     timings.bootMs = Math.round(performance.now() - started);
   }, 15 * MIN);
 
-  afterAll(async () => {
-    await endVm(vm);
-    await image?.dispose();
-    if (dir) await rm(dir, { recursive: true, force: true });
-    await recordTimings('virtual-media', timings);
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, dir, { scenario: 'virtual-media', timings }), 5 * MIN);
 
   it('starts the agent when the ISO is inserted after its boot wait, and the node relocates', async () => {
     const v = vm!;
