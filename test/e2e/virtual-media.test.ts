@@ -13,7 +13,7 @@ import { writeInstallerMedia } from '../ibi/installer-media.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events } from './node-checks.js';
 import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
-import { GATEWAY, newSecret, SITE_ADDRESS, SITE_SSH_KEY, STICK_LABEL } from './sites.js';
+import { newSecret, SITE_ADDRESS, SITE_SSH_KEY, siteNmstate, STICK_LABEL } from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -42,20 +42,7 @@ describe.skipIf(skipVm)('config ISO inserted into a virtual CD drive after boot'
       sshKey: SITE_SSH_KEY,
       machineNetwork: '192.0.2.0/24',
       releaseRegistry: 'quay.io',
-      networkConfig: {
-        interfaces: [
-          {
-            name: 'br-ex',
-            type: 'linux-bridge',
-            state: 'up',
-            bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
-            ipv4: { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
-            ipv6: { enabled: false },
-          },
-          { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
-        ],
-        routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': GATEWAY, 'next-hop-interface': 'br-ex' }] },
-      },
+      networkConfig: siteNmstate(),
       kubeadminPasswordHash: '$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy',
     });
     iso = await makeStick({
