@@ -28,6 +28,13 @@ export const selfSigned = (cert: X509Certificate): boolean => cert.checkIssued(c
 /** The CA's certificates a served chain carries after the leaf: every one but a self-signed root. */
 export const intermediatesOf = (ca: CaChain): X509Certificate[] => [ca.cert, ...ca.chain].filter((c) => !selfSigned(c));
 
+/** A leaf just issued by `ca` (PEM) followed by the intermediates it is served with, as one PEM. */
+export const withIntermediates = (leaf: string, ca: CaChain): string =>
+  leaf +
+  intermediatesOf(ca)
+    .map((c) => c.toString())
+    .join('');
+
 /** The keyUsage bits (x509.KeyUsageFlags), or undefined when the certificate has no keyUsage. */
 export function keyUsageOf(cert: X509Certificate): number | undefined {
   return new x509.X509Certificate(cert.raw).getExtension(x509.KeyUsagesExtension)?.usages;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { certificatesIn } from '../base/pem.js';
 import { StepError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
-import { chainProblem, intermediatesOf } from './chain.js';
+import { chainProblem, withIntermediates } from './chain.js';
 import { issue, keyToPem, newKey, type Issuer } from './issue.js';
 import { matchesKey, parseKey } from './key-types.js';
 
@@ -107,11 +107,7 @@ export async function issueServing(names: readonly string[], ca: SiteCa, now: Da
     key,
     ca,
   );
-  const certPem =
-    leaf +
-    intermediatesOf(ca)
-      .map((c) => c.toString())
-      .join('');
+  const certPem = withIntermediates(leaf, ca);
   const problem = chainProblem(certPem, ca, { server: names }, now);
   if (problem)
     throw new StepError(`the certificate for ${names.join(', ')} does not verify against the site CA: ${problem}`);

@@ -3,14 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  judgeCsr,
-  KUBELET_CLIENT_SIGNER,
-  KUBELET_SERVING_SIGNER,
-  NODE_BOOTSTRAPPER,
-  parseCertificateRequest,
-  type CsrObject,
-} from './csr.js';
+import { bootstrapperClientSpec } from '../../test/kube/csr-requests.js';
+import { judgeCsr, KUBELET_SERVING_SIGNER, NODE_BOOTSTRAPPER, parseCertificateRequest, type CsrObject } from './csr.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'csr-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -43,15 +37,7 @@ const node = { hostname: 'sno-store42', ips: ['192.168.127.10', '10.42.0.5', 'fd
 const csr = (pem: string, over: Partial<CsrObject['spec']> = {}): CsrObject => ({
   metadata: { name: 'csr-x' },
   spec: {
-    request: Buffer.from(pem).toString('base64'),
-    signerName: KUBELET_CLIENT_SIGNER,
-    usages: ['digital signature', 'client auth'],
-    username: NODE_BOOTSTRAPPER,
-    groups: [
-      'system:serviceaccounts:openshift-machine-config-operator',
-      'system:serviceaccounts',
-      'system:authenticated',
-    ],
+    ...bootstrapperClientSpec(Buffer.from(pem).toString('base64')),
     ...over,
   },
 });

@@ -12,7 +12,8 @@ import type { StepContext } from '../config/site.js';
 import type { Exec } from '../ports/exec.js';
 import { createRootFs } from '../ports/fs.js';
 import { testSite } from '../../test/node/context.js';
-import { KUBELET_CLIENT_SIGNER, KUBELET_SERVING_SIGNER, NODE_BOOTSTRAPPER } from '../kube/csr.js';
+import { bootstrapperClientSpec } from '../../test/kube/csr-requests.js';
+import { KUBELET_SERVING_SIGNER } from '../kube/csr.js';
 import { csrApprovalStep, nodeIdentity } from './csr-approval.js';
 
 const brEx = (addrs: { local: string; prefixlen: number }[]): Exec => ({
@@ -99,17 +100,7 @@ describe('csr-approval decisions', () => {
     metadata: { name },
     spec:
       kind === 'client'
-        ? {
-            request: req,
-            signerName: KUBELET_CLIENT_SIGNER,
-            usages: ['digital signature', 'client auth'],
-            username: NODE_BOOTSTRAPPER,
-            groups: [
-              'system:serviceaccounts:openshift-machine-config-operator',
-              'system:serviceaccounts',
-              'system:authenticated',
-            ],
-          }
+        ? bootstrapperClientSpec(req)
         : {
             request: req,
             signerName: KUBELET_SERVING_SIGNER,

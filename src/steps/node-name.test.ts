@@ -4,13 +4,13 @@
  * client certificate (an openssl-made one, as kubelet's CSR gets signed); a MachineConfig that
  * declares kubelet-env, or a node with no name to keep, is refused before anything changes.
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBus } from '../../test/dbus/bus.js';
 import { FACTORY_HOSTNAME } from '../../test/fixtures/factory-node.js';
 import { testNode, testSite } from '../../test/node/context.js';
+import { opensslSelfSigned } from '../../test/helpers/openssl.js';
 import { RefusedError } from '../base/errors.js';
 import { planOf } from '../engine/engine.js';
 import { KUBELET_CLIENT_CERT, KUBELET_ENV_FILE } from '../node/node-name.js';
@@ -34,26 +34,10 @@ const put = (root: string, file: string, content: string) => {
 function kubeletCertificate(root: string, name: string) {
   const dir = path.join(root, 'tmp-cert');
   mkdirSync(dir, { recursive: true });
-  const [crt, key] = [path.join(dir, 'c.pem'), path.join(dir, 'k.pem')];
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-keyout',
-      key,
-      '-out',
-      crt,
-      '-subj',
-      `/O=system:nodes/CN=system:node:${name}`,
-    ],
-    { stdio: 'ignore' },
-  );
+  const { crt, key } = opensslSelfSigned(dir, 'kubelet', {
+    subject: `/O=system:nodes/CN=system:node:${name}`,
+    days: 1,
+  });
   put(root, KUBELET_CLIENT_CERT, readFileSync(crt, 'utf8') + readFileSync(key, 'utf8'));
 }
 

@@ -5,7 +5,7 @@
  * then rolls out a new API server with that configuration; the kubeconfig made before the run is a
  * cluster admin after it, and one signed by another CA is refused.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -19,6 +19,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgent, runAgentAsync, writeSiteFolder } from '../node/cli.js';
+import { rollOutKubeApiServer } from './apiserver-rollout.js';
 import { startFactory, type ClusterEnv } from './env.js';
 import { opensslCa } from '../helpers/openssl.js';
 
@@ -69,51 +70,6 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
         'site-ca.key': readFileSync(siteCa.key, 'utf8'),
       },
     );
-  }
-
-  /**
-   * The kube-apiserver operator, reduced to what these settings do (cluster-kube-apiserver-operator
-   * pkg/operator/configobservation/apiserver/observe_apiserver.go: spec.clientCA's ConfigMap is
-   * copied to user-client-ca and merged into client-ca, the --client-ca-file; each namedCertificate
-   * is served for its names, as --tls-sni-cert-key does): reads apiserver.config/cluster and rolls
-   * out a kube-apiserver with them.
-   */
-  async function rollOutKubeApiServer(): Promise<void> {
-    const kc = env.cluster.kubeConfig();
-    const core = kc.makeApiClient(CoreV1Api);
-    const apiserver = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({
-      group: 'config.openshift.io',
-      version: 'v1',
-      plural: 'apiservers',
-      name: 'cluster',
-    })) as {
-      spec: {
-        clientCA?: { name: string };
-        servingCerts?: { namedCertificates?: { names: string[]; servingCertificate: { name: string } }[] };
-      };
-    };
-    const args: string[] = [];
-    if (apiserver.spec.clientCA?.name) {
-      const cm = await core.readNamespacedConfigMap({
-        namespace: 'openshift-config',
-        name: apiserver.spec.clientCA.name,
-      });
-      const file = path.join(work, 'client-ca.crt');
-      writeFileSync(file, cm.data!['ca-bundle.crt']!);
-      args.push(`--client-ca-file=${file}`);
-    }
-    for (const named of apiserver.spec.servingCerts?.namedCertificates ?? []) {
-      const secret = await core.readNamespacedSecret({
-        namespace: 'openshift-config',
-        name: named.servingCertificate.name,
-      });
-      const crt = path.join(work, `${named.servingCertificate.name}.crt`);
-      const key = path.join(work, `${named.servingCertificate.name}.key`);
-      writeFileSync(crt, Buffer.from(secret.data!['tls.crt']!, 'base64'));
-      writeFileSync(key, Buffer.from(secret.data!['tls.key']!, 'base64'));
-      args.push(`--tls-sni-cert-key=${crt},${key}:${named.names.join(',')}`);
-    }
-    await env.cluster.restartApiServer({ extraArgs: args });
   }
 
   /** The kubeconfig as a laptop at the site uses it: api.<cluster>.<domain> reaches this API. */
@@ -184,7 +140,7 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     // the kube-apiserver operator's model first installs its revisions; this test then rolls out what
     // the model leaves out, the client CA and the named certificate, as the operator would
     await env.models!.settled();
-    await rollOutKubeApiServer();
+    await rollOutKubeApiServer(env.cluster, work);
 
     // served with the site CA's certificate for its name, and the site's administrator is a cluster admin
     await expect(

@@ -5,15 +5,24 @@
 // partition table: the node boots with it and is relocated to the site the manifest describes.
 // Then a stick a person partitioned and formatted, the label on its first partition, is plugged in
 // while the node runs and relocates it to its own site.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildNodeImage, type NodeImage } from './node-image.js';
 import { events, MessageId } from './node-checks.js';
-import { announceSkip, endVm, MIN, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
-import { GATEWAY, newSecret, SITE_ADDRESS, SITE_SSH_KEY, siteConfigYaml, siteSpec, STICK_LABEL } from './sites.js';
+import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import {
+  GATEWAY,
+  newSecret,
+  SITE_ADDRESS,
+  SITE_SSH_KEY,
+  siteConfigYaml,
+  siteNmstate,
+  siteSpec,
+  STICK_LABEL,
+} from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -25,20 +34,7 @@ const BY_LABEL = `/dev/disk/by-label/${STICK_LABEL}`;
 
 /** manifest.json as the image-based install writes it (Go's encoder: empty structs and all) */
 function manifest(pullAuth: string): string {
-  const nmstate = {
-    interfaces: [
-      {
-        name: 'br-ex',
-        type: 'linux-bridge',
-        state: 'up',
-        bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
-        ipv4: { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
-        ipv6: { enabled: false },
-      },
-      { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
-    ],
-    routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': GATEWAY, 'next-hop-interface': 'br-ex' }] },
-  };
+  const nmstate = siteNmstate();
   return JSON.stringify({
     api_version: 1,
     base_domain: 'store9.example.com',
@@ -105,12 +101,7 @@ describe.skipIf(skipVm)('config media found on a real node', () => {
     timings.bootMs = Math.round(performance.now() - started);
   }, 15 * MIN);
 
-  afterAll(async () => {
-    await endVm(vm);
-    await image?.dispose();
-    if (dir) await rm(dir, { recursive: true, force: true });
-    await recordTimings('config-media', timings);
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, dir, { scenario: 'config-media', timings }), 5 * MIN);
 
   it("relocates the node with an image-based install's config ISO written raw to a stick", async () => {
     const v = vm!;

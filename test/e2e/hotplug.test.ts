@@ -2,7 +2,7 @@
 // technician has the stick: boot completes and the agent says in the journal that it waits; a
 // wrong stick is refused without touching the node; the right stick, plugged in while the node
 // runs, starts the relocation and kubelet after it. One VM, in the order a site would see it.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,7 @@ import {
 } from './node-checks.js';
 import {
   announceSkip,
+  endScenario,
   expectKubeletGated,
   expectNodeHeld,
   expectSiteNetwork,
@@ -54,14 +55,7 @@ describe.skipIf(skipVm)('a node booted without a stick', () => {
     await vm.waitSsh();
   }, 15 * MIN);
 
-  afterAll(async () => {
-    if (vm) {
-      await vm.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
-      await vm.dispose();
-    }
-    await image?.dispose();
-    if (stickDir) await rm(stickDir, { recursive: true, force: true });
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, stickDir), 5 * MIN);
 
   it('completes boot, waits for a stick and says so in the journal; kubelet stays stopped', async () => {
     const v = vm!;

@@ -3,7 +3,7 @@
 // management link never lost the node, kubelet stays stopped and the agent exits 1 with the reason.
 // The next boot, with a stick whose br-ex takes its address from DHCP, relocates the node: the
 // br-ex profile keeps method auto and carries the internal IP, which comes first on br-ex.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events, journal, unitProps } from './node-checks.js';
 import {
   announceSkip,
+  endScenario,
   KUBELET,
   MIN,
   skipVm,
@@ -42,14 +43,7 @@ describe.skipIf(skipVm)('a site network that cuts the node off', () => {
     await vm.waitSsh();
   }, 15 * MIN);
 
-  afterAll(async () => {
-    if (vm) {
-      await vm.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
-      await vm.dispose();
-    }
-    await image?.dispose();
-    if (stickDir) await rm(stickDir, { recursive: true, force: true });
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, stickDir), 5 * MIN);
 
   it('is rolled back: factory uplink address, node reachable, kubelet stopped, exit 1 with the reason', async () => {
     const v = vm!;

@@ -6,13 +6,13 @@
 // the OS hostname changes, kubelet registers under the factory name, and the machine-config
 // daemon's model (test/e2e/mcd-model), whose rendered config carries this kubelet unit, finds no
 // drift; after a reboot without the stick, the same.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installFiles } from './disk.js';
 import { buildNodeImage, type NodeImage } from './node-image.js';
-import { announceSkip, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { announceSkip, endScenario, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
 import { newSecret, SITE_HOSTNAME, siteSpec, siteStick } from './sites.js';
 import { installMcdModel, mcdJournal, pullSecretJson, waitMcdStarted } from './mcd-model/install.js';
 import { bootVm, type Vm } from './vm.js';
@@ -62,14 +62,7 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
     stick = await siteStick(stickDir, 'site.img', siteSpec(newSecret()));
   }, 15 * MIN);
 
-  afterAll(async () => {
-    if (vm) {
-      await vm.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
-      await vm.dispose();
-    }
-    await image?.dispose();
-    if (stickDir) await rm(stickDir, { recursive: true, force: true });
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, stickDir), 5 * MIN);
 
   const expectKeptName = async (v: Vm) => {
     expect(await v.sshOk('cat /etc/hostname')).toBe(`${SITE_HOSTNAME}\n`);

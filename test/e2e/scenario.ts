@@ -2,11 +2,11 @@
  * Shared scenario plumbing: skipping with VM_E2E=0, the node image per test file, timings kept for
  * bench/e2e.ts, and the assertions every converged node must pass.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
-import { AGENT_UNIT } from './node-image.js';
+import { AGENT_UNIT, type NodeImage } from './node-image.js';
 import { events, unitProps, type JournalEntry } from './node-checks.js';
 import { INTERNAL_IP, SITE_ADDRESS } from './sites.js';
 import { REPO_ROOT, type Vm } from './vm.js';
@@ -144,4 +144,17 @@ export async function endVm(vm: Vm | undefined): Promise<void> {
   if (!vm) return;
   await vm.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
   await vm.dispose();
+}
+
+/** A scenario's end: its VM ended (endVm), its node image and scratch folder removed, its timings recorded. */
+export async function endScenario(
+  vm: Vm | undefined,
+  image: NodeImage | undefined,
+  dir: string,
+  timings?: { scenario: string; timings: Record<string, number | string> },
+): Promise<void> {
+  await endVm(vm);
+  await image?.dispose();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  if (timings) await recordTimings(timings.scenario, timings.timings);
 }

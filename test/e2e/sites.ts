@@ -53,31 +53,36 @@ export interface SiteOptions {
   verifyTimeoutSeconds?: number;
 }
 
+/** The site network in nmstate: br-ex with ens4 as its port, at SITE_ADDRESS (or by DHCP), routed by the gateway. */
+export function siteNmstate(opts: SiteOptions = {}): Record<string, unknown> {
+  return {
+    interfaces: [
+      {
+        name: 'br-ex',
+        type: 'linux-bridge',
+        state: 'up',
+        bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
+        ipv4: opts.dhcp
+          ? { enabled: true, dhcp: true }
+          : { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
+        ipv6: { enabled: false },
+      },
+      { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
+    ],
+    routes: {
+      config: [
+        { destination: '0.0.0.0/0', 'next-hop-address': opts.gateway ?? GATEWAY, 'next-hop-interface': 'br-ex' },
+      ],
+    },
+  };
+}
+
 export function siteSpec(secret: SiteSecret, opts: SiteOptions = {}): Record<string, unknown> {
   return {
     baseDomain: 'vm-store-0007.example.com',
     hostname: SITE_HOSTNAME,
     network: {
-      nmstate: {
-        interfaces: [
-          {
-            name: 'br-ex',
-            type: 'linux-bridge',
-            state: 'up',
-            bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
-            ipv4: opts.dhcp
-              ? { enabled: true, dhcp: true }
-              : { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
-            ipv6: { enabled: false },
-          },
-          { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
-        ],
-        routes: {
-          config: [
-            { destination: '0.0.0.0/0', 'next-hop-address': opts.gateway ?? GATEWAY, 'next-hop-interface': 'br-ex' },
-          ],
-        },
-      },
+      nmstate: siteNmstate(opts),
       internalIP: INTERNAL_IP,
       // nodeip-configuration's hint: the node-ip-hint step writes it through the agent's sandbox
       machineNetworks: [SITE_NETWORK],

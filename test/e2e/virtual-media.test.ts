@@ -5,15 +5,15 @@
 // must start the agent on it, and the node relocates to the site the installer's media describes
 // (manifest.json from the installer-media generator: cluster_id, infra_id, release_registry and
 // KubeconfigCryptoRetention all filled, as the installer writes them).
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeInstallerMedia } from '../ibi/installer-media.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events } from './node-checks.js';
-import { announceSkip, endVm, MIN, recordTimings, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
-import { GATEWAY, newSecret, SITE_ADDRESS, SITE_SSH_KEY, STICK_LABEL } from './sites.js';
+import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { newSecret, SITE_ADDRESS, SITE_SSH_KEY, siteNmstate, STICK_LABEL } from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -42,20 +42,7 @@ describe.skipIf(skipVm)('config ISO inserted into a virtual CD drive after boot'
       sshKey: SITE_SSH_KEY,
       machineNetwork: '192.0.2.0/24',
       releaseRegistry: 'quay.io',
-      networkConfig: {
-        interfaces: [
-          {
-            name: 'br-ex',
-            type: 'linux-bridge',
-            state: 'up',
-            bridge: { options: { stp: { enabled: false } }, port: [{ name: 'ens4' }] },
-            ipv4: { enabled: true, dhcp: false, address: [{ ip: SITE_ADDRESS, 'prefix-length': 24 }] },
-            ipv6: { enabled: false },
-          },
-          { name: 'ens4', type: 'ethernet', state: 'up', ipv4: { enabled: false }, ipv6: { enabled: false } },
-        ],
-        routes: { config: [{ destination: '0.0.0.0/0', 'next-hop-address': GATEWAY, 'next-hop-interface': 'br-ex' }] },
-      },
+      networkConfig: siteNmstate(),
       kubeadminPasswordHash: '$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy',
     });
     iso = await makeStick({
@@ -80,12 +67,7 @@ describe.skipIf(skipVm)('config ISO inserted into a virtual CD drive after boot'
     timings.bootMs = Math.round(performance.now() - started);
   }, 15 * MIN);
 
-  afterAll(async () => {
-    await endVm(vm);
-    await image?.dispose();
-    if (dir) await rm(dir, { recursive: true, force: true });
-    await recordTimings('virtual-media', timings);
-  }, 5 * MIN);
+  afterAll(() => endScenario(vm, image, dir, { scenario: 'virtual-media', timings }), 5 * MIN);
 
   it('starts the agent when the ISO is inserted after its boot wait, and the node relocates', async () => {
     const v = vm!;

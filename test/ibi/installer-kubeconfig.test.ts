@@ -33,6 +33,7 @@ import type { KubeObject } from '../../src/ports/kube.js';
 import type { RunState } from '../../src/engine/state.js';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgent, runAgentAsync } from '../node/cli.js';
+import { rollOutKubeApiServer } from '../cluster/apiserver-rollout.js';
 import { startFactory, STATE_DIR, type ClusterEnv } from '../cluster/env.js';
 import { type InstallerInput, type InstallerOutput, writeInstallerMedia } from './installer-media.js';
 
@@ -92,43 +93,6 @@ describe.skipIf(kubeSkipped)("the installer's admin kubeconfig at the site, on a
   afterAll(async () => {
     await env?.stop();
   });
-
-  /** The kube-apiserver operator, reduced to the two settings: client CA and named certificates. */
-  async function rollOutKubeApiServer(): Promise<void> {
-    const kc = env.cluster.kubeConfig();
-    const core = kc.makeApiClient(CoreV1Api);
-    const apiserver = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({
-      group: 'config.openshift.io',
-      version: 'v1',
-      plural: 'apiservers',
-      name: 'cluster',
-    })) as {
-      spec: {
-        clientCA?: { name: string };
-        servingCerts?: { namedCertificates?: { names: string[]; servingCertificate: { name: string } }[] };
-      };
-    };
-    const args: string[] = [];
-    if (apiserver.spec.clientCA?.name) {
-      const cm = await core.readNamespacedConfigMap({
-        namespace: 'openshift-config',
-        name: apiserver.spec.clientCA.name,
-      });
-      writeFileSync(path.join(work, 'client-ca.crt'), cm.data!['ca-bundle.crt']!);
-      args.push(`--client-ca-file=${path.join(work, 'client-ca.crt')}`);
-    }
-    for (const named of apiserver.spec.servingCerts?.namedCertificates ?? []) {
-      const secret = await core.readNamespacedSecret({
-        namespace: 'openshift-config',
-        name: named.servingCertificate.name,
-      });
-      const [crt, key] = ['crt', 'key'].map((ext) => path.join(work, `${named.servingCertificate.name}.${ext}`));
-      writeFileSync(crt!, Buffer.from(secret.data!['tls.crt']!, 'base64'));
-      writeFileSync(key!, Buffer.from(secret.data!['tls.key']!, 'base64'));
-      args.push(`--tls-sni-cert-key=${crt},${key}:${named.names.join(',')}`);
-    }
-    await env.cluster.restartApiServer({ extraArgs: args });
-  }
 
   /** The CA data of the installer's kubeconfig: the only trust of the site's tools. */
   const caData = () =>
@@ -226,7 +190,7 @@ describe.skipIf(kubeSkipped)("the installer's admin kubeconfig at the site, on a
     runOutput = run.stdout + run.stderr;
     expect(run.code, run.stderr).toBe(0);
     await env.models!.settled();
-    await rollOutKubeApiServer();
+    await rollOutKubeApiServer(env.cluster, work);
 
     // TLS for api.<cluster>.<domain>, the kubeconfig's CA data the only trust
     const server = new URL(env.cluster.server);

@@ -16,7 +16,6 @@
  * port. The service is an ExternalName service: the aggregator resolves it to 127.0.0.1 and the port
  * of the APIService (k8s.io/apiserver pkg/util/proxy/proxy.go ResolveCluster), with no kube-proxy.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -33,6 +32,7 @@ import {
   type V1CustomResourceDefinition,
 } from '@kubernetes/client-node';
 import type { TestCluster } from './cluster.js';
+import { opensslSelfSigned } from '../helpers/openssl.js';
 import { listCrds } from './install.js';
 
 export const ROUTE_GROUP = 'route.openshift.io';
@@ -61,30 +61,14 @@ function servingCertificate(): { key: string; cert: string } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sno-relocate-aggregated-'));
   try {
     const host = `${SERVICE.name}.${SERVICE.namespace}.svc`;
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '2',
-        '-subj',
-        `/CN=${host}`,
-        '-addext',
-        `subjectAltName=DNS:${host},IP:127.0.0.1`,
-        '-keyout',
-        path.join(dir, 'tls.key'),
-        '-out',
-        path.join(dir, 'tls.crt'),
-      ],
-      { stdio: 'ignore' },
-    );
+    const { crt, key } = opensslSelfSigned(dir, 'tls', {
+      subject: `/CN=${host}`,
+      days: 2,
+      san: `DNS:${host},IP:127.0.0.1`,
+    });
     return {
-      key: readFileSync(path.join(dir, 'tls.key'), 'utf8'),
-      cert: readFileSync(path.join(dir, 'tls.crt'), 'utf8'),
+      key: readFileSync(key, 'utf8'),
+      cert: readFileSync(crt, 'utf8'),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

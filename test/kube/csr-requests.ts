@@ -143,3 +143,12 @@ export function kubeletCsrSpecs(
     },
   };
 }
+
+/** The spec of a kubelet client request filed as the node-bootstrapper, with the groups the API server records. */
+export const bootstrapperClientSpec = (request: string) => ({
+  request,
+  signerName: KUBELET_CLIENT_SIGNER,
+  usages: ['digital signature', 'client auth'],
+  username: NODE_BOOTSTRAPPER,
+  groups: [`system:serviceaccounts:${MACHINE_CONFIG_OPERATOR_NS}`, 'system:serviceaccounts', 'system:authenticated'],
+});

@@ -5,7 +5,6 @@
  * no secret appears in any output, log format, error, the state file or any file under the root
  * (the node steps write none: the pull secret reaches the node through the rendered MachineConfig).
  */
-import { execFileSync } from 'node:child_process';
 import { cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestBus } from '../dbus/bus.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { runCli } from '../helpers/cli.js';
+import { opensslSelfSigned } from '../helpers/openssl.js';
 import { loopbackStoreSpec } from '../node/cli.js';
 import { stubEnvironment } from '../node/context.js';
 import { factoryNetwork } from '../node/factory-network.js';
@@ -44,25 +44,7 @@ beforeAll(async () => {
   root = path.join(work, 'root');
   layFactoryNode(root);
   site = path.join(work, 'site');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=*.apps.sno.store42.example.com',
-      '-days',
-      '30',
-      '-keyout',
-      path.join(work, 'tls.key'),
-      '-out',
-      path.join(work, 'tls.crt'),
-    ],
-    { stdio: 'ignore' },
-  );
+  opensslSelfSigned(work, 'tls', { subject: '/CN=*.apps.sno.store42.example.com', days: 30 });
   const keyPem = readFileSync(path.join(work, 'tls.key'), 'utf8');
   keyBody = keyPem.split('\n')[5]!;
   const spec = {

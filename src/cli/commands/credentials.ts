@@ -9,7 +9,7 @@ import type { X509Certificate } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import yaml from 'js-yaml';
 import { certificatesIn } from '../../base/pem.js';
-import { chainProblem, intermediatesOf, selfSigned } from '../../certs/chain.js';
+import { chainProblem, selfSigned, withIntermediates } from '../../certs/chain.js';
 import { issue, keyToPem, newKey } from '../../certs/issue.js';
 import { describeKey, matchesKey, parseKey, SUPPORTED_KEY_TYPES, supportedKey } from '../../certs/key-types.js';
 import { systemClock } from '../../ports/clock.js';
@@ -88,11 +88,7 @@ export async function credentialsCommand(inv: Invocation): Promise<CommandResult
     clientKey,
     ca,
   );
-  const certPem =
-    leaf +
-    intermediatesOf(ca)
-      .map((c) => c.toString())
-      .join('');
+  const certPem = withIntermediates(leaf, ca);
   // nothing that would not verify is handed over: the API server would answer Unauthorized
   const problem = chainProblem(certPem, ca, { client: user }, now);
   if (problem) throw new UsageError(`--key: the certificate signed with ${key} does not verify: ${problem}`);

@@ -16,6 +16,18 @@ export interface CommandSpec {
 }
 
 const LOG: readonly OptionName[] = ['log-level', 'log-format'];
+/** what run takes, and plan with it, since plan says what that same run would change */
+const APPLY: readonly OptionName[] = [
+  'root',
+  'state-dir',
+  'kubeconfig',
+  'wait',
+  'console',
+  'only',
+  'skip',
+  'health-timeout',
+  'health-stable',
+];
 
 export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
@@ -32,36 +44,13 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
   {
     name: 'plan',
     usage: [['plan [PATH]', 'print what run would change, changing nothing (-o json|yaml|text)']],
-    options: [
-      'root',
-      'state-dir',
-      'kubeconfig',
-      'wait',
-      'console',
-      'only',
-      'skip',
-      'health-timeout',
-      'health-stable',
-      'output',
-      ...LOG,
-    ],
+    options: [...APPLY, 'output', ...LOG],
     listsSteps: true,
   },
   {
     name: 'run',
     usage: [['run [PATH]', 'apply it: node steps, kubelet, cluster steps, health']],
-    options: [
-      'root',
-      'state-dir',
-      'kubeconfig',
-      'wait',
-      'console',
-      'only',
-      'skip',
-      'health-timeout',
-      'health-stable',
-      ...LOG,
-    ],
+    options: [...APPLY, ...LOG],
     listsSteps: true,
   },
   {
