@@ -11,6 +11,7 @@
  * can pin the name there without creating drift, unless a MachineConfig declares the file.
  */
 import { X509Certificate } from 'node:crypto';
+import { StepError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import { readStaticHostname } from './hostname.js';
 
@@ -53,6 +54,10 @@ export async function certifiedNodeName(fs: RootFs): Promise<string | undefined>
 
 /** The name kubelet registers the Node under when it starts now: kubelet-env's, else the hostname. */
 export async function registeredNodeName(fs: RootFs): Promise<string> {
-  const pinned = kubeletEnvNodeName(await fs.readText(KUBELET_ENV_FILE));
-  return pinned ?? (await readStaticHostname(fs)).toLowerCase();
+  const name = kubeletEnvNodeName(await fs.readText(KUBELET_ENV_FILE)) ?? (await readStaticHostname(fs)).toLowerCase();
+  if (!name)
+    throw new StepError(
+      `the node's name is unknown: no ${NODE_NAME_VAR} in ${KUBELET_ENV_FILE} and no static hostname (/etc/hostname)`,
+    );
+  return name;
 }

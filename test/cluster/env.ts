@@ -156,6 +156,14 @@ export function memoryLogger(onLine?: (line: string) => void): { log: Logger; li
 }
 
 /** A step context on a fresh temporary root (or the given one), connected to the test API. */
+/** The node phase done under `root`: kubelet registers under the factory name node-name pinned. */
+export function pinFactoryNodeName(root: string): void {
+  const kubeletEnv = path.join(root, KUBELET_ENV_FILE);
+  if (existsSync(kubeletEnv)) return;
+  mkdirSync(path.dirname(kubeletEnv), { recursive: true });
+  writeFileSync(kubeletEnv, `KUBELET_NODE_NAME=${FACTORY_NODE_NAME}\n`);
+}
+
 export async function agent(
   env: ClusterEnv,
   site: Site,
@@ -165,12 +173,7 @@ export async function agent(
   kubeOptions: KubeClientOptions = {},
 ): Promise<Agent> {
   const { log, lines: logs } = memoryLogger((l) => onLog?.(JSON.parse(l) as LogEntry));
-  // the node phase done: kubelet registers under the factory name node-name pinned
-  const kubeletEnv = path.join(root, KUBELET_ENV_FILE);
-  if (!existsSync(kubeletEnv)) {
-    mkdirSync(path.dirname(kubeletEnv), { recursive: true });
-    writeFileSync(kubeletEnv, `KUBELET_NODE_NAME=${FACTORY_NODE_NAME}\n`);
-  }
+  pinFactoryNodeName(root);
   const fs = createRootFs(root);
   const kube = await connectKube(env.cluster.kubeconfigPath, log, { readyTimeoutMs: 30_000, ...kubeOptions });
   const ctx: StepContext = {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { opensslCa } from '../helpers/openssl.js';
 import { runAgentAsync, writeSiteFolder } from '../node/cli.js';
-import { startFactory, type ClusterEnv } from './env.js';
+import { pinFactoryNodeName, startFactory, type ClusterEnv } from './env.js';
 import { REPO } from '../helpers/cli.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -111,6 +111,7 @@ describe.skipIf(kubeSkipped)('proxy and trust bundle on a real API', () => {
         namespace: 'kube-system',
         body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory-hash').toString('base64') } },
       });
+    pinFactoryNodeName(path.join(work, 'root'));
     const plan = await runAgentAsync(
       [
         'plan',
@@ -131,8 +132,8 @@ describe.skipIf(kubeSkipped)('proxy and trust bundle on a real API', () => {
       JSON.parse(plan.stdout) as { steps: { step: string; action: string; changes: { target: string }[] }[] }
     ).steps;
     expect(steps.map((st) => [st.step, st.action, st.changes.map((c) => c.target)])).toEqual([
-      // the media's hostname: the Node kubelet registers under it once the node steps have run
-      ['node-labels', 'change', ['Node sno-store43 label store.example.com/id']],
+      // the Node keeps its factory name: node-name pinned it for kubelet in the node phase
+      ['node-labels', 'change', [`Node ${FACTORY_NODE_NAME} label store.example.com/id`]],
       ['access', 'change', ['Secret kube-system/kubeadmin']],
       ['proxy', 'change', ['ConfigMap openshift-config/user-ca-bundle', 'Proxy cluster']],
     ]);
