@@ -61,17 +61,28 @@ async function survey(ctx: StepContext): Promise<NodeIdentityView> {
   const view: NodeIdentityView = { name, ...(node && { node }) };
   const record = await readRenameRecord(ctx.fs, ctx.stateDir);
   if (!record || record.to !== name || record.from === name) return view;
-  const former = await kube.get<NodeObject>(nodeRef(record.from));
-  const operators: string[] = [];
-  for (const kind of STATIC_POD_OPERATORS) {
-    const o = await kube.get<Operator>({ apiVersion: OPERATOR_API, kind, name: 'cluster' });
-    if (o?.status?.nodeStatuses?.some((n) => n.nodeName === record.from)) operators.push(kind);
-  }
-  const secrets: string[] = [];
-  for (const s of ETCD_SECRETS) {
-    const ref = (n: string) => ({ apiVersion: 'v1', kind: 'Secret', namespace: ETCD_NAMESPACE, name: `${s}-${n}` });
-    if ((await kube.get(ref(record.from))) && !(await kube.get(ref(record.to)))) secrets.push(s);
-  }
+  // independent reads, asked together rather than one round trip after another
+  const secretRef = (s: string, n: string) => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    namespace: ETCD_NAMESPACE,
+    name: `${s}-${n}`,
+  });
+  const [former, operators, secrets] = await Promise.all([
+    kube.get<NodeObject>(nodeRef(record.from)),
+    Promise.all(
+      STATIC_POD_OPERATORS.map(async (kind) => {
+        const o = await kube.get<Operator>({ apiVersion: OPERATOR_API, kind, name: 'cluster' });
+        return o?.status?.nodeStatuses?.some((n) => n.nodeName === record.from) ? [kind] : [];
+      }),
+    ).then((found) => found.flat()),
+    Promise.all(
+      ETCD_SECRETS.map(async (s) => {
+        const [from, to] = await Promise.all([kube.get(secretRef(s, record.from)), kube.get(secretRef(s, record.to))]);
+        return from && !to ? [s] : [];
+      }),
+    ).then((found) => found.flat()),
+  ]);
   view.rename = { ...record, ...(former && { former }), operators, secrets };
   return view;
 }
