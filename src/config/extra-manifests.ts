@@ -13,6 +13,7 @@ import type { Finding } from '../base/findings.js';
 import { CRD_API_VERSION, CRD_KIND } from '../kube/crd.js';
 import type { KubeObject } from '../ports/kube.js';
 import { DocumentError, decodeText, parseYamlDocuments } from './yaml.js';
+import { byCodeUnit } from '../base/order.js';
 
 export const EXTRA_MANIFESTS_DIR = 'extra-manifests';
 const MANIFEST_FILE_NAME = /\.(ya?ml|json)$/;
@@ -142,7 +143,7 @@ async function manifestFiles(realDir: string, findings: Finding[]): Promise<stri
         message: 'ignored: only .yaml, .yml and .json files are applied',
       });
   }
-  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return names.sort(byCodeUnit);
 }
 
 /** Reads and checks every extra manifest of a site-config folder; problems are findings naming file and index. */

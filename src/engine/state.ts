@@ -9,6 +9,7 @@ import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { RefusedError } from '../base/errors.js';
 import type { HoldAt } from './hold.js';
+import { byCodeUnit } from '../base/order.js';
 
 export const STATE_FILE = 'state.json';
 
@@ -39,7 +40,6 @@ export type StepRecord = z.infer<typeof stepRecord>;
 export type RunState = z.infer<typeof runState>;
 
 /** By UTF-16 code unit, as Array.prototype.sort does: the same order in every process locale. */
-const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** sha256 of a value's JSON with keys sorted by code unit, so equal inputs hash alike on every node */
 export function hashOf(value: unknown): string {

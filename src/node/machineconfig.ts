@@ -8,6 +8,7 @@ import yaml from 'js-yaml';
 import { TRUST_DIR } from '../trust/check.js';
 import { nodeIpFiles } from './internal-ip.js';
 import { KUBELET_GATE_DROP_IN, renderKubeletGateDropIn } from './kubelet-gate.js';
+import { byCodeUnit } from '../base/order.js';
 
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
@@ -84,7 +85,7 @@ export function dataUrl(content: string): string {
 }
 
 const byName = <T>(entries: Record<string, T>): [string, T][] =>
-  Object.entries(entries).sort(([a], [b]) => a.localeCompare(b));
+  Object.entries(entries).sort(([a], [b]) => byCodeUnit(a, b));
 
 /**
  * The files and units of every factory MachineConfig, decoded: what a node has once the Machine

@@ -36,6 +36,13 @@ describe('evaluate', () => {
     expect(held.nextEscalationAt).toBeUndefined();
   });
 
+  it('orders findings of one severity and component by code unit, whatever the host locale', () => {
+    const lower = { ...operator, object: 'ClusterOperator b-operator' };
+    const upper = { ...operator, object: 'ClusterOperator C-operator' };
+    const objects = evaluate([lower, upper], new Map(), T0).findings.map((f) => f.object);
+    expect(objects).toEqual(['ClusterOperator C-operator', 'ClusterOperator b-operator']);
+  });
+
   it('starts over when a condition clears and comes back', () => {
     const first = evaluate([catalog], new Map(), T0);
     const cleared = evaluate([], first.firstSeen, later(200_000));

@@ -3,6 +3,7 @@
  * the overall health, and what changed between two evaluations (the journal reports only that).
  */
 import { COMPONENTS, severityRank, type Finding, type Health, type RawFinding } from './model.js';
+import { byCodeUnit } from '../base/order.js';
 
 export const findingKey = (f: Pick<Finding, 'component' | 'object' | 'reason'>): string =>
   `${f.component}\u0000${f.object}\u0000${f.reason}`;
@@ -18,8 +19,8 @@ export interface Evaluation {
 const order = (a: Finding, b: Finding): number =>
   severityRank(b.severity) - severityRank(a.severity) ||
   COMPONENTS.indexOf(a.component) - COMPONENTS.indexOf(b.component) ||
-  a.object.localeCompare(b.object) ||
-  a.reason.localeCompare(b.reason);
+  byCodeUnit(a.object, b.object) ||
+  byCodeUnit(a.reason, b.reason);
 
 /** Dates findings that carry no time of their own from when they were first seen, and escalates the ones that held. */
 export function evaluate(raw: readonly RawFinding[], previous: ReadonlyMap<string, string>, now: Date): Evaluation {
