@@ -84,13 +84,34 @@ function admission(rt: Runtime): Admission {
 /** Admits the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
 export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
   if (target !== undefined) return report(rt, () => admitSite(target, admission(rt)));
-  const found = await discoverSiteConfig({ ...rt, waitSeconds: rt.options.waitSeconds ?? 0 });
+  const found = await discoverUntilStopped(rt);
   if (!found) return undefined;
   logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
   try {
     return await report(rt, () => admitSite(found.path, admission(rt)));
   } finally {
     await found.release();
+  }
+}
+
+/**
+ * Discovery, ended early by SIGTERM or SIGINT (systemd stopping the unit, a shutdown): the wait
+ * changed nothing, so it ends as a run that found no site-config rather than a killed process.
+ */
+async function discoverUntilStopped(rt: Runtime) {
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => stop.abort(signal);
+  process.once('SIGTERM', onSignal).once('SIGINT', onSignal);
+  try {
+    const found = await discoverSiteConfig({ ...rt, waitSeconds: rt.options.waitSeconds ?? 0, signal: stop.signal });
+    if (!found && stop.signal.aborted)
+      rt.log.info(
+        { signal: stop.signal.reason as string },
+        `stopped while waiting for a site-config (${stop.signal.reason as string})`,
+      );
+    return found;
+  } finally {
+    process.off('SIGTERM', onSignal).off('SIGINT', onSignal);
   }
 }
 

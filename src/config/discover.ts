@@ -37,6 +37,8 @@ export interface DiscoverOptions {
   log: Logger;
   banner: Banner;
   waitSeconds: number;
+  /** ends the wait early (the unit being stopped); discovery then finds nothing */
+  signal?: AbortSignal;
 }
 
 async function findIn(fs: RootFs, dir: string): Promise<string | undefined> {
@@ -83,7 +85,7 @@ async function tryLabel(options: DiscoverOptions, label: string, quiet: Set<stri
 }
 
 export async function discoverSiteConfig(options: DiscoverOptions): Promise<Discovered | undefined> {
-  const { fs, clock, log, banner, waitSeconds } = options;
+  const { fs, clock, log, banner, waitSeconds, signal } = options;
   let announced = false;
   const quiet = new Set<string>();
   return pollUntil(
@@ -108,6 +110,6 @@ export async function discoverSiteConfig(options: DiscoverOptions): Promise<Disc
       }
       return undefined;
     },
-    { timeoutMs: waitSeconds * 1000, intervalMs: 1000, maxIntervalMs: 2000 },
+    { timeoutMs: waitSeconds * 1000, intervalMs: 1000, maxIntervalMs: 2000, ...(signal && { signal }) },
   );
 }

@@ -25,7 +25,8 @@ export async function pollUntil<T>(
     timeoutMs,
     intervalMs = 250,
     maxIntervalMs = 5000,
-  }: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
+    signal,
+  }: { timeoutMs: number; intervalMs?: number; maxIntervalMs?: number; signal?: AbortSignal },
 ): Promise<T | undefined> {
   const deadline = clock.monotonic() + timeoutMs;
   let wait = intervalMs;
@@ -33,7 +34,7 @@ export async function pollUntil<T>(
     const value = await probe();
     if (value !== undefined) return value;
     const left = deadline - clock.monotonic();
-    if (left <= 0) return undefined;
+    if (left <= 0 || signal?.aborted) return undefined;
     await clock.sleep(Math.min(wait, left));
     wait = Math.min(wait * 2, maxIntervalMs);
   }

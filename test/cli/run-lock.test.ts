@@ -71,6 +71,19 @@ describe('the run lock', () => {
     expect(existsSync(n.lock)).toBe(false);
   });
 
+  it('ends a run stopped while it waits (systemd stopping the unit) cleanly, with nothing changed', async () => {
+    const n = node('stopped');
+    const consoleFile = path.join(n.root, 'console');
+    const first = waitingRun([...n.args, '--console', consoleFile]);
+    await vi.waitFor(() => expect(first.log()).toContain('waiting'), { timeout: 20_000, interval: 50 });
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(first.log()).toContain('stopped while waiting for a site-config (SIGTERM)');
+    expect(readFileSync(consoleFile, 'utf8')).toContain('no site-config appeared; nothing was changed');
+    expect(existsSync(n.lock)).toBe(false);
+    expect(existsSync(path.join(n.root, 'var/lib/sno-relocate/state.json'))).toBe(false);
+  });
+
   it('is taken over when it was left by a power cut (another boot), even if its pid is alive now', () => {
     const n = node('power-cut');
     mkdirSync(path.dirname(n.lock), { recursive: true });
