@@ -24,6 +24,7 @@ import {
   MessageId,
   nodeState,
   type NodeState,
+  shq,
   readState,
   type RunState,
   STATE_FILE,
@@ -53,6 +54,7 @@ import {
   KUBELET_AUTH_FILE,
   mcdEvents,
   mcdJournal,
+  openshiftMasterPaths,
   pullSecretJson,
   switchRelease,
   touchForceFile,
@@ -195,6 +197,16 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(await v.sshOk(`stat -c '%a %U:%G' ${KEYS_FILE} ${SSHD_DROP_IN}`)).toBe('644 root:root\n644 root:root\n');
     expect(await v.sshOk(`cat ${CORE_IGNITION_KEYS}`)).toBe(`${FACTORY_SSH_KEY}\n`);
     expect(await loginAsCore(v)).toBe('core\n');
+    // none of the files and units OpenShift's rendered master config declares (release-4.18, from the
+    // machine-config operator's templates) was written while the agent ran
+    const declared = openshiftMasterPaths('release-4.18');
+    expect(declared.length).toBeGreaterThan(60);
+    const writtenByAgent = await v.sshOk(
+      `since=$(date -d "$(systemctl show -p ExecMainStartTimestamp --value ${AGENT_UNIT})" +%s); ` +
+        `for p in ${declared.map(shq).join(' ')}; do ` +
+        `[ -e "$p" ] && [ "$(stat -c %Z "$p")" -ge "$since" ] && echo "$p"; done; true`,
+    );
+    expect(writtenByAgent).toBe('');
     // the node's pull secret is the machine-config daemon's to write, from the cluster's: not the agent's
     expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(FACTORY_PULL_SECRET);
 

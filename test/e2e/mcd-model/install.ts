@@ -23,6 +23,7 @@
  * the installer's 99-master-ssh (openshift/installer pkg/asset/machines/machineconfig/authorizedkeys.go:
  * user core with the install-config's sshKey), which the cluster admin edits to change the keys.
  */
+import { readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { build } from 'esbuild';
 import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile } from '../disk.js';
@@ -52,6 +53,31 @@ import {
 } from './ignition.js';
 
 const DAEMON = '/usr/local/libexec/mcd-model.mjs';
+
+interface TemplateFixture {
+  releases: Record<
+    string,
+    { files: { path: string }[]; units: { name: string; contents?: boolean; dropins: string[] }[] }
+  >;
+}
+
+/**
+ * Every path OpenShift's rendered master config declares at `release` for a single-node cluster on
+ * platform None (openshift-master.json, written by scripts/openshift-master-templates.ts from the
+ * machine-config operator's templates): its files, the units it gives contents, their drop-ins.
+ */
+export function openshiftMasterPaths(release: string): string[] {
+  const fixture = JSON.parse(
+    readFileSync(new URL('./openshift-master.json', import.meta.url), 'utf8'),
+  ) as TemplateFixture;
+  const r = fixture.releases[release];
+  if (!r) throw new Error(`openshift-master.json has no ${release}`);
+  return [
+    ...r.files.map((f) => f.path),
+    ...r.units.filter((u) => u.contents).map((u) => posix.join(UNIT_DIR, u.name)),
+    ...r.units.flatMap((u) => u.dropins.map((d) => posix.join(UNIT_DIR, `${u.name}.d`, d))),
+  ];
+}
 const UNIT_DIR = '/etc/systemd/system';
 export const KUBELET_AUTH_FILE = '/var/lib/kubelet/config.json';
 
