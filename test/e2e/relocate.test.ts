@@ -458,7 +458,12 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       currentConfig: 'rendered-master-site-2',
     });
     const journal = await mcdJournal(v);
-    expect((await mcdEvents(v)).slice(events).map((e) => e.reason)).toEqual(['ConfigDriftDetected', 'SkipReboot']);
+    // the drift, the preflight check of each re-sync that came before the fix, then the re-applied config
+    const reasons = (await mcdEvents(v)).slice(events).map((e) => e.reason);
+    expect([reasons[0], reasons.at(-1)]).toEqual(['ConfigDriftDetected', 'SkipReboot']);
+    expect(new Set(reasons.slice(1, -1))).toEqual(
+      new Set(reasons.length > 2 ? ['PreflightConfigDriftCheckFailed'] : []),
+    );
     // the re-applied config wrote every unit: kubelet's was disabled, rewritten and enabled again
     expect(journal).toContain('Disabling systemd unit kubelet.service before re-writing it');
     expect(await unitProps(v, KUBELET, ['ActiveState', 'UnitFileState'])).toEqual({
