@@ -54,6 +54,7 @@ import {
   KUBELET_AUTH_FILE,
   mcdEvents,
   mcdJournal,
+  mcdNode,
   openshiftMasterPaths,
   pullSecretJson,
   switchRelease,
@@ -61,6 +62,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
+import { NODE_FILE } from './mcd-model/ignition.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('relocation scenarios');
@@ -310,7 +312,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     clusterKeys = [FACTORY_SSH_KEY, ADMIN_SSH_KEY];
     // a stray file and a fragment of another tool, as a node may have them
     await v.sshOk(
-      `runuser -u core -- sh -c 'echo ${ADMIN_SSH_KEY} > ~/.ssh/authorized_keys && echo ${ADMIN_SSH_KEY} > ~/.ssh/authorized_keys.d/other-tool'`,
+      `runuser -u core -- sh -c 'echo ${ADMIN_SSH_KEY} > /home/core/.ssh/authorized_keys && echo ${ADMIN_SSH_KEY} > /home/core/.ssh/authorized_keys.d/other-tool'`,
     );
     const update = mcd!.render('rendered-master-site-ssh', sitePullSecret(), clusterKeys);
     await dropConfig(v, update);
@@ -447,7 +449,8 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     const events = (await mcdEvents(v)).length;
     // a drift by hand: the pull secret readable by all; the drift monitor marks the node Degraded
     await v.sshOk(`chmod 0644 ${KUBELET_AUTH_FILE}`);
-    expect(await waitMcdSettled(v, 'rendered-master-site-2'), await mcdJournal(v)).toMatchObject({
+    await v.waitFor(`cat ${NODE_FILE}`, (r) => r.stdout.includes('"Degraded"'), 2 * MIN);
+    expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({
       state: 'Degraded',
       reason: expect.stringContaining(`mode mismatch for file: "${KUBELET_AUTH_FILE}"`),
     });
