@@ -62,7 +62,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
-import { NODE_FILE } from './mcd-model/ignition.js';
+import { NODE_FILE, STATE_KEY } from './mcd-model/ignition.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('relocation scenarios');
@@ -445,7 +445,8 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     const started = performance.now();
     const v = vm!;
     await switchRelease(v, 'release-4.18-before-dd559ec99');
-    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({ state: 'Done' });
+    const { state, currentConfig } = await waitMcdStarted(v);
+    expect(state, await mcdJournal(v)).toBe('Done');
     const events = (await mcdEvents(v)).length;
     // a drift by hand: the pull secret readable by all; the drift monitor marks the node Degraded
     await v.sshOk(`chmod 0644 ${KUBELET_AUTH_FILE}`);
@@ -456,10 +457,12 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     });
     // put back, and no new config: the daemon's own re-syncs (1 s doubling to 60 s) find it fixed
     await v.sshOk(`chmod 0600 ${KUBELET_AUTH_FILE}`);
-    expect(await waitMcdSettled(v, 'rendered-master-site-2', 3 * MIN), await mcdJournal(v)).toMatchObject({
-      state: 'Done',
-      currentConfig: 'rendered-master-site-2',
-    });
+    await v.waitFor(
+      `cat ${NODE_FILE}`,
+      (r) => r.code === 0 && (JSON.parse(r.stdout) as Record<string, string>)[STATE_KEY] === 'Done',
+      3 * MIN,
+    );
+    expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({ state: 'Done', currentConfig });
     const journal = await mcdJournal(v);
     // the drift, the preflight check of each re-sync that came before the fix, then the re-applied config
     const reasons = (await mcdEvents(v)).slice(events).map((e) => e.reason);
