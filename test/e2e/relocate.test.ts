@@ -62,7 +62,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
-import { NODE_FILE, STATE_KEY } from './mcd-model/ignition.js';
+import { MODEL_UNIT, NODE_FILE, STATE_KEY } from './mcd-model/ignition.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('relocation scenarios');
@@ -463,7 +463,10 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       3 * MIN,
     );
     expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({ state: 'Done', currentConfig });
-    const journal = await mcdJournal(v);
+    // this daemon's whole journal: the pod started by the release switch
+    const journal = await v.sshOk(
+      `journalctl -o cat --no-pager _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value ${MODEL_UNIT})`,
+    );
     // the drift, the preflight check of each re-sync that came before the fix, then the re-applied config
     const reasons = (await mcdEvents(v)).slice(events).map((e) => e.reason);
     expect([reasons[0], reasons.at(-1)]).toEqual(['ConfigDriftDetected', 'SkipReboot']);
