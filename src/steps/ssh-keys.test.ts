@@ -1,7 +1,12 @@
+/**
+ * The ssh-keys step against the test systemd on a private dbus-daemon: the site's keys in the
+ * agent's file outside core's home, sshd told about it by a drop-in and restarted, core's own
+ * authorized_keys left as it is but for an earlier layout's block, which moves out.
+ */
 import { execFileSync } from 'node:child_process';
 import {
-  chmodSync,
   chownSync,
+  existsSync,
   linkSync,
   mkdirSync,
   readdirSync,
@@ -13,77 +18,143 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { testNode, testSite } from '../../test/node/context.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestBus } from '../../test/dbus/bus.js';
+import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { ConfigError, RefusedError } from '../base/errors.js';
 import { BLOCK_BEGIN, BLOCK_END } from '../node/authorized-keys.js';
-import { sshKeysStep } from './ssh-keys.js';
-import { planOf } from '../engine/engine.js';
+import { KEYS_FILE, SSHD_DROP_IN, sshKeysStep } from './ssh-keys.js';
+import { planOf, verifyStep } from '../engine/engine.js';
 
 const SITE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
 const FACTORY_LINE = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFactoryKeyFactoryKeyFactoryKeyFactoryKey0 factory@line-3';
+const asRoot = process.getuid?.() === 0;
+
+let bus: Awaited<ReturnType<typeof startTestBus>>;
+beforeAll(async () => {
+  bus = await startTestBus();
+  process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+});
+afterAll(() => bus?.stop());
+
+async function keysNode(keys: string[] = [SITE_KEY]) {
+  const node = testNode({ site: testSite({ sshAuthorizedKeys: keys }), systemd: true });
+  await bus.services.configure({ root: node.root });
+  const at = (file: string) => path.join(node.root, file);
+  return { node, at, read: (file: string) => readFileSync(at(file), 'utf8') };
+}
+
+const restarts = async () => (await bus.services.calls()).filter((c) => c.member === 'RestartUnit');
 
 describe('ssh-keys', () => {
-  it('plans the site key as data, keeping the factory key, then writes it 0600 in a 0700 folder', async () => {
-    const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY] }) });
-    // a careless factory: .ssh left 0755 and, when these tests run as root, the file root-owned
-    const asRoot = process.getuid?.() === 0;
-    chmodSync(path.join(node.root, 'home/core/.ssh'), 0o755);
-    if (asRoot) chownSync(path.join(node.root, 'home/core/.ssh/authorized_keys'), 0, 0);
-    const plan = await planOf(sshKeysStep, node.ctx);
-    expect(plan).toEqual({
+  it("puts the site's keys where sshd reads them and the machine-config daemon does not reach, core's file untouched", async () => {
+    const { node, at, read } = await keysNode();
+    const coreFile = 'home/core/.ssh/authorized_keys';
+    const factory = read(coreFile);
+    expect(await planOf(sshKeysStep, node.ctx)).toEqual({
       action: 'change',
       summary: 'authorize 1 site key(s) for core',
       changes: [
-        { action: 'update', target: '/home/core/.ssh', summary: 'mode 0755, want 0700' },
         {
-          action: 'update',
-          target: '/home/core/.ssh/authorized_keys',
-          summary: `1 site key(s) for core; other lines kept (content differs${asRoot ? '; owner 0:0, want 1000:1000' : ''})`,
+          action: 'create',
+          target: KEYS_FILE,
+          summary: '1 site key(s) for core (mode 0644)',
           diff: ['+ ssh-ed25519 SHA256:pMAnO/hKS7fuFwyHydWHK86OS+feyFRe1fwof39mPXw support@store42'],
+        },
+        expect.objectContaining({ action: 'create', target: SSHD_DROP_IN }),
+        {
+          action: 'start',
+          target: 'sshd.service',
+          summary: 'restart over D-Bus, so that it reads the changed drop-in',
         },
       ],
     });
     const state = await node.run([sshKeysStep]);
     expect(state.steps['ssh-keys']?.status).toBe('done');
-    const file = path.join(node.root, 'home/core/.ssh/authorized_keys');
-    expect(readFileSync(file, 'utf8')).toBe(`${FACTORY_LINE}\n${BLOCK_BEGIN}\n${SITE_KEY}\n${BLOCK_END}\n`);
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
-    if (asRoot)
-      expect([statSync(file).uid, statSync(file).gid, statSync(path.dirname(file)).uid]).toEqual([1000, 1000, 1000]);
+    expect(read(KEYS_FILE).split('\n').slice(1)).toEqual([SITE_KEY, '']);
+    expect(read(SSHD_DROP_IN)).toMatch(
+      /^AuthorizedKeysFile \.ssh\/authorized_keys \/etc\/sno-relocate\/ssh\/%u\.authorized_keys$/m,
+    );
+    // sshd opens the file as core: world-readable, in folders that are not writable by others
+    for (const p of [KEYS_FILE, SSHD_DROP_IN]) expect(statSync(at(p)).mode & 0o777).toBe(0o644);
+    for (const dir of ['etc/sno-relocate', 'etc/sno-relocate/ssh']) expect(statSync(at(dir)).mode & 0o777).toBe(0o755);
+    if (asRoot) expect([statSync(at(KEYS_FILE)).uid, statSync(at(KEYS_FILE)).gid]).toEqual([0, 0]);
+    expect(read(coreFile)).toBe(factory);
+    expect(await restarts()).toEqual([{ member: 'RestartUnit', args: ['sshd.service', 'replace'] }]);
+
+    await bus.services.configure({ root: node.root });
     expect(await planOf(sshKeysStep, node.ctx)).toEqual({
       action: 'noop',
       reason: '1 site key(s) already authorized for core',
     });
+    // another key: the file changes, sshd reads it at the next login without a restart
+    const next = { ...node.ctx, site: testSite({ sshAuthorizedKeys: [SITE_KEY, FACTORY_LINE] }) };
+    expect(await planOf(sshKeysStep, next)).toMatchObject({ changes: [{ action: 'update', target: KEYS_FILE }] });
+    node.close();
   });
 
-  it('repairs a folder mode that drifted, and a key removed by hand', async () => {
-    const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY] }) });
-    await node.run([sshKeysStep]);
-    const dir = path.join(node.root, 'home/core/.ssh');
-    await node.ctx.fs.chmod('/home/core/.ssh', 0o755);
-    writeFileSync(path.join(dir, 'authorized_keys'), `${FACTORY_LINE}\n`);
+  it("moves the keys an earlier layout kept in core's authorized_keys, keeping the file's other lines", async () => {
+    const { node, read } = await keysNode();
+    const coreFile = 'home/core/.ssh/authorized_keys';
+    writeFileSync(
+      path.join(node.root, coreFile),
+      `${FACTORY_LINE}\n${BLOCK_BEGIN}\n${SITE_KEY}\n${BLOCK_END}\n# added by hand\n`,
+    );
     const plan = await planOf(sshKeysStep, node.ctx);
-    expect(plan.action === 'change' && plan.changes.map((c) => `${c.action} ${c.target}: ${c.summary}`)).toEqual([
-      'update /home/core/.ssh: mode 0755, want 0700',
-      'update /home/core/.ssh/authorized_keys: 1 site key(s) for core; other lines kept (content differs)',
-    ]);
+    expect(
+      plan.action === 'change' && plan.changes.find((c) => c.target === '/home/core/.ssh/authorized_keys'),
+    ).toEqual({
+      action: 'update',
+      target: '/home/core/.ssh/authorized_keys',
+      summary: `the site's keys of an earlier layout moved out (to ${KEYS_FILE}); other lines kept`,
+      diff: ['- ssh-ed25519 SHA256:pMAnO/hKS7fuFwyHydWHK86OS+feyFRe1fwof39mPXw support@store42'],
+    });
     await node.run([sshKeysStep]);
-    expect(statSync(dir).mode & 0o777).toBe(0o700);
-    expect(readFileSync(path.join(dir, 'authorized_keys'), 'utf8')).toContain(SITE_KEY);
+    expect(read(coreFile)).toBe(`${FACTORY_LINE}\n# added by hand\n`);
+    expect(read(KEYS_FILE)).toContain(SITE_KEY);
+    node.close();
   });
 
-  it('uses the home folder /etc/passwd gives core, and does nothing without keys', async () => {
-    const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY] }) });
-    writeFileSync(path.join(node.root, 'etc/passwd'), 'core:x:1000:1000:CoreOS Admin:/var/home/core:/bin/bash\n');
+  it('restarts sshd on the next run when a run was cut off between the drop-in and the restart', async () => {
+    const { node, at } = await keysNode();
     await node.run([sshKeysStep]);
-    expect(readFileSync(path.join(node.root, 'var/home/core/.ssh/authorized_keys'), 'utf8')).toContain(SITE_KEY);
-    expect(await planOf(sshKeysStep, { ...node.ctx, site: testSite() })).toMatchObject({
+    writeFileSync(at(path.join(STATE_DIR, 'sshd-restart-pending')), 'sshd.service\n');
+    await expect(verifyStep(sshKeysStep, node.ctx)).rejects.toThrow(
+      'ssh-keys: still differs after apply: start sshd.service',
+    );
+    node.close();
+  });
+
+  it('puts the previous drop-in back when sshd does not restart with the new one', async () => {
+    const { node, at } = await keysNode();
+    await bus.services.configure({ root: node.root, units: { 'sshd.service': { startResult: 'failed' } } });
+    await expect(node.run([sshKeysStep])).rejects.toThrow(
+      "ssh-keys: sshd.service did not restart with the drop-in naming the site's keys file (failed)",
+    );
+    expect(existsSync(at(SSHD_DROP_IN))).toBe(false);
+    node.close();
+  });
+
+  it("takes an earlier site's keys away when the site-config gives none, and has nothing to do on a node without", async () => {
+    const { node, at } = await keysNode();
+    await node.run([sshKeysStep]);
+    const later = { ...node.ctx, site: testSite() };
+    expect(await planOf(sshKeysStep, later)).toMatchObject({
       action: 'change',
       summary: 'authorize 0 site key(s) for core',
+      changes: [
+        { action: 'delete', target: KEYS_FILE },
+        { action: 'delete', target: SSHD_DROP_IN },
+        { action: 'start', target: 'sshd.service' },
+      ],
     });
-    expect(await planOf(sshKeysStep, { ...testNode().ctx, site: testSite() })).toEqual({
+    await bus.services.configure({ root: node.root });
+    const plan = await planOf(sshKeysStep, later);
+    if (plan.action !== 'change') throw new Error('a change was planned above');
+    await sshKeysStep.apply!(later, await sshKeysStep.survey(later), plan);
+    expect([existsSync(at(KEYS_FILE)), existsSync(at(SSHD_DROP_IN))]).toEqual([false, false]);
+    node.close();
+    expect(await planOf(sshKeysStep, testNode().ctx)).toEqual({
       action: 'noop',
       reason: 'the site-config has no SSH keys',
     });
@@ -97,11 +168,16 @@ describe('ssh-keys', () => {
       exitCode: 2,
       findings: [{ path: '$.spec.sshAuthorizedKeys[1]' }],
     });
+    expect(() =>
+      sshKeysStep.plan(
+        { files: {}, restartPending: false },
+        testSite({ sshAuthorizedKeys: [`${SITE_KEY}\nssh-rsa AAAA evil`] }),
+      ),
+    ).toThrow(ConfigError);
   });
 });
 
 describe('ssh-keys in a hostile home folder', () => {
-  const asRoot = process.getuid?.() === 0;
   const setup = () => {
     const node = testNode({ site: testSite({ sshAuthorizedKeys: [SITE_KEY] }) });
     const ssh = path.join(node.root, 'home/core/.ssh');
@@ -120,6 +196,7 @@ describe('ssh-keys in a hostile home folder', () => {
       expect(err).toBeInstanceOf(RefusedError);
       expect((err as Error).message).toBe(`refusing to use ${named}: ${why}; nothing was written there`);
     }
+    expect(existsSync(path.join(node.root, KEYS_FILE))).toBe(false);
   };
 
   it('refuses ~/.ssh as a link to another folder, leaving that folder as it was', async () => {
@@ -128,7 +205,6 @@ describe('ssh-keys in a hostile home folder', () => {
     symlinkSync(secret, ssh);
     await refusal(node, '/home/core/.ssh', 'it is a symbolic link, not a folder');
     expect(statSync(secret).mode & 0o777).toBe(0o700);
-    expect(statSync(secret).uid).toBe(process.getuid?.());
     expect(readdirSync(secret)).toEqual(['shadow']);
   });
 
@@ -138,7 +214,6 @@ describe('ssh-keys in a hostile home folder', () => {
     symlinkSync(path.join(secret, 'shadow'), path.join(ssh, 'authorized_keys'));
     await refusal(node, '/home/core/.ssh/authorized_keys', 'it is a symbolic link');
     expect(readlinkSync(path.join(ssh, 'authorized_keys'))).toBe(path.join(secret, 'shadow'));
-    expect(readdirSync(ssh)).toEqual(['authorized_keys']);
   });
 
   it('refuses authorized_keys as a hard link to a root-only file', async () => {
@@ -162,57 +237,5 @@ describe('ssh-keys in a hostile home folder', () => {
     chownSync(path.join(ssh, 'authorized_keys'), 1000, 1000);
     chownSync(ssh, 4242, 4242);
     await refusal(node, '/home/core/.ssh', 'owned by uid 4242, neither core nor root');
-  });
-});
-
-describe('ssh-keys decisions', () => {
-  const core = { uid: 1000, gid: 1000, home: '/var/home/core' };
-  const written = `${BLOCK_BEGIN}\n${SITE_KEY}\n${BLOCK_END}\n`;
-  const site = (keys: string[]) => testSite({ sshAuthorizedKeys: keys });
-  it.each([
-    ['no keys and no file', {}, [], 'noop', []],
-    [
-      'no keys, a file of the factory',
-      { authorizedKeys: { content: `${FACTORY_LINE}\n`, mode: 0o600 } },
-      [],
-      'noop',
-      [],
-    ],
-    [
-      'a key, no account, nothing there',
-      {},
-      [SITE_KEY],
-      'change',
-      ['create /home/core/.ssh', 'create /home/core/.ssh/authorized_keys'],
-    ],
-    [
-      'a key, in place under the account home',
-      { user: core, dirMode: 0o700, authorizedKeys: { content: written, mode: 0o600 } },
-      [SITE_KEY],
-      'noop',
-      [],
-    ],
-    [
-      'a key in place, the file 0644',
-      { user: core, dirMode: 0o700, authorizedKeys: { content: written, mode: 0o644 } },
-      [SITE_KEY],
-      'change',
-      ['update /var/home/core/.ssh/authorized_keys'],
-    ],
-    [
-      'an earlier site key to take away',
-      { user: core, dirMode: 0o700, authorizedKeys: { content: written, mode: 0o600 } },
-      [],
-      'change',
-      ['update /var/home/core/.ssh/authorized_keys'],
-    ],
-  ] as const)('%s: %s', (_, view, keys, action, changes) => {
-    const plan = sshKeysStep.plan(view, site([...keys]));
-    expect(plan.action).toBe(action);
-    expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
-  });
-
-  it('refuses a key line with a newline in it, naming the field', () => {
-    expect(() => sshKeysStep.plan({}, site([`${SITE_KEY}\nssh-rsa AAAA evil`]))).toThrow(ConfigError);
   });
 });

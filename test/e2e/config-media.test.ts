@@ -25,6 +25,7 @@ import {
 } from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
+import { KEYS_FILE } from '../../src/steps/ssh-keys.js';
 
 announceSkip('config media scenarios');
 
@@ -123,7 +124,7 @@ describe.skipIf(skipVm)('config media found on a real node', () => {
     expect(await v.sshOk('ip -j link show ens4')).toContain('"master":"br-ex"');
     expect(await v.sshOk('ip -4 route show default')).toMatch(/^default via 192\.0\.2\.1 dev br-ex/m);
     expect((await v.ssh(`ping -c 1 -W 5 ${GATEWAY}`)).code).toBe(0);
-    expect((await v.sshOk('cat /home/core/.ssh/authorized_keys')).split('\n')).toContain(SITE_SSH_KEY);
+    expect((await v.sshOk(`cat ${KEYS_FILE}`)).split('\n')).toContain(SITE_SSH_KEY);
     // the agent unmounted the ISO once it had read it
     expect((await v.ssh(`findmnt -n ${BY_LABEL}`)).code).not.toBe(0);
   });

@@ -97,6 +97,7 @@ interface IgnitionUnit {
   dropins?: { name: string; contents?: string }[];
 }
 interface IgnitionConfig {
+  passwd?: { users?: { name: string; sshAuthorizedKeys?: string[] }[] };
   storage?: { files?: IgnitionFile[]; directories?: IgnitionNode[]; links?: IgnitionLink[] };
   systemd?: { units?: IgnitionUnit[] };
 }

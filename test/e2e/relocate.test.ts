@@ -3,16 +3,19 @@
 // only then lets kubelet start; with the single-node dnsmasq configuration, the site's names
 // resolve on the node beside the factory's. Its journal carries every step with message ids and no
 // secret. The relocated node under a model of the machine-config daemon (test/e2e/mcd-model): a
-// pull-secret update, the release-4.17 daemon's forced update and reboot without the stick, a second
-// stick at a later boot with a power cut once the gate reopened, br-ex re-activated; nothing Degraded.
+// pull-secret update, a MachineConfig that changes core's SSH keys (the site's keys still log in),
+// the release-4.17 daemon's forced update and reboot without the stick, a second stick at a later
+// boot with a power cut once the gate reopened, br-ex re-activated; nothing Degraded. Then a drift
+// reverted by hand under a 4.18.z daemon from before dd559ec99: the daemon recovers by itself.
 // Then the same relocation with a power cut at each of 12 points converges to the same node.
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HELD_FILE, HOLD_ENV } from '../../src/engine/hold.js';
+import { KEYS_FILE, SSHD_DROP_IN } from '../../src/steps/ssh-keys.js';
 import { installFiles, readFileAfterCrash } from './disk.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import {
@@ -21,6 +24,7 @@ import {
   MessageId,
   nodeState,
   type NodeState,
+  shq,
   readState,
   type RunState,
   STATE_FILE,
@@ -44,17 +48,21 @@ import { expectSiteNames, laySingleNodeDnsmasq } from './sno-dnsmasq.js';
 import { INTERNAL_IP, newSecret, SITE_ADDRESS, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
 import {
   dropConfig,
+  FACTORY_SSH_KEY,
   type FactoryNode,
   installMcdModel,
   KUBELET_AUTH_FILE,
   mcdEvents,
   mcdJournal,
+  mcdNode,
+  openshiftMasterPaths,
   pullSecretJson,
   switchRelease,
   touchForceFile,
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
+import { MODEL_UNIT, NODE_FILE, STATE_KEY } from './mcd-model/ignition.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('relocation scenarios');
@@ -65,6 +73,9 @@ const FACTORY_PULL_SECRET = pullSecretJson({
   'registry.factory.example.com:5000': { auth: Buffer.from('factory-puller:factory-only').toString('base64') },
 });
 const NEXT_HOSTNAME = 'sno-vm-store7b';
+const CORE_IGNITION_KEYS = '/home/core/.ssh/authorized_keys.d/ignition';
+/** a key the cluster admin adds to 99-master-ssh later */
+const ADMIN_SSH_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq3Cq8VYdTzSgFzq4oLr5j2XGJ4bPzTqEo0XkU3nWmR admin@cluster';
 const NODE_IP_FILES = [
   '/etc/NetworkManager/dispatcher.d/30-sno-relocate-internal-ip',
   '/etc/systemd/system/kubelet.service.d/30-sno-relocate-node-ip.conf',
@@ -99,17 +110,35 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
   let secondStick = '';
   let reference: NodeState | undefined;
   let mcd: FactoryNode | undefined;
+  /** a key of the site's made here, with its private half, to log in as core with */
+  let loginKey = { private: '', public: '' };
+  /** the keys the cluster's 99-master-ssh gives core, as the admin changes them */
+  let clusterKeys = [FACTORY_SSH_KEY];
   /** wall-clock ms of each machine-config daemon scenario, for bench/e2e.ts */
   const mcdTimings: Record<string, number> = {};
   const secret = newSecret();
+  /** the cluster's pull secret once the cluster-pull-secret step changed it */
+  const sitePullSecret = () => pullSecretJson({ [secret.registry]: { auth: secret.auth } });
+  /** core logs in to the node with the site's key (sshd on the node, from the node itself) */
+  const loginAsCore = async (v: Vm): Promise<string> => {
+    await v.sshOk('umask 077 && cat > /root/site-login', { input: loginKey.private });
+    return v.sshOk(
+      'ssh -i /root/site-login -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null ' +
+        '-o LogLevel=ERROR core@127.0.0.1 id -un',
+    );
+  };
 
   beforeAll(async () => {
     image = await buildNodeImage();
     await laySingleNodeDnsmasq(image.disk);
     mcd = await installMcdModel(image.disk, image.machineConfigs, FACTORY_PULL_SECRET, 'release-4.18');
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-relocate-'));
-    stick = await siteStick(stickDir, 'site.img', siteSpec(secret));
-    secondStick = await siteStick(stickDir, 'second.img', { ...siteSpec(secret), hostname: NEXT_HOSTNAME });
+    const keyPath = join(stickDir, 'site-login');
+    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'login@vm-store-0007', '-f', keyPath]);
+    loginKey = { private: await readFile(keyPath, 'utf8'), public: (await readFile(`${keyPath}.pub`, 'utf8')).trim() };
+    const spec = { ...siteSpec(secret), sshAuthorizedKeys: [SITE_SSH_KEY, loginKey.public] };
+    stick = await siteStick(stickDir, 'site.img', spec);
+    secondStick = await siteStick(stickDir, 'second.img', { ...spec, hostname: NEXT_HOSTNAME });
   }, 15 * MIN);
 
   afterAll(async () => {
@@ -162,11 +191,24 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(await v.sshOk('cat /etc/hostname')).toBe(`${SITE_HOSTNAME}\n`);
     expect(await v.sshOk('journalctl -b 0 -u systemd-hostnamed -o cat --no-pager')).toContain(SITE_HOSTNAME);
 
-    // ssh keys for core and the node pull secret
-    expect(await v.sshOk('cat /home/core/.ssh/authorized_keys')).toContain(SITE_SSH_KEY);
-    expect(await v.sshOk("stat -c '%a %U:%G' /home/core/.ssh /home/core/.ssh/authorized_keys")).toBe(
-      '700 core:core\n600 core:core\n',
+    // the site's keys for core where sshd reads them and the daemon does not reach; the factory's
+    // key where Ignition wrote it, untouched
+    expect((await v.sshOk(`cat ${KEYS_FILE}`)).split('\n')).toEqual(
+      expect.arrayContaining([SITE_SSH_KEY, loginKey.public]),
     );
+    expect(await v.sshOk(`stat -c '%a %U:%G' ${KEYS_FILE} ${SSHD_DROP_IN}`)).toBe('644 root:root\n644 root:root\n');
+    expect(await v.sshOk(`cat ${CORE_IGNITION_KEYS}`)).toBe(`${FACTORY_SSH_KEY}\n`);
+    expect(await loginAsCore(v)).toBe('core\n');
+    // none of the files and units OpenShift's rendered master config declares (release-4.18, from the
+    // machine-config operator's templates) was written while the agent ran
+    const declared = openshiftMasterPaths('release-4.18');
+    expect(declared.length).toBeGreaterThan(60);
+    const writtenByAgent = await v.sshOk(
+      `since=$(date -d "$(systemctl show -p ExecMainStartTimestamp --value ${AGENT_UNIT})" +%s); ` +
+        `for p in ${declared.map(shq).join(' ')}; do ` +
+        `[ -e "$p" ] && [ "$(stat -c %Z "$p")" -ge "$since" ] && echo "$p"; done; true`,
+    );
+    expect(writtenByAgent).toBe('');
     // the node's pull secret is the machine-config daemon's to write, from the cluster's: not the agent's
     expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(FACTORY_PULL_SECRET);
 
@@ -246,14 +288,13 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       currentConfig: mcd!.factory.metadata.name,
     });
     // the cluster-pull-secret step changed openshift-config/pull-secret: the pool's next rendered config
-    const sitePullSecret = pullSecretJson({ [secret.registry]: { auth: secret.auth } });
-    const update = mcd!.render('rendered-master-site-1', sitePullSecret);
+    const update = mcd!.render('rendered-master-site-1', sitePullSecret());
     await dropConfig(v, update);
     expect(await waitMcdSettled(v, update.metadata.name), await mcdJournal(v)).toMatchObject({
       state: 'Done',
       currentConfig: update.metadata.name,
     });
-    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(sitePullSecret);
+    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(sitePullSecret());
     const mcdEventsSeen = await mcdEvents(v);
     expect(mcdEventsSeen.filter((e) => e.type === 'Warning')).toEqual([]);
     expect(mcdEventsSeen.map((e) => e.reason)).toContain('SkipReboot');
@@ -264,13 +305,40 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     mcdTimings.pullSecretUpdate = Math.round(performance.now() - started);
   });
 
+  it("a MachineConfig changing core's SSH keys empties ~/.ssh but the fragment of the daemon; the site's keys still log in", async () => {
+    const started = performance.now();
+    const v = vm!;
+    // the admin adds a key to 99-master-ssh: the pool's next rendered config
+    clusterKeys = [FACTORY_SSH_KEY, ADMIN_SSH_KEY];
+    // a stray file and a fragment of another tool, as a node may have them
+    await v.sshOk(
+      `runuser -u core -- sh -c 'echo ${ADMIN_SSH_KEY} > /home/core/.ssh/authorized_keys && echo ${ADMIN_SSH_KEY} > /home/core/.ssh/authorized_keys.d/other-tool'`,
+    );
+    const update = mcd!.render('rendered-master-site-ssh', sitePullSecret(), clusterKeys);
+    await dropConfig(v, update);
+    expect(await waitMcdSettled(v, update.metadata.name), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: update.metadata.name,
+    });
+    // updateSSHKeys: authorized_keys and every fragment but ignition gone, ignition rewritten, no reboot
+    expect(await v.sshOk('ls -A /home/core/.ssh /home/core/.ssh/authorized_keys.d')).toBe(
+      '/home/core/.ssh:\nauthorized_keys.d\n\n/home/core/.ssh/authorized_keys.d:\nignition\n',
+    );
+    expect(await v.sshOk(`cat ${CORE_IGNITION_KEYS}`)).toBe(`${FACTORY_SSH_KEY}\n${ADMIN_SSH_KEY}\n`);
+    const seen = await mcdEvents(v);
+    expect(seen.filter((e) => e.type === 'Warning')).toEqual([]);
+    expect(seen.at(-1)?.reason).toBe('SkipReboot');
+    expect(await loginAsCore(v)).toBe('core\n');
+    mcdTimings.sshKeysChange = Math.round(performance.now() - started);
+  });
+
   it('release-4.17: a forced update rewrites every unit and reboots; without the stick kubelet runs, nothing Degraded', async () => {
     const started = performance.now();
     const v = vm!;
     await switchRelease(v, 'release-4.17');
     expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({
       state: 'Done',
-      currentConfig: 'rendered-master-site-1',
+      currentConfig: 'rendered-master-site-ssh',
     });
     // a second registry in the cluster's pull secret, and the force file an admin sets to get past a drift
     const update = mcd!.render(
@@ -279,6 +347,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
         [secret.registry]: { auth: secret.auth },
         'quay.vm-store-0007.example.com': { auth: secret.auth },
       }),
+      clusterKeys,
     );
     await touchForceFile(v);
     await dropConfig(v, update);
@@ -370,6 +439,47 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(await waitMcdSettled(v, 'rendered-master-site-2')).toMatchObject({ state: 'Done' });
     expect((await mcdEvents(v)).filter((e) => e.type === 'Warning')).toEqual([]);
     mcdTimings.brExReactivated = Math.round(performance.now() - started);
+  });
+
+  it('a 4.18.z daemon from before dd559ec99 recovers by itself once a drift is put back, and rewrites kubelet.service as 4.17 does', async () => {
+    const started = performance.now();
+    const v = vm!;
+    await switchRelease(v, 'release-4.18-before-dd559ec99');
+    const { state, currentConfig } = await waitMcdStarted(v);
+    expect(state, await mcdJournal(v)).toBe('Done');
+    const events = (await mcdEvents(v)).length;
+    // a drift by hand: the pull secret readable by all; the drift monitor marks the node Degraded
+    await v.sshOk(`chmod 0644 ${KUBELET_AUTH_FILE}`);
+    await v.waitFor(`cat ${NODE_FILE}`, (r) => r.stdout.includes('"Degraded"'), 2 * MIN);
+    expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({
+      state: 'Degraded',
+      reason: expect.stringContaining(`mode mismatch for file: "${KUBELET_AUTH_FILE}"`),
+    });
+    // put back, and no new config: the daemon's own re-syncs (1 s doubling to 60 s) find it fixed
+    await v.sshOk(`chmod 0600 ${KUBELET_AUTH_FILE}`);
+    await v.waitFor(
+      `cat ${NODE_FILE}`,
+      (r) => r.code === 0 && (JSON.parse(r.stdout) as Record<string, string>)[STATE_KEY] === 'Done',
+      3 * MIN,
+    );
+    expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({ state: 'Done', currentConfig });
+    // this daemon's whole journal: the pod started by the release switch
+    const journal = await v.sshOk(
+      `journalctl -o cat --no-pager _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value ${MODEL_UNIT})`,
+    );
+    // the drift, the preflight check of each re-sync that came before the fix, then the re-applied config
+    const reasons = (await mcdEvents(v)).slice(events).map((e) => e.reason);
+    expect([reasons[0], reasons.at(-1)]).toEqual(['ConfigDriftDetected', 'SkipReboot']);
+    expect(new Set(reasons.slice(1, -1))).toEqual(
+      new Set(reasons.length > 2 ? ['PreflightConfigDriftCheckFailed'] : []),
+    );
+    // the re-applied config wrote every unit: kubelet's was disabled, rewritten and enabled again
+    expect(journal).toContain('Disabling systemd unit kubelet.service before re-writing it');
+    expect(await unitProps(v, KUBELET, ['ActiveState', 'UnitFileState'])).toEqual({
+      ActiveState: 'active',
+      UnitFileState: 'enabled',
+    });
+    mcdTimings.driftRevertedUnder418BeforeDd559ec99 = Math.round(performance.now() - started);
     await recordTimings('mcd-model', mcdTimings);
   });
 

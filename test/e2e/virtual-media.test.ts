@@ -16,6 +16,7 @@ import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubelet
 import { newSecret, SITE_ADDRESS, SITE_SSH_KEY, siteNmstate, STICK_LABEL } from './sites.js';
 import { makeStick } from './stick.js';
 import { bootVm, type Vm } from './vm.js';
+import { KEYS_FILE } from '../../src/steps/ssh-keys.js';
 
 announceSkip('virtual media scenario');
 
@@ -107,7 +108,7 @@ describe.skipIf(skipVm)('config ISO inserted into a virtual CD drive after boot'
     expect((await v.sshOk('hostnamectl hostname')).trim()).toBe(HOSTNAME);
     const brEx = JSON.parse(await v.sshOk('ip -j -4 addr show dev br-ex')) as { addr_info: { local: string }[] }[];
     expect(brEx[0]!.addr_info.map((a) => a.local)).toContain(SITE_ADDRESS);
-    expect((await v.sshOk('cat /home/core/.ssh/authorized_keys')).split('\n')).toContain(SITE_SSH_KEY);
+    expect((await v.sshOk(`cat ${KEYS_FILE}`)).split('\n')).toContain(SITE_SSH_KEY);
     // read and let go: the ISO is no longer mounted
     expect((await v.ssh(`findmnt -n ${BY_LABEL}`)).code).not.toBe(0);
   });

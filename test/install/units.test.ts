@@ -199,7 +199,9 @@ describe('systemd units', () => {
         expect(text).toMatch(new RegExp(`# No ${off}: \\S`));
       expect(text).toMatch(/# ssh-keys reads core's home[^\n]*\nProtectHome=no/);
       // every writable folder with the step that writes it
-      expect(text).toMatch(/# ssh-keys: core's \.ssh\nReadWritePaths=-\/home\/core -\/var\/home\/core\n/);
+      expect(text).toMatch(
+        /# ssh-keys: core's \.ssh [^\n]*\n#[^\n]*\nReadWritePaths=-\/home\/core -\/var\/home\/core -\/etc\/ssh\/sshd_config\.d\n/,
+      );
     });
   });
 

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
+import { KEYS_FILE } from '../../src/steps/ssh-keys.js';
 import { allowErrorLog } from '../helpers/error-log.js';
 import { layFactoryNode, laySingleNodeDnsmasq } from '../fixtures/factory-node.js';
 import { startTestBus } from '../dbus/bus.js';
@@ -91,7 +92,7 @@ describe('run --only node', () => {
     expect(Object.entries(state().steps).map(([name, s]) => [name, s.status])).toEqual(
       NODE_STEPS.map((s) => [s, 'done']),
     );
-    expect(readFileSync(path.join(root, 'home/core/.ssh/authorized_keys'), 'utf8')).toContain(SITE_KEY);
+    expect(readFileSync(path.join(root, KEYS_FILE), 'utf8')).toContain(SITE_KEY);
     // the node's pull secret is the machine-config daemon's to write, from the cluster's
     expect(existsSync(path.join(root, 'var/lib/kubelet/config.json'))).toBe(false);
     expect(readFileSync(path.join(root, 'etc/hostname'), 'utf8')).toBe('sno-store42\n');

@@ -7,22 +7,32 @@
  * Sources, openshift/machine-config-operator (MCO) at the release branch heads read:
  *   release-4.17 @3bdd678e8 and release-4.18 @f313997e0 (cited as 4.17: / 4.18: file:line; where
  *   both agree, 4.18's lines). The release is read from RELEASE_FILE at start (default 4.18).
+ *   Z-streams: the enablement check (checkUnitEnabled) and writing only the units added or changed
+ *   (OCPBUGS-58023/74692) reached release-4.18 with the cherry-pick dd559ec99 on 2026-03-11; the
+ *   4.18.z builds before it validate and write units as 4.17 does (`release-4.18-before-dd559ec99`).
+ *   release-4.14 @00b2e0b1c, 4.15 @1ffa8341f, 4.16 @7327bb235 have the 4.17 rules for what is
+ *   modelled here: the same work queue (4.14 daemon.go:174-178, 318; 4.16 :201-205, 380), the same
+ *   updateSSHKeys, cleanSSHKeyPaths and removeNonIgnitionKeyPathFragments (4.14 update.go:1715,
+ *   1816, 1834; 4.16 :2314, 2415, 2433; bodies identical to 4.18's), no checkUnitEnabled.
  *
  * Where the VM differs from a cluster, and how the model stands in:
  *   - node annotations (state, reason, currentConfig, desiredConfig) are NODE_FILE; events are
  *     lines of EVENTS_FILE; the MachineConfig lister is MODEL_DIR/configs/<name>.json; the node's
- *     desiredConfig annotation changes when the test drops a rendered config at DESIRED_FILE
- *     (the daemon's node informer enqueues a sync on every node update: fs.watch here).
+ *     desiredConfig annotation changes when the test drops a rendered config at DESIRED_FILE (the
+ *     controller's write, seen through fs.watch). Every change of the node's annotations, the
+ *     daemon's own included, is a node update its informer turns into a rate-limited sync.
  *   - the daemon runs as a pod, so it starts only once kubelet runs: the stand-in kubelet starts
  *     this unit (install.ts).
  *   - not modelled, and refused when a config needs them, rather than pretended: OS image, kernel
- *     arguments, extensions, FIPS, passwd/SSH keys, compressed file contents, stale-data deletion
+ *     arguments, extensions, FIPS, password hashes, compressed file contents, stale-data deletion
  *     (an update removing a file or unit), the CRI-O reload/restart actions, drains (a single-node
  *     cluster never drains: 4.18 pkg/daemon/drain.go:27-34). The checks of the OS image and the
  *     kernel arguments in validateOnDiskStateImpl (4.18 daemon.go:2547-2561) pass trivially on a
  *     node whose config names no osImageURL and no kargs, as here.
  *   - createOrigFile (file_writers.go:75) backs up files an RPM owns before the first write; none
  *     of the declared files is owned by a package in the VM, so there is nothing to back up.
+ *   - the OS is RHCOS 9 (useNewSSHKeyPath, update.go:2667-2670): SSH keys go to
+ *     /home/core/.ssh/authorized_keys.d/ignition.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
@@ -31,9 +41,11 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   unlinkSync,
   watch,
@@ -54,6 +66,7 @@ import {
   type IgnDropin,
   type IgnFile,
   type IgnUnit,
+  type IgnUser,
   type McdEvent,
   MODEL_DIR,
   NODE_FILE,
@@ -79,6 +92,8 @@ const release: Release = (() => {
   if (!(RELEASES as readonly string[]).includes(text)) throw new Error(`${RELEASE_FILE}: unknown release ${text}`);
   return text as Release;
 })();
+/** 4.18 since dd559ec99: checkUnitEnabled, and only the units added or changed are written */
+const unitsByDiff = release === 'release-4.18';
 
 const log = (msg: string): void => console.log(msg);
 
@@ -112,7 +127,12 @@ function writeJsonAtomic(path: string, value: unknown): void {
 const readNode = (): Annotations => readJson<Annotations>(NODE_FILE) ?? {};
 
 function setAnnotations(annos: Annotations): void {
-  writeJsonAtomic(NODE_FILE, { ...readNode(), ...annos });
+  const before = readNode();
+  const after = { ...before, ...annos };
+  if (isDeepStrictEqual(before, after)) return; // a patch that changes nothing is no node update
+  writeJsonAtomic(NODE_FILE, after);
+  // 4.18 daemon.go:379-382, 2325-2331, 897-904: the node informer's update handler, AddRateLimited
+  addRateLimited();
 }
 
 /** nodeWriter.Eventf */
@@ -272,7 +292,7 @@ function checkV3Unit(u: IgnUnit): void {
     return;
   }
   checkFileContentsAndMode(path, Buffer.from(u.contents), DEFAULT_FILE_PERMISSIONS);
-  if (release !== 'release-4.17') checkUnitEnabled(u.name, u.enabled);
+  if (unitsByDiff) checkUnitEnabled(u.name, u.enabled);
 }
 
 function readlinkTarget(path: string): string {
@@ -506,6 +526,89 @@ function updateFiles(oldC: IgnConfig, newC: IgnConfig, unitsToWrite: IgnUnit[]):
 }
 
 // ---------------------------------------------------------------------------------------------
+// the passwd section: SSH keys of core (4.14-4.18 alike, see the header)
+
+const CORE = 'core';
+const CORE_SSH_PATH = `/home/${CORE}/.ssh`; // constants.go:108-109 CoreUserSSHPath
+const RHCOS8_SSH_KEY_PATH = `${CORE_SSH_PATH}/authorized_keys`; // constants.go:111-112
+const RHCOS9_SSH_KEY_PATH = `${CORE_SSH_PATH}/authorized_keys.d/ignition`; // constants.go:114-115
+
+const users = (c: IgnConfig): IgnUser[] => c.passwd?.users ?? [];
+
+/** 4.18 pkg/controller/common/reconcile.go:141-187 validatePasswdChanges and verifyUserFields */
+function validatePasswdChanges(oldC: IgnConfig, newC: IgnConfig): void {
+  if (isDeepStrictEqual(users(oldC), users(newC))) return;
+  if (users(newC).some((u) => u.name !== CORE))
+    throw new Error('ignition passwd user section contains unsupported changes: non-core user');
+  const last = users(newC).at(-1);
+  if (last === undefined) return;
+  if (last.passwordHash !== undefined) throw new NotModelledError('a password hash for core');
+  const { name: _n, sshAuthorizedKeys, ...rest } = last;
+  if (!sshAuthorizedKeys?.length)
+    throw new Error(
+      'ignition passwd user section contains unsupported changes: user must be core and have 1 or more sshKeys',
+    );
+  if (Object.keys(rest).length > 0) throw new Error('SSH keys and password hash are not reconcilable');
+}
+
+/** 4.18 update.go:1690-1708 reconcilable, the passwd part (IsRenderedConfigReconcilable) */
+function reconcilable(oldConfig: RenderedConfig, newConfig: RenderedConfig): void {
+  try {
+    validatePasswdChanges(oldConfig.spec.config, newConfig.spec.config);
+  } catch (e) {
+    if (e instanceof NotModelledError) throw e;
+    const why = `configs ${oldConfig.metadata.name}, ${newConfig.metadata.name} are not reconcilable: ${errMessage(e)}`;
+    const wrapped = `can't reconcile config ${oldConfig.metadata.name} with ${newConfig.metadata.name}: ${why}`;
+    event('Warning', 'FailedToReconcile', wrapped);
+    throw new UnreconcilableError(wrapped);
+  }
+}
+
+/** 4.18 update.go:2773-2789 cleanSSHKeyPaths: the RHCOS 8 file goes, whatever it holds */
+function cleanSSHKeyPaths(): void {
+  if (existsSync(RHCOS8_SSH_KEY_PATH)) rmSync(RHCOS8_SSH_KEY_PATH, { recursive: true, force: true });
+}
+
+/** 4.18 update.go:2791-2815 removeNonIgnitionKeyPathFragments: every other entry of authorized_keys.d goes */
+function removeNonIgnitionKeyPathFragments(): void {
+  const dir = dirname(RHCOS9_SSH_KEY_PATH);
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir))
+    if (name !== basename(RHCOS9_SSH_KEY_PATH)) rmSync(join(dir, name), { recursive: true, force: true });
+}
+
+/**
+ * 4.18 update.go:2515-2588 createSSHKeyDir and atomicallyWriteSSHKey: a ~/.ssh owned by another
+ * user than core is removed whole (OCPBUGS-11832); missing folders are made by core, 0700; the
+ * keys file is written atomically, 0600, core's.
+ */
+function atomicallyWriteSSHKey(authKeyPath: string, keys: string): void {
+  // lookupUID / lookupGID of core
+  const uid = Number(execFileSync('id', ['-u', CORE], { encoding: 'utf8' }));
+  const gid = Number(execFileSync('id', ['-g', CORE], { encoding: 'utf8' }));
+  log(`Writing SSH keys to ${JSON.stringify(authKeyPath)}`);
+  if (existsSync(CORE_SSH_PATH) && statSync(CORE_SSH_PATH).uid !== uid) rmSync(CORE_SSH_PATH, { recursive: true });
+  if (!existsSync(dirname(authKeyPath))) {
+    log(`Creating missing SSH key dir at ${JSON.stringify(dirname(authKeyPath))}`);
+    execFileSync('runuser', ['-u', CORE, '--', 'mkdir', '-m', '0700', '-p', dirname(authKeyPath)]);
+  }
+  writeFileAtomically(authKeyPath, Buffer.from(keys), 0o700, 0o600, uid, gid);
+}
+
+/**
+ * 4.18 update.go:2672-2723 updateSSHKeys, on RHCOS 9: every key of the new users, one a line;
+ * /home/core/.ssh/authorized_keys removed, every fragment but `ignition` removed, the keys
+ * written to authorized_keys.d/ignition.
+ */
+function updateSSHKeys(newUsers: IgnUser[]): void {
+  log('updating SSH keys');
+  const keys = newUsers.flatMap((u) => (u.sshAuthorizedKeys ?? []).map((k) => `${k}\n`)).join('');
+  cleanSSHKeyPaths();
+  removeNonIgnitionKeyPathFragments();
+  atomicallyWriteSSHKey(RHCOS9_SSH_KEY_PATH, keys);
+}
+
+// ---------------------------------------------------------------------------------------------
 // config diffs and post-config actions
 
 /** 4.18 helpers.go:1045-1075 CalculateConfigFileDiffs: paths added, removed or changed in any field */
@@ -628,14 +731,19 @@ function finishRebootlessUpdate(): void {
 
 /**
  * 4.17 update.go:1079-1391, 4.18 update.go:1161-1485 update: Working (unless already Degraded),
- * the diffs, the post-config action, the files and units, the current config on disk, then the
- * action. A failure puts the old files and units back (the deferred updateFiles(new, old)).
+ * reconcilable, the diffs, the post-config action, the files and units, the SSH keys when the
+ * passwd section changed (:1386-1400), the current config on disk, then the action. A failure puts
+ * the old files, units and keys back (the deferred updateFiles(new, old) and updateSSHKeys(old)).
+ * An SSH change alone needs no reboot: the default policy for SSH keys is None (apihelpers.go:112-118,
+ * update.go:680-683).
  */
 function update(oldConfig: RenderedConfig, newConfig: RenderedConfig): void {
   const state = readNode()[STATE_KEY];
   if (state !== 'Degraded' && state !== 'Unreconcilable') setAnnotations({ [STATE_KEY]: 'Working' });
   const oldC = oldConfig.spec.config;
   const newC = newConfig.spec.config;
+  reconcilable(oldConfig, newConfig);
+  const diffPasswd = !isDeepStrictEqual(oldC.passwd ?? {}, newC.passwd ?? {});
   log(`Starting update from ${oldConfig.metadata.name} to ${newConfig.metadata.name}`);
   const diffFileSet = calculateConfigFileDiffs(oldC, newC);
   const unitDiff = changedUnits(oldC, newC);
@@ -644,15 +752,17 @@ function update(oldConfig: RenderedConfig, newConfig: RenderedConfig): void {
   // 4.18 update.go:1245-1247: read before the action calculation removes the file
   const forceFilePresent = forceFileExists();
   const action = calculatePostConfigChangeAction(diffFileSet, diffUnitSet);
-  const unitsToWrite = release === 'release-4.17' || forceFilePresent ? units(newC) : addedOrChanged;
-  if (release !== 'release-4.17' && forceFilePresent) log('Forcefile exists, writing all units');
+  const unitsToWrite = !unitsByDiff || forceFilePresent ? units(newC) : addedOrChanged;
+  if (unitsByDiff && forceFilePresent) log('Forcefile exists, writing all units');
   try {
     updateFiles(oldC, newC, unitsToWrite);
+    if (diffPasswd) updateSSHKeys(users(newC));
     storeCurrentConfigOnDisk(newConfig);
   } catch (e) {
     // the rollback writes the old config's units the way this release writes them
     const back = changedUnits(newC, oldC);
-    updateFiles(newC, oldC, release === 'release-4.17' ? units(oldC) : [...back.added, ...back.updated]);
+    updateFiles(newC, oldC, unitsByDiff ? [...back.added, ...back.updated] : units(oldC));
+    if (diffPasswd) updateSSHKeys(users(oldC));
     storeCurrentConfigOnDisk(oldConfig);
     throw e;
   }
@@ -745,7 +855,6 @@ let booting = true;
 
 /** 4.18 daemon.go:667-860 syncNode, the parts for a node whose config is a MachineConfig */
 function syncNode(): void {
-  observeDesired();
   if (booting) {
     checkStateOnFirstRun();
     booting = false;
@@ -758,14 +867,37 @@ function syncNode(): void {
   triggerUpdate(ufc.current, ufc.desired);
 }
 
-// the work queue: one sync at a time, requeued on error with the client-go default controller
-// rate limiter's per-item backoff (5 ms doubling to 1000 s; daemon.go:597-615 handleErr)
+/*
+ * The work queue, one sync at a time (4.18 daemon.go:579-615 worker, processNextWorkItem, handleErr;
+ * :374-377 the rate limiter). MaxOf(Bucket(rate.Limit(updateDelay)), ItemExponential(1 s,
+ * maxUpdateBackoff = 60 s), :195-199): rate.Limit(updateDelay) reads 5 s as 5e9 events a second, so
+ * the bucket never waits and the delay is the per-item one, 1 s doubling to 60 s. It grows on every
+ * AddRateLimited, a node update's (:897-904 enqueueDefault) and a failed sync's alike, and is reset
+ * (Forget) by a sync without error. So a node left Degraded keeps re-running the sync every 60 s at
+ * most, and recovers by itself once the drift is gone. A key already waiting keeps the earlier time.
+ */
 let queued = false;
 let running = false;
-let failures = 0;
-let retryTimer: NodeJS.Timeout | undefined;
+let requeues = 0;
+let dueAt: number | undefined;
+let dueTimer: NodeJS.Timeout | undefined;
 
-function enqueue(): void {
+/** workqueue ItemExponentialFailureRateLimiter.When + DelayingQueue.AddAfter */
+function addRateLimited(): void {
+  const delayMs = Math.min(1000 * 2 ** requeues, 60_000);
+  requeues++;
+  const at = Date.now() + delayMs;
+  if (dueAt !== undefined && dueAt <= at) return;
+  clearTimeout(dueTimer);
+  dueAt = at;
+  dueTimer = setTimeout(() => {
+    dueAt = undefined;
+    add();
+  }, delayMs);
+}
+
+/** queue.Add: processed now, or once more after the sync running now */
+function add(): void {
   queued = true;
   if (running || rebooting) return;
   running = true;
@@ -774,17 +906,15 @@ function enqueue(): void {
       queued = false;
       try {
         syncNode();
-        failures = 0;
+        requeues = 0;
       } catch (e) {
         if (e instanceof NotModelledError) {
           log(`model: not modelled: ${e.message}`);
           process.exit(70);
         }
         updateErrorState(e);
-        const delayMs = Math.min(5 * 2 ** failures++, 1_000_000);
-        log(`Error syncing node (retries ${failures}): ${errMessage(e)}; again in ${delayMs} ms`);
-        clearTimeout(retryTimer);
-        retryTimer = setTimeout(enqueue, delayMs);
+        log(`Error syncing node (retries ${requeues}): ${errMessage(e)}`);
+        addRateLimited();
       }
     }
     running = false;
@@ -793,7 +923,10 @@ function enqueue(): void {
 
 mkdirSync(MODEL_DIR, { recursive: true, mode: 0o700 });
 log(`machine-config daemon model (${release}) starting`);
+// the controller's side: a rendered config dropped by the test becomes the node's desiredConfig
 watch(MODEL_DIR, (_type, name) => {
-  if (name === basename(DESIRED_FILE)) enqueue();
+  if (name === basename(DESIRED_FILE)) observeDesired();
 });
-enqueue();
+observeDesired();
+// the informer's first list: an Add event for the node
+addRateLimited();

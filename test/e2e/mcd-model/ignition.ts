@@ -2,7 +2,8 @@
  * The rendered MachineConfig the model of the machine-config daemon works from, and what both sides
  * of the model share: the host renders it (render.ts) and the guest's daemon (daemon.ts) applies
  * and validates it. Only the Ignition 3 parts the project's MachineConfigs and OpenShift's kubelet
- * and pull-secret templates use: files (data: URLs), systemd units with drop-ins.
+ * and pull-secret templates use: files (data: URLs), systemd units with drop-ins, and the SSH keys
+ * of `core` (the installer's 99-master-ssh MachineConfig).
  */
 
 export interface IgnFile {
@@ -27,8 +28,16 @@ export interface IgnUnit {
   dropins?: IgnDropin[];
 }
 
+/** A user of the passwd section: the daemon takes only `core` and its SSH keys (reconcile.go validatePasswdChanges). */
+export interface IgnUser {
+  name: string;
+  sshAuthorizedKeys?: string[];
+  passwordHash?: string;
+}
+
 export interface IgnConfig {
   ignition: { version: string };
+  passwd?: { users?: IgnUser[] };
   storage?: { files?: IgnFile[] };
   systemd?: { units?: IgnUnit[] };
 }
@@ -52,9 +61,13 @@ export const CURRENT_CONFIG_FILE = '/etc/machine-config-daemon/currentconfig';
 export const NODE_FILE = `${MODEL_DIR}/node.json`;
 /** The Kubernetes events the daemon emits, one JSON object a line. */
 export const EVENTS_FILE = `${MODEL_DIR}/events.jsonl`;
-/** Which release's daemon runs: `release-4.17` or `release-4.18` (read at start). */
+/**
+ * Which release's daemon runs (read at start): `release-4.17`; `release-4.18`, the branch as it is
+ * since dd559ec99 (2026-03-11: enablement check, only changed units written); `release-4.18-before-dd559ec99`,
+ * the 4.18.z builds before it, which write units and validate them as 4.17 does.
+ */
 export const RELEASE_FILE = `${MODEL_DIR}/release`;
-export const RELEASES = ['release-4.17', 'release-4.18'] as const;
+export const RELEASES = ['release-4.17', 'release-4.18', 'release-4.18-before-dd559ec99'] as const;
 export type Release = (typeof RELEASES)[number];
 /** upstream pkg/daemon/constants/constants.go MachineConfigDaemonForceFile */
 export const FORCE_FILE = '/run/machine-config-daemon-force';

@@ -11,12 +11,19 @@
  * sets them). So `{name: kubelet.service, enabled: false}` from a later config keeps the contents
  * of OpenShift's kubelet unit and overrides only its enablement. Files get overwrite: true.
  *
+ * The passwd section merges the same way: users by name, and a user's sshAuthorizedKeys, a list of
+ * plain values, keeps the parent's keys and adds the child's new ones (coreos/ignition
+ * config/merge/merge.go, lists without a key field merged by value).
+ *
  * OpenShift's own MachineConfigs are represented by what of them touches the node parts the
  * project's MachineConfigs meet: 00-master's pull secret (templates/common/_base/files/
  * pull-secret.yaml: /var/lib/kubelet/config.json, 0600, the cluster pull secret) and
  * 01-master-kubelet's kubelet.service (templates/master/01-master-kubelet/_base/units/
- * kubelet.service.yaml: enabled: true; its contents here are the VM's stand-in kubelet unit).
+ * kubelet.service.yaml: enabled: true; its contents here are the VM's stand-in kubelet unit), and
+ * the installer's 99-master-ssh (openshift/installer pkg/asset/machines/machineconfig/authorizedkeys.go:
+ * user core with the install-config's sshKey), which the cluster admin edits to change the keys.
  */
+import { readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { build } from 'esbuild';
 import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile } from '../disk.js';
@@ -31,6 +38,7 @@ import {
   type IgnConfig,
   type IgnFile,
   type IgnUnit,
+  type IgnUser,
   type McdEvent,
   MODEL_DIR,
   MODEL_UNIT,
@@ -45,6 +53,31 @@ import {
 } from './ignition.js';
 
 const DAEMON = '/usr/local/libexec/mcd-model.mjs';
+
+interface TemplateFixture {
+  releases: Record<
+    string,
+    { files: { path: string }[]; units: { name: string; contents?: boolean; dropins: string[] }[] }
+  >;
+}
+
+/**
+ * Every path OpenShift's rendered master config declares at `release` for a single-node cluster on
+ * platform None (openshift-master.json, written by scripts/openshift-master-templates.ts from the
+ * machine-config operator's templates): its files, the units it gives contents, their drop-ins.
+ */
+export function openshiftMasterPaths(release: string): string[] {
+  const fixture = JSON.parse(
+    readFileSync(new URL('./openshift-master.json', import.meta.url), 'utf8'),
+  ) as TemplateFixture;
+  const r = fixture.releases[release];
+  if (!r) throw new Error(`openshift-master.json has no ${release}`);
+  return [
+    ...r.files.map((f) => f.path),
+    ...r.units.filter((u) => u.contents).map((u) => posix.join(UNIT_DIR, u.name)),
+    ...r.units.flatMap((u) => u.dropins.map((d) => posix.join(UNIT_DIR, `${u.name}.d`, d))),
+  ];
+}
 const UNIT_DIR = '/etc/systemd/system';
 export const KUBELET_AUTH_FILE = '/var/lib/kubelet/config.json';
 
@@ -77,19 +110,38 @@ function mergeKeyed<T extends object>(parent: T[], child: T[], key: keyof T): T[
   return out;
 }
 
+/** ign3.Merge of passwd.users: by name; sshAuthorizedKeys by value, the parent's first. */
+function mergeUsers(parent: IgnUser[], child: IgnUser[]): IgnUser[] {
+  const out = [...parent];
+  for (const c of child) {
+    const i = out.findIndex((p) => p.name === c.name);
+    if (i < 0) {
+      out.push(c);
+      continue;
+    }
+    const keys = [...(out[i]!.sshAuthorizedKeys ?? [])];
+    for (const k of c.sshAuthorizedKeys ?? []) if (!keys.includes(k)) keys.push(k);
+    out[i] = { ...out[i]!, ...c, ...(keys.length > 0 && { sshAuthorizedKeys: keys }) };
+  }
+  return out;
+}
+
 /** The rendered config of a pool: its MachineConfigs merged in name order (MergeMachineConfigs). */
 export function renderConfig(name: string, mcs: MachineConfig[]): RenderedConfig {
   let fileList: IgnFile[] = [];
   let unitList: IgnUnit[] = [];
+  let userList: IgnUser[] = [];
   for (const mc of [...mcs].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
     const c = mc.spec.config;
     if (c.storage?.directories?.length || c.storage?.links?.length)
       throw new Error(`${mc.metadata.name}: directories and links are not rendered by this model`);
     fileList = mergeKeyed(fileList, (c.storage?.files ?? []) as IgnFile[], 'path');
     unitList = mergeKeyed(unitList, (c.systemd?.units ?? []) as IgnUnit[], 'name');
+    userList = mergeUsers(userList, (c.passwd?.users ?? []) as IgnUser[]);
   }
   const config: IgnConfig = {
     ignition: { version: '3.4.0' },
+    ...(userList.length > 0 && { passwd: { users: userList } }),
     storage: { files: fileList.map((f) => ({ ...f, overwrite: f.overwrite ?? true })) },
     systemd: { units: unitList },
   };
@@ -98,10 +150,22 @@ export function renderConfig(name: string, mcs: MachineConfig[]): RenderedConfig
 
 const dataUrl = (text: string): string => `data:,${encodeURIComponent(text)}`;
 
-/** OpenShift's parts of the rendered config: the cluster pull secret and kubelet.service. */
-export function openshiftConfigs(kubeletUnit: string, pullSecret: string): MachineConfig[] {
+/** The key the factory's install-config gave core: the installer's 99-master-ssh. */
+export const FACTORY_SSH_KEY =
+  'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVhkPb1l2l7yV0Hm4GkD0sZ3o0yXk2v0m1dWq8pYt4N factory@install-config';
+
+/** OpenShift's parts of the rendered config: the cluster pull secret, kubelet.service, core's SSH keys. */
+export function openshiftConfigs(
+  kubeletUnit: string,
+  pullSecret: string,
+  sshKeys: readonly string[] = [FACTORY_SSH_KEY],
+): MachineConfig[] {
   const labels = { 'machineconfiguration.openshift.io/role': 'master' };
   return [
+    {
+      metadata: { name: '99-master-ssh', labels },
+      spec: { config: { passwd: { users: [{ name: 'core', sshAuthorizedKeys: [...sshKeys] }] } } },
+    },
     {
       metadata: { name: '00-master', labels },
       spec: {
@@ -166,11 +230,24 @@ const HELD_DROP_IN = `# Test only: no cluster in this VM, so nothing for this un
 ConditionPathExists=/nonexistent/sno-relocate-vm-cluster
 `;
 
+/** /home/core/.ssh/authorized_keys.d/ignition as Ignition and the daemon leave it: core's, 0700/0600. */
+function coreSshEntries(keys: string): DiskEntry[] {
+  const owner = { uid: 1000, gid: 1000 };
+  return [
+    { path: '/home/core/.ssh', type: 'dir', mode: 0o700, ...owner },
+    { path: '/home/core/.ssh/authorized_keys.d', type: 'dir', mode: 0o700, ...owner },
+    { path: '/home/core/.ssh/authorized_keys.d/ignition', mode: 0o600, contents: keys, ...owner },
+  ];
+}
+
 export interface FactoryNode {
   /** the factory's rendered config: what the daemon applied at the factory */
   factory: RenderedConfig;
-  /** the config from OpenShift's MachineConfigs and the project's: re-render with another pull secret */
-  render(name: string, pullSecret: string): RenderedConfig;
+  /**
+   * the config from OpenShift's MachineConfigs and the project's: re-render with another pull
+   * secret, or with other keys in 99-master-ssh (default: the factory's)
+   */
+  render(name: string, pullSecret: string, sshKeys?: readonly string[]): RenderedConfig;
 }
 
 /**
@@ -186,8 +263,8 @@ export async function installMcdModel(
 ): Promise<FactoryNode> {
   const kubeletUnit = (await readDiskFile(disk, posix.join(UNIT_DIR, 'kubelet.service')))?.toString();
   if (kubeletUnit === undefined) throw new Error('the node image has no kubelet.service');
-  const render = (name: string, pullSecret: string) =>
-    renderConfig(name, [...openshiftConfigs(kubeletUnit, pullSecret), ...projectConfigs]);
+  const render = (name: string, pullSecret: string, sshKeys?: readonly string[]) =>
+    renderConfig(name, [...openshiftConfigs(kubeletUnit, pullSecret, sshKeys), ...projectConfigs]);
   const factory = render('rendered-master-factory', factoryPullSecret);
   const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
   const held = (factory.spec.config.systemd?.units ?? []).filter((u) => VM_MASKED.includes(u.name) && u.contents);
@@ -197,6 +274,8 @@ export async function installMcdModel(
       { path: posix.join(UNIT_DIR, `${u.name}.d`, '90-vm-no-cluster.conf'), mode: 0o644, contents: HELD_DROP_IN },
     ]),
     { path: KUBELET_AUTH_FILE, mode: 0o600, contents: factoryPullSecret },
+    // Ignition's first boot wrote the installer's key where RHCOS 9 reads it (ssh-key-dir)
+    ...coreSshEntries(`${FACTORY_SSH_KEY}\n`),
     { path: DAEMON, mode: 0o644, contents: await bundleDaemon() },
     { path: posix.join(UNIT_DIR, MODEL_UNIT), mode: 0o644, contents: MODEL_UNIT_TEXT },
     {
