@@ -13,15 +13,12 @@ import yaml from 'js-yaml';
 import type { Kube, KubeObject } from '../ports/kube.js';
 
 export const OPENSHIFT_APISERVER_NAMESPACE = 'openshift-apiserver';
-/** resourcehash's key for the ConfigMap `config` (library-go pkg/operator/resource/resourcehash/as_configmap.go:67-68) */
+/** resourcehash's key for the ConfigMap `config` (library-go resourcehash/as_configmap.go:67-68) */
 export const CONFIG_HASH_ANNOTATION = 'operator.openshift.io/dep-openshift-apiserver.config.configmap';
 
 /** Go's encoding/json of a string, as json.Encoder writes it: HTML characters and U+2028/9 escaped. */
 const goJsonString = (s: string) =>
-  JSON.stringify(s).replace(
-    /[<>&\u2028\u2029]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /**
  * library-go's GetConfigMapHash (resourcehash/as_configmap.go:20-26): FNV-1 32 over the ConfigMap's

@@ -70,7 +70,8 @@ export function describeRollouts(
   const parts = ROLLOUT_KINDS.flatMap((kind) => {
     const n = rollouts.filter((r) => r === kind).length;
     if (n === 0) return [];
-    const noun = kind === 'kube-apiserver' ? 'kube-apiserver revision' : kind === 'reboot' ? 'reboot' : `${kind} rollout`;
+    const noun =
+      kind === 'kube-apiserver' ? 'kube-apiserver revision' : kind === 'reboot' ? 'reboot' : `${kind} rollout`;
     return [`${n} ${noun}${n === 1 ? '' : 's'} (~${costs[kind].seconds}s each)`];
   });
   return `${parts.join(', ')}: about ${Math.ceil(totalSeconds(rollouts, costs) / 60)} min`;

@@ -45,7 +45,10 @@ export interface Models {
   kubeApiServer: KubeApiServerModel;
   /** every rollout, revision, render and reboot the models made */
   ledger: Ledger;
-  /** resolves once every model has completed two passes in a row (the second sees the first's writes) and has nothing under way */
+  /**
+   * resolves once every model has completed two passes in a row (the second sees the first's writes)
+   * and has nothing under way
+   */
   settled(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }

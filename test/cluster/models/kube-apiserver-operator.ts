@@ -18,12 +18,14 @@
  *   with the files of user-serving-cert-00<index> (pkg/operator/configobservation/apiserver/
  *   observe_apiserver.go:91-184); more than 10 entries, names another entry already holds, or a
  *   secret openshift-config lacks, are refused: the old observed config stays and
- *   ConfigObservationDegraded is set (:29-42, 96-100, 146-149, 170-175, 219-223). The OAuth issuer comes from the oauth-openshift route's admitted host (the
- *   authentication operator's metadata controller, then auth_metadata.go:86-147);
- * - the revision controller: a change in a revisioned ConfigMap (config, oauth-metadata:
- *   pkg/operator/starter.go:696-701) makes revision N+1, its copies `config-<N+1>` and
- *   `oauth-metadata-<N+1>` in openshift-kube-apiserver, and raises latestAvailableRevision
- *   (library-go pkg/operator/revisioncontroller/revision_controller.go:141);
+ *   ConfigObservationDegraded is set (:29-42, 96-100, 146-149, 170-175, 219-223). The OAuth
+ *   issuer comes from the oauth-openshift route's admitted host (the authentication operator's
+ *   metadata controller, then auth_metadata.go:86-147);
+ * - the revision controller: a change in a revisioned ConfigMap makes revision N+1, its copies
+ *   `config-<N+1>`, `oauth-metadata-<N+1>` and `kube-apiserver-pod-<N+1>` in openshift-kube-apiserver,
+ *   and raises latestAvailableRevision (library-go pkg/operator/revisioncontroller/
+ *   revision_controller.go:101-139, 147-226); it runs on its own, so two inputs that change a few
+ *   seconds apart make two revisions;
  * - the installer controller: the node's targetRevision is set, NodeInstallerProgressing is True,
  *   an installer runs, the static pod restarts (on one node the API is gone meanwhile: the test API
  *   server is stopped and started again), and only then currentRevision becomes the installed one
@@ -286,7 +288,11 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
       await writeStatus({
         latestAvailableRevision: latest,
         nodeStatuses: [
-          { nodeName: opts.nodeName, currentRevision: current, ...(failed !== undefined && { lastFailedRevision: failed }) },
+          {
+            nodeName: opts.nodeName,
+            currentRevision: current,
+            ...(failed !== undefined && { lastFailedRevision: failed }),
+          },
         ],
         conditions,
       });
@@ -323,7 +329,10 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
     if (result.restarts) await opts.restart(starts ? undefined : (opts.fallbackDownMs ?? 2000));
     if (!starts) {
       // the startup monitor's fallback: the last known good revision runs again
-      opts.ledger?.record('kube-apiserver-fallback', `revision ${target} did not start; revision ${current} runs again`);
+      opts.ledger?.record(
+        'kube-apiserver-fallback',
+        `revision ${target} did not start; revision ${current} runs again`,
+      );
       await writeStatus({
         latestAvailableRevision: latest,
         nodeStatuses: [{ nodeName: opts.nodeName, currentRevision: current, lastFailedRevision: target }],
@@ -346,7 +355,8 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
       (await core.readNamespacedConfigMap({ namespace: OPERAND_NAMESPACE, name: `${name}-${latest}` })).data?.[key] ??
       '{}';
     const config = JSON.parse(await copy('config', 'config.yaml')) as { servingInfo?: unknown };
-    const issuer = (JSON.parse(await copy('oauth-metadata', 'oauthMetadata')) as { issuer?: string }).issuer || undefined;
+    const issuer =
+      (JSON.parse(await copy('oauth-metadata', 'oauthMetadata')) as { issuer?: string }).issuer || undefined;
     const pod = JSON.parse(await copy('kube-apiserver-pod', 'pod.yaml')) as {
       spec?: { containers?: { env?: unknown }[] };
     };

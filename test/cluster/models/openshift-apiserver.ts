@@ -6,7 +6,8 @@
  *   (pkg/operator/configobservation/ingresses/observe_ingresses.go:42-57); it goes into the ConfigMap
  *   openshift-apiserver/config, and the Deployment openshift-apiserver/apiserver's pod template carries
  *   that ConfigMap's hash (pkg/operator/workload/workload_openshiftapiserver_v311_00_sync.go:407-427)
- *   and the proxy's environment (:396-403), so either rolls it out. One replica, maxSurge 0
+ *   and the hash of the trusted CA bundle (:407-427) and the proxy's environment (:396-403), so any of
+ *   them rolls it out. One replica, maxSurge 0
  *   (bindata/v3.11.0/openshift-apiserver/deploy.yaml:19-20): the old pod first runs out its 50 s
  *   shutdown delay (bindata/v3.11.0/config/defaultconfig.yaml:21-22), still serving with its old
  *   configuration, then nothing serves until the new pod is ready. While it rolls out the
@@ -32,6 +33,7 @@ import {
   clients,
   isNotFound,
   listRoutes,
+  PROXIES,
   proxyStatus,
   readIngressConfig,
   ROUTES,
@@ -56,7 +58,11 @@ export interface OpenShiftApiServerOptions {
 export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServerOptions = {}): Model {
   const { custom, core } = clients(kc);
   const apps = kc.makeApiClient(AppsV1Api);
-  const rollout = new SingleReplicaRollout('openshift-apiserver', opts.times ?? { shutdownMs: 500, startMs: 1000 }, opts.ledger);
+  const rollout = new SingleReplicaRollout(
+    'openshift-apiserver',
+    opts.times ?? { shutdownMs: 500, startMs: 1000 },
+    opts.ledger,
+  );
   /** the subdomain of the pod that serves, by the template it was made from */
   const subdomainOf = new Map<string, string>();
   let serving: string | undefined;
@@ -119,6 +125,7 @@ export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServer
     const ingress = await readIngressConfig(custom);
     const subdomain = ingress.spec.appsDomain || ingress.spec.domain;
     const proxy = await proxyStatus(custom);
+    const trusted = await trustedBundle();
     const env = (
       [
         ['HTTPS_PROXY', proxy.httpsProxy],
@@ -135,7 +142,7 @@ export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServer
     };
     const hash = configMapHash(data);
     const deployment = await ensureObjects(data, hash, env);
-    const template = `${hash} ${JSON.stringify(env)}`;
+    const template = `${hash} ${JSON.stringify(env)} ${trusted}`;
     subdomainOf.set(template, subdomain);
     const phase = rollout.want(template, `routingConfig.subdomain ${subdomain}, proxy ${JSON.stringify(env)}`);
     if (phase === 'serving') serving = template;
@@ -172,6 +179,29 @@ export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServer
     await generateHosts(subdomainOf.get(serving!) ?? subdomain);
   });
   return Object.assign(model, { busy: () => rollout.rolling });
+
+  /**
+   * The trusted-ca-bundle ConfigMap's contents, whose hash the pod template carries too (:414): the
+   * network operator injects into it the system bundle and the proxy's trustedCA ConfigMap, so the
+   * latter's contents stand for it here.
+   */
+  async function trustedBundle(): Promise<string> {
+    const spec = (
+      (await custom.getClusterCustomObject({ ...PROXIES, name: 'cluster' })) as {
+        spec?: { trustedCA?: { name?: string } };
+      }
+    ).spec;
+    const name = spec?.trustedCA?.name;
+    if (!name) return '';
+    try {
+      return (
+        (await core.readNamespacedConfigMap({ namespace: 'openshift-config', name })).data?.['ca-bundle.crt'] ?? ''
+      );
+    } catch (e) {
+      if (isNotFound(e)) return '';
+      throw e;
+    }
+  }
 
   async function generateHosts(suffix: string): Promise<void> {
     for (const route of await listRoutes(custom)) {

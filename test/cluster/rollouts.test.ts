@@ -1,0 +1,124 @@
+/**
+ * What a relocation costs the control plane, counted by the models (test/cluster/models/ledger.ts):
+ * each count is the minimum the site's changes require, and this test fails if one grows.
+ *
+ * - a site that changes the domain, pull secret, mirrors, client CA and kubeadmin: one kube-apiserver
+ *   revision installed (one API outage), one openshift-apiserver rollout, one router rollout, no reboot;
+ * - then a proxy and trust bundle: one reboot, and the kube-apiserver revision the proxy makes,
+ *   installed before the proxy step is done.
+ *
+ * The router rolls out for longer than the kube-apiserver's installer runs, as on a real node (about
+ * a minute against half a minute), so the OAuth route admitted on its new host only after the new
+ * router is up is what decides whether the OAuth metadata lands in the same revision.
+ */
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { opensslCa } from '../helpers/openssl.js';
+import { agent, CLUSTER_PHASE, startFactory, storeSite, type ClusterEnv } from './env.js';
+import { OPERAND_NAMESPACE } from './models/kube-apiserver-operator.js';
+
+const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
+const SITE_HASH = '$2b$12$KIXQJ9u3x0H1lV3Y9Dq2vO7vK7m2bS5rM0b3hC2v1Qe0mJ8pTzq6W';
+const PROXY_URL = 'http://proxy.store42.example.com:3128';
+
+describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => {
+  let env: ClusterEnv;
+  let root: string;
+  let work: string;
+  beforeAll(async () => {
+    work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-rollouts-'));
+    env = await startFactory({ modelOptions: { installerMs: 3000, renderDelayMs: 1000 } });
+    // the installer's kubeadmin secret, made with the cluster
+    await env.cluster
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({
+        namespace: 'kube-system',
+        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory').toString('base64') } },
+      });
+  });
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  const counts = (from: number) => {
+    const l = env.models!.ledger;
+    return {
+      'kube-apiserver': l.count('kube-apiserver', from),
+      'kube-apiserver revisions made': l.count('kube-apiserver-revision', from),
+      'oauth-server': l.count('oauth-server', from),
+      'openshift-apiserver': l.count('openshift-apiserver', from),
+      router: l.count('router', from),
+      reboot: l.count('reboot', from),
+      'kube-apiserver-fallback': l.count('kube-apiserver-fallback', from),
+    };
+  };
+
+  it('domain, pull secret, mirrors, client CA and kubeadmin: one kube-apiserver revision, one openshift-apiserver and one router rollout, no reboot', async () => {
+    const clientCa = readFileSync(opensslCa(work, 'store42-admins').crt, 'utf8');
+    const site = storeSite({ access: { clientCaPem: clientCa, kubeadminPasswordHash: SITE_HASH } });
+    const a = await agent(env, site, undefined, undefined, { healthTimeoutSeconds: 120 });
+    root = a.root;
+    const from = env.models!.ledger.entries.length;
+    const state = await a.run([...CLUSTER_PHASE, 'health']);
+    expect(state.result).toBe('succeeded');
+    await env.models!.settled();
+    expect({ counts: counts(from), ledger: env.models!.ledger.since(from) }).toEqual({
+      // the OAuth metadata and the named certificate make a revision each, installed together; the OAuth
+      // server rolls out for the componentRoute, then again for the issuer once the new router admits it
+      counts: {
+        'kube-apiserver': 1,
+        'kube-apiserver revisions made': 2,
+        'oauth-server': 2,
+        'openshift-apiserver': 1,
+        router: 1,
+        reboot: 0,
+        'kube-apiserver-fallback': 0,
+      },
+      ledger: expect.any(Array),
+    });
+  }, 300_000);
+
+  it('proxy and trust bundle: one reboot, and the proxy’s kube-apiserver revision installed before the proxy step is done', async () => {
+    const bundle = readFileSync(opensslCa(work, 'store42-proxy-ca').crt, 'utf8');
+    const site = storeSite({
+      proxy: { httpProxy: PROXY_URL, httpsProxy: PROXY_URL, noProxy: '.store42.example.com' },
+      trustBundle: { caBundlePem: bundle, proxyTrustedCA: true },
+    });
+    const a = await agent(env, site, root, undefined, { healthTimeoutSeconds: 120 });
+    const from = env.models!.ledger.entries.length;
+    const state = await a.run(CLUSTER_PHASE);
+    expect(state.result).toBe('succeeded');
+    // when the run's writes are done, the kube-apiserver runs the revision with the proxy
+    const kc = env.cluster.kubeConfig();
+    const status = (
+      (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({
+        group: 'operator.openshift.io',
+        version: 'v1',
+        plural: 'kubeapiservers',
+        name: 'cluster',
+      })) as { status: { nodeStatuses: { currentRevision: number }[] } }
+    ).status;
+    const pod = await kc.makeApiClient(CoreV1Api).readNamespacedConfigMap({
+      namespace: OPERAND_NAMESPACE,
+      name: `kube-apiserver-pod-${status.nodeStatuses[0]!.currentRevision}`,
+    });
+    expect(pod.data!['pod.yaml']).toContain(PROXY_URL);
+    await env.models!.settled();
+    expect({ counts: counts(from), ledger: env.models!.ledger.since(from) }).toEqual({
+      counts: {
+        'kube-apiserver': 1,
+        'kube-apiserver revisions made': 1,
+        'oauth-server': 1,
+        'openshift-apiserver': 1,
+        router: 0,
+        reboot: 1,
+        'kube-apiserver-fallback': 0,
+      },
+      ledger: expect.any(Array),
+    });
+  }, 300_000);
+});
