@@ -122,3 +122,43 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
     });
   }, 300_000);
 });
+
+describe.skipIf(kubeSkipped)('a Route of the extra manifests, created after the openshift-apiserver rolled out', () => {
+  let env: ClusterEnv;
+  beforeAll(async () => {
+    // the openshift-apiserver's old pod serves out its shutdown delay (50 s upstream) past the router's
+    // rollout, after which the domain step is done; the route API is served by aggregation, so it
+    // answers 503 while no openshift-apiserver pod runs
+    env = await startFactory({
+      aggregatedRoutes: true,
+      modelOptions: { times: { openshiftApiServer: { shutdownMs: 12000, startMs: 2000 } } },
+    });
+  });
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it("gets its generated host under the site's domain, and the openshift-apiserver rolled out once", async () => {
+    const route = {
+      apiVersion: 'route.openshift.io/v1',
+      kind: 'Route',
+      metadata: { name: 'catalog', namespace: 'shop-app' },
+      spec: { to: { kind: 'Service', name: 'catalog', weight: 100 } },
+    };
+    const site = storeSite({ extraManifests: [{ file: 'extra-manifests/50-catalog.yaml', index: 0, object: route }] });
+    const a = await agent(env, site, undefined, undefined, { healthTimeoutSeconds: 120 });
+    const from = env.models!.ledger.entries.length;
+    const state = await a.run(['domain', 'extra-manifests']);
+    expect(state.result).toBe('succeeded');
+    await env.models!.settled();
+    const catalog = (await env.cluster.kubeConfig().makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+      group: 'route.openshift.io',
+      version: 'v1',
+      plural: 'routes',
+      namespace: 'shop-app',
+      name: 'catalog',
+    })) as { spec: { host?: string } };
+    expect(catalog.spec.host).toBe('catalog-shop-app.apps.sno.store42.example.com');
+    expect(env.models!.ledger.count('openshift-apiserver', from)).toBe(1);
+  }, 300_000);
+});
