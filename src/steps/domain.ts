@@ -292,12 +292,16 @@ function planOf(view: DomainView, site: Site): PlanResult {
       target: 'Ingress.config.openshift.io cluster',
       summary: `appsDomain ${view.domains.apps} and component routes`,
       diff: ingressDiff,
+      // the new routing subdomain rolls the openshift-apiserver out; the OAuth server rolls out for the
+      // componentRoute's certificate, then for its new issuer once the new router admits its route
+      rollouts: ['openshift-apiserver', 'oauth-server', 'oauth-server'],
     });
   if (view.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET)
     changes.push({
       action: 'update',
       target: describeRef(INGRESS_CONTROLLER),
       summary: `the router serves ${APPS_SECRET} (restarts the router)`,
+      rollouts: ['router'],
       diff: diffLines(
         view.ingressController?.spec?.defaultCertificate,
         { name: APPS_SECRET },
@@ -310,8 +314,9 @@ function planOf(view: DomainView, site: Site): PlanResult {
     changes.push({
       action: 'update',
       target: 'APIServer.config.openshift.io cluster',
-      summary: `named certificate for ${view.domains.api} (a new kube-apiserver revision)`,
+      summary: `named certificate for ${view.domains.api}, written once the OAuth route is on its new host: one kube-apiserver revision for both`,
       diff: namedDiff,
+      rollouts: ['kube-apiserver'],
     });
   for (const r of s.pendingRoutes)
     changes.push({
@@ -375,7 +380,7 @@ export const domainStep: Step<DomainView> = {
   name: 'domain',
   group: 'cluster',
   description:
-    "site CA, serving and router certificates; then `ingress.config` componentRoutes and appsDomain, the IngressController's default certificate and `apiserver.config` namedCertificates back to back; waits for the operators' routes",
+    "site CA, serving and router certificates; then `ingress.config` componentRoutes and appsDomain, the IngressController's default certificate, and `apiserver.config` namedCertificates once the OAuth route is on its new host (one kube-apiserver revision); waits for the operators' routes",
   inputs: (site) => ({
     baseDomain: site.baseDomain,
     clusterName: site.clusterName ?? null,

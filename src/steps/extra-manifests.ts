@@ -176,7 +176,7 @@ export const extraManifestsStep: Step<ExtraManifestsView> = {
   name: 'extra-manifests',
   group: 'cluster',
   description:
-    "the site's extra-manifests/ applied in name order (server-side apply, every document of a file); waits for the CRDs they install",
+    "after the openshift-apiserver's rollout, the site's extra-manifests/ applied in name order (server-side apply, every document of a file); waits for the CRDs they install",
   inputs: (site) => site.extraManifests,
 
   async survey(ctx) {

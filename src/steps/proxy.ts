@@ -114,7 +114,7 @@ export const proxyStep: Step<ProxyView> = {
   name: 'proxy',
   group: 'cluster',
   description:
-    "the site's trust bundle in `openshift-config/user-ca-bundle` and its proxy in `proxy.config` (httpProxy, httpsProxy, noProxy, trustedCA)",
+    "the site's trust bundle in `openshift-config/user-ca-bundle` and its proxy in `proxy.config` (httpProxy, httpsProxy, noProxy, trustedCA); waits for the kube-apiserver revision the proxy causes",
   inputs: (site) => ({ proxy: site.proxy ?? null, trustBundle: site.trustBundle ?? null }),
 
   async survey(ctx) {

@@ -16,6 +16,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rolloutsOf } from '../../src/cli/render-plan.js';
+import { describeRollouts } from '../../src/kube/rollout-costs.js';
+import { revisionUnsettled } from '../../src/kube/rollout.js';
 import { opensslCa } from '../helpers/openssl.js';
 import { agent, CLUSTER_PHASE, startFactory, storeSite, type ClusterEnv } from './env.js';
 import { OPERAND_NAMESPACE } from './models/kube-apiserver-operator.js';
@@ -62,6 +65,10 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
     const site = storeSite({ access: { clientCaPem: clientCa, kubeadminPasswordHash: SITE_HASH } });
     const a = await agent(env, site, undefined, undefined, { healthTimeoutSeconds: 120 });
     root = a.root;
+    // plan tells the technician beforehand what the models then count
+    expect(describeRollouts(rolloutsOf(await a.plan([...CLUSTER_PHASE, 'health'])))).toBe(
+      '1 kube-apiserver revision (~90s each), 1 openshift-apiserver rollout (~80s each), 2 oauth-server rollouts (~45s each), 1 router rollout (~60s each): about 6 min',
+    );
     const from = env.models!.ledger.entries.length;
     const state = await a.run([...CLUSTER_PHASE, 'health']);
     expect(state.result).toBe('succeeded');
@@ -89,6 +96,9 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
       trustBundle: { caBundlePem: bundle, proxyTrustedCA: true },
     });
     const a = await agent(env, site, root, undefined, { healthTimeoutSeconds: 120 });
+    expect(describeRollouts(rolloutsOf(await a.plan(CLUSTER_PHASE)))).toBe(
+      '1 kube-apiserver revision (~90s each), 1 openshift-apiserver rollout (~80s each), 1 oauth-server rollout (~45s each), 1 reboot (~600s each): about 14 min',
+    );
     const from = env.models!.ledger.entries.length;
     const state = await a.run(CLUSTER_PHASE);
     expect(state.result).toBe('succeeded');
@@ -121,6 +131,42 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
       ledger: expect.any(Array),
     });
   }, 300_000);
+  it('a revision whose kube-apiserver does not start falls back, and health names it', async () => {
+    const kc = env.cluster.kubeConfig();
+    const one = opensslCa(work, 'broken-one');
+    const other = opensslCa(work, 'broken-other');
+    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace: 'openshift-config',
+      body: {
+        metadata: { name: 'mismatched-api' },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': readFileSync(one.crt).toString('base64'),
+          'tls.key': readFileSync(other.key).toString('base64'),
+        },
+      },
+    });
+    const from = env.models!.ledger.entries.length;
+    await kc.makeApiClient(CustomObjectsApi).patchClusterCustomObject({
+      group: 'config.openshift.io',
+      version: 'v1',
+      plural: 'apiservers',
+      name: 'cluster',
+      body: [
+        {
+          op: 'add',
+          path: '/spec/servingCerts/namedCertificates/-',
+          value: { names: ['api.broken.example.com'], servingCertificate: { name: 'mismatched-api' } },
+        },
+      ],
+    });
+    await env.models!.settled();
+    expect(env.models!.ledger.count('kube-apiserver-fallback', from)).toBe(1);
+    const a = await agent(env, storeSite(), root);
+    expect(await revisionUnsettled(a.kube, 'api.sno.store42.example.com')).toContainEqual(
+      expect.stringMatching(/^kube-apiserver revision \d+ failed$/),
+    );
+  }, 120_000);
 });
 
 describe.skipIf(kubeSkipped)('a Route of the extra manifests, created after the openshift-apiserver rolled out', () => {
