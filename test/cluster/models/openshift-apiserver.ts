@@ -70,6 +70,8 @@ export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServer
   const seen = new Map<string, string | undefined>();
 
   let namespaced = false;
+  /** whether the model stopped the aggregated route server */
+  let stopped = false;
   let statusWritten: unknown;
 
   async function ensureObjects(data: Record<string, string>, hash: string, env: { name: string; value: string }[]) {
@@ -171,9 +173,14 @@ export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServer
           ? ''
           : `APIServerDeploymentProgressing: deployment/apiserver.openshift-apiserver: ${phase === 'no pod' ? 1 : 0}/1 pods have been updated to the latest generation and ${phase === 'no pod' ? 0 : 1}/1 pods are available`,
     });
-    if (opts.routes) {
-      if (phase === 'no pod' && opts.routes.serving()) await opts.routes.stop();
-      if (phase !== 'no pod' && !opts.routes.serving()) await opts.routes.start();
+    // only what it stopped itself: a test may stop the server for a fault of its own
+    if (opts.routes && phase === 'no pod' && opts.routes.serving()) {
+      await opts.routes.stop();
+      stopped = true;
+    }
+    if (opts.routes && phase !== 'no pod' && stopped) {
+      await opts.routes.start();
+      stopped = false;
     }
     if (phase === 'no pod') return;
     await generateHosts(subdomainOf.get(serving!) ?? subdomain);
