@@ -501,7 +501,13 @@ async function admitted(
   const settled = await pollUntil(
     ctx.clock,
     async () => {
+      const before = pending.length;
       pending = pendingRoutes(domains, await operatorRoutes(kube)).filter(which);
+      // said while the router and the operators roll out: status shows it as the step's detail
+      if (pending.length > 0 && pending.length !== before)
+        await ctx.progress?.(
+          `waiting for ${pending.map((r) => `Route ${r.namespace}/${r.name}`).join(', ')} to be admitted on the site's domain (the router rolls out for its new certificate)`,
+        );
       return pending.length === 0 ? true : undefined;
     },
     { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, ...poll },
