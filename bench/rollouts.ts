@@ -36,18 +36,31 @@ const costs = Object.fromEntries(
     return [kind, { ...ROLLOUT_COSTS[kind], ...(given && { seconds: Number(given) }) }];
   }),
 ) as Record<RolloutKind, RolloutCost>;
-/** what the site's changes require at least (docs/rollouts.md) */
+/**
+ * What the site's changes require at least, taken as the two batches the agent makes of them: the
+ * domain's (one kube-apiserver revision, one openshift-apiserver rollout, the OAuth server for its
+ * certificate and for its issuer, one router rollout, no reboot) and, last before the reboot, the
+ * proxy's (a kube-apiserver revision, an openshift-apiserver and an OAuth server rollout, one reboot).
+ */
 const MINIMUM: Record<RolloutKind, number> = {
-  // the domain's named certificate and OAuth metadata in one, the proxy's
   'kube-apiserver': 2,
-  // the routing subdomain, the proxy
   'openshift-apiserver': 2,
-  // the componentRoute's certificate, the OAuth issuer once the new router admits its route, the proxy
   'oauth-server': 3,
-  // the default certificate
   router: 1,
-  // the proxy; the pull secret, mirrors and trust bundle reboot nothing
   reboot: 1,
+};
+/**
+ * The models' rollouts at 1/20 of the durations above, so that what overlaps at a site overlaps in
+ * the run: the kube-apiserver's installer 60 s, the openshift-apiserver's 50 s shutdown delay, the
+ * OAuth server's 25 s preStop, the router's new pod a minute.
+ */
+const MODEL_TIMES = {
+  installerMs: 3000,
+  times: {
+    openshiftApiServer: { shutdownMs: 2500, startMs: 1500 },
+    oauthServer: { shutdownMs: 1250, startMs: 1000 },
+    router: { shutdownMs: 0, startMs: 3000 },
+  },
 };
 
 const work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-bench-rollouts-'));
@@ -67,7 +80,7 @@ interface Run {
 }
 
 async function once(): Promise<Run> {
-  const env = await startFactory();
+  const env = await startFactory({ modelOptions: MODEL_TIMES });
   try {
     await env.cluster
       .kubeConfig()
