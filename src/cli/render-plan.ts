@@ -2,6 +2,7 @@
 import yaml from 'js-yaml';
 import type { StepPlan } from '../engine/step.js';
 import { redactSecrets } from '../log/redact.js';
+import { describeRollouts, type RolloutKind } from '../kube/rollout-costs.js';
 
 export type ShownPlan = StepPlan | { step: StepPlan['step']; action: 'deferred'; reason: string };
 
@@ -34,6 +35,11 @@ export function renderPlan(doc: PlanDocument, format: 'text' | 'json' | 'yaml'):
   lines.push(
     '',
     `${safe.steps.length} steps: ${count('change')} to change, ${count('noop')} unchanged, ${count('conflict')} in conflict, ${count('deferred')} deferred (planned when they run)`,
+    `Control-plane rollouts and reboots this run causes: ${describeRollouts(rolloutsOf(safe.steps))}`,
   );
   return `${lines.join('\n')}\n`;
 }
+
+/** The rollouts the planned changes cause, one after another. */
+export const rolloutsOf = (steps: readonly ShownPlan[]): RolloutKind[] =>
+  steps.flatMap((p) => (p.action === 'change' ? p.changes.flatMap((c) => c.rollouts ?? []) : []));

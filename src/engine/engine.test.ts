@@ -146,6 +146,26 @@ describe('runSteps', () => {
     expect(order).toEqual(['survey', 'survey', 'apply undefined /a', 'settle', 'survey']);
   });
 
+  it('shows what a settling step waits for as its detail while it runs, without counting an attempt', async () => {
+    const { run, store } = setup();
+    const a = fileStep('ssh-keys', '/a', 'A');
+    let seen: Awaited<ReturnType<typeof store.load>>;
+    const step: Step<SiteBase, string | undefined> = {
+      ...a.step,
+      settle: async (ctx) => {
+        await ctx.progress?.('waiting for kube-apiserver revision 4');
+        seen = await store.load();
+      },
+    };
+    await run([step]);
+    expect(seen!.steps['ssh-keys']).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      message: 'waiting for kube-apiserver revision 4',
+    });
+    expect((await store.load())!.steps['ssh-keys']).toMatchObject({ status: 'done', attempts: 1 });
+  });
+
   it('never takes a damaged state file as done', async () => {
     const { root, run } = setup();
     const a = fileStep('ssh-keys', '/a', 'A');

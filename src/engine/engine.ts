@@ -172,21 +172,22 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
   const began = ctx.clock.monotonic();
   let attempts = previous?.attempts ?? 0;
   logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
-  const record = (status: 'running' | 'done' | 'failed', message?: string) => {
-    if (status === 'running') attempts += 1;
+  const record = (status: 'running' | 'done' | 'failed', message?: string, progress = false) => {
+    if (status === 'running' && !progress) attempts += 1;
     state.steps[step.name] = {
       status,
       inputHash,
       attempts,
       startedAt:
-        (status === 'running' ? undefined : state.steps[step.name]?.startedAt) ?? ctx.clock.now().toISOString(),
+        (status === 'running' && !progress ? undefined : state.steps[step.name]?.startedAt) ??
+        ctx.clock.now().toISOString(),
       ...(status !== 'running' && {
         finishedAt: ctx.clock.now().toISOString(),
         durationMs: Math.round(ctx.clock.monotonic() - began),
       }),
       ...(message !== undefined && { message: scrubText(message) }),
     };
-    return store.save(state, `state-write:${step.name}:${status}`);
+    return store.save(state, `state-write:${step.name}:${progress ? 'progress' : status}`);
   };
   try {
     // the plan is read from the real host every time: a recorded "done" alone is not trusted
@@ -209,7 +210,7 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
       ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
     ctx.log.info({ changes: redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`)) }, plan.summary);
     await record('running');
-    await applyAndSettle(step, ctx, view, plan);
+    await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, view, plan);
     await verifyStep(step, ctx);
     await record('done', plan.summary);
     logEvent(

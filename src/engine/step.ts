@@ -11,6 +11,7 @@ import type { Kube } from '../ports/kube.js';
 import type { Nmstate } from '../ports/nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
 import type { HoldAt } from './hold.js';
+import type { RolloutKind } from '../kube/rollout-costs.js';
 
 /** A step's name, as in logs, the state file and --only; the list of steps is src/steps/index.ts. */
 export type StepName = string;
@@ -27,6 +28,8 @@ export interface Change {
   summary?: string;
   /** diff lines: `- old`, `+ new`, `  context` */
   diff?: string[];
+  /** the control-plane rollouts the change causes on a single node (src/kube/rollout-costs.ts) */
+  rollouts?: RolloutKind[];
 }
 
 export type PlanResult =
@@ -69,6 +72,8 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   options: RunOptions;
   /** hold points for power-cut tests (hold.ts); absent outside `run` */
   hold?: HoldAt;
+  /** says what a running step waits for, as `status` shows it (its DETAIL); absent outside `run` */
+  progress?(message: string): Promise<void>;
 }
 
 export interface Step<S extends SiteBase = SiteBase, V = unknown> {

@@ -5,6 +5,7 @@
  * ClusterOperator Available, not Progressing and not Degraded, and the master MachineConfigPool
  * updated. Each answer is a list of what is not settled yet; empty when all is.
  */
+import yaml from 'js-yaml';
 import { readIngressConfig, siteDomains } from './openshift.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 
@@ -38,12 +39,57 @@ interface KubeApiServerOperator extends WithConditions {
   };
 }
 
+/** The kube-apiserver operator, or undefined where none is at work (nothing to wait for). */
+async function kubeApiServerOperator(kube: Kube): Promise<KubeApiServerOperator | undefined> {
+  if (!(await kube.serves(KUBE_APISERVER_OPERATOR.apiVersion, KUBE_APISERVER_OPERATOR.kind))) return undefined;
+  return kube.get<KubeApiServerOperator>(KUBE_APISERVER_OPERATOR);
+}
+
+const revisionCopy = (kube: Kube, name: string, revision: number) =>
+  kube.get<KubeObject & { data?: Record<string, string> }>({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    namespace: KUBE_APISERVER_NAMESPACE,
+    name: `${name}-${revision}`,
+  });
+
 /** What keeps the kube-apiserver's revision from being settled with `apiHost` in it. */
 export async function revisionUnsettled(kube: Kube, apiHost: string): Promise<string[]> {
-  if (!(await kube.serves(KUBE_APISERVER_OPERATOR.apiVersion, KUBE_APISERVER_OPERATOR.kind))) return [];
-  const op = await kube.get<KubeApiServerOperator>(KUBE_APISERVER_OPERATOR);
-  // served but absent is no operator at work here: nothing to wait for
+  const op = await kubeApiServerOperator(kube);
   if (!op) return [];
+  const latest = op.status?.latestAvailableRevision ?? 0;
+  const out = installing(op);
+  const config = await revisionCopy(kube, 'config', latest);
+  if (!config?.data?.['config.yaml']?.includes(apiHost))
+    out.push(`kube-apiserver revision ${latest} does not serve ${apiHost} yet`);
+  return out;
+}
+
+/**
+ * What keeps the kube-apiserver from running with the site's proxy: the operator puts proxy.config's
+ * status into the pod as HTTP_PROXY and HTTPS_PROXY (cluster-kube-apiserver-operator
+ * targetconfigcontroller.go:258-266), the revisioned ConfigMap kube-apiserver-pod (starter.go:596).
+ */
+export async function proxyRevisionUnsettled(
+  kube: Kube,
+  proxy: { httpProxy?: string; httpsProxy?: string },
+): Promise<string[]> {
+  const op = await kubeApiServerOperator(kube);
+  if (!op) return [];
+  const latest = op.status?.latestAvailableRevision ?? 0;
+  const out = installing(op);
+  const pod = yaml.load((await revisionCopy(kube, 'kube-apiserver-pod', latest))?.data?.['pod.yaml'] ?? '{}') as {
+    spec?: { containers?: { name?: string; env?: { name: string; value?: string }[] }[] };
+  };
+  const env = pod?.spec?.containers?.find((c) => c.name === 'kube-apiserver')?.env ?? [];
+  const value = (name: string) => env.find((e) => e.name === name)?.value;
+  if (value('HTTP_PROXY') !== proxy.httpProxy || value('HTTPS_PROXY') !== proxy.httpsProxy)
+    out.push(`kube-apiserver revision ${latest} does not carry the site's proxy yet`);
+  return out;
+}
+
+/** The node's installer and revision state: empty when every node runs the latest revision. */
+function installing(op: KubeApiServerOperator): string[] {
   const latest = op.status?.latestAvailableRevision ?? 0;
   const out: string[] = [];
   for (const n of op.status?.nodeStatuses ?? []) {
@@ -55,14 +101,6 @@ export async function revisionUnsettled(kube: Kube, apiHost: string): Promise<st
   }
   const installer = conditionOf(op, 'NodeInstallerProgressing');
   if (installer?.status === 'True') out.push(`kube-apiserver NodeInstallerProgressing: ${said(installer)}`);
-  const config = await kube.get<KubeObject & { data?: Record<string, string> }>({
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    namespace: KUBE_APISERVER_NAMESPACE,
-    name: `config-${latest}`,
-  });
-  if (!config?.data?.['config.yaml']?.includes(apiHost))
-    out.push(`kube-apiserver revision ${latest} does not serve ${apiHost} yet`);
   return out;
 }
 

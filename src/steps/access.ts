@@ -2,8 +2,10 @@
  * [access] Who can log in at the site, with no secret travelling back from the node:
  * - the site's admin client CA goes into a ConfigMap in openshift-config (key ca-bundle.crt) that
  *   `apiserver.config/cluster` names in spec.clientCA; the kube-apiserver operator merges it into
- *   the API server's --client-ca-file, so a kubeconfig whose certificate that CA signed with
- *   O=system:masters (`sno-relocate credentials`) is a cluster admin once the new revision is out;
+ *   the API server's --client-ca-file, a file the running API server reloads (client-ca is one of the
+ *   operator's CertConfigMaps, not a revisioned input: starter.go:632-634 in release-4.18), so a
+ *   kubeconfig whose certificate that CA signed with O=system:masters (`sno-relocate credentials`)
+ *   is a cluster admin once the file is synced, with no API outage;
  * - the kubeadmin bcrypt hash is written into the existing kube-system/kubeadmin secret's data in
  *   place: the OAuth server rejects a secret created more than an hour after kube-system (it reads
  *   that as deleted and recreated), so a missing secret is a conflict, never created.
@@ -80,7 +82,8 @@ function decide(view: AccessView, access: NonNullable<Site['access']>): Decision
       s.changes.push({
         action: 'update',
         target: 'APIServer cluster',
-        summary: 'spec.clientCA: the site admin client CA (rolls out a new kube-apiserver revision)',
+        summary:
+          'spec.clientCA: the site admin client CA, added to the API server’s client CAs with no restart (a hot-reloaded file, not a revision)',
         diff: [`+ spec.clientCA.name: ${CLIENT_CA_CONFIGMAP}`],
       });
     }

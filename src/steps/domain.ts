@@ -2,14 +2,16 @@
  * [domain] The cluster answers under the site's domain: serving certificates for console,
  * downloads, oauth and api as kubernetes.io/tls secrets in openshift-config, and the router's
  * default certificate (both the factory's and the site's apps wildcards) in openshift-ingress; the
- * site's own files, or signed by a site CA kept in the state folder. Then, back to back because each
- * rolls out a control-plane component: ingress.config/cluster gets the new appsDomain and
- * componentRoutes pointing at the secrets (the console and authentication operators move their
- * routes from these), the IngressController default gets the router certificate, and
- * apiserver.config/cluster gets a namedCertificate for api.<cluster>.<baseDomain> (a new
- * kube-apiserver revision). Entries other tools put in those lists stay: the agent's own are told by
- * their secret's name prefix and are replaced, never duplicated; a list the kube-apiserver operator
- * would refuse (more than 10 entries, or the API name held by another entry) is refused here.
+ * site's own files, or signed by a site CA kept in the state folder. Then the writes that roll out a
+ * control-plane component, each once (docs/rollouts.md): ingress.config/cluster gets the new
+ * appsDomain and componentRoutes pointing at the secrets (the openshift-apiserver rolls out; the
+ * console and authentication operators move their routes), the IngressController default gets the
+ * router certificate (the router rolls out), and, once the OAuth route is admitted on its new host
+ * (which changes the OAuth metadata, a kube-apiserver input), apiserver.config/cluster gets a
+ * namedCertificate for api.<cluster>.<baseDomain>: both land in one kube-apiserver revision.
+ * Entries other tools put in those lists stay: the agent's own are told by their secret's name
+ * prefix and are replaced, never duplicated; a list the kube-apiserver operator would refuse (more
+ * than 10 entries, or the API name held by another entry) is refused here.
  * Settles by waiting, bounded by --health-timeout, for the operators' routes admitted on their new hosts.
  */
 import { X509Certificate } from 'node:crypto';
@@ -28,7 +30,7 @@ import { installerIssuers, installerSignersInput } from '../config/ibi/signers.j
 import { matchesKey, parseKey } from '../certs/key-types.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Site, Step } from '../config/site.js';
+import type { Site, Step, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
 import {
   admittedFor,
@@ -290,12 +292,16 @@ function planOf(view: DomainView, site: Site): PlanResult {
       target: 'Ingress.config.openshift.io cluster',
       summary: `appsDomain ${view.domains.apps} and component routes`,
       diff: ingressDiff,
+      // the new routing subdomain rolls the openshift-apiserver out; the OAuth server rolls out for the
+      // componentRoute's certificate, then for its new issuer once the new router admits its route
+      rollouts: ['openshift-apiserver', 'oauth-server', 'oauth-server'],
     });
   if (view.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET)
     changes.push({
       action: 'update',
       target: describeRef(INGRESS_CONTROLLER),
       summary: `the router serves ${APPS_SECRET} (restarts the router)`,
+      rollouts: ['router'],
       diff: diffLines(
         view.ingressController?.spec?.defaultCertificate,
         { name: APPS_SECRET },
@@ -308,8 +314,9 @@ function planOf(view: DomainView, site: Site): PlanResult {
     changes.push({
       action: 'update',
       target: 'APIServer.config.openshift.io cluster',
-      summary: `named certificate for ${view.domains.api} (a new kube-apiserver revision)`,
+      summary: `named certificate for ${view.domains.api}, written once the OAuth route is on its new host: one kube-apiserver revision for both`,
       diff: namedDiff,
+      rollouts: ['kube-apiserver'],
     });
   for (const r of s.pendingRoutes)
     changes.push({
@@ -373,7 +380,7 @@ export const domainStep: Step<DomainView> = {
   name: 'domain',
   group: 'cluster',
   description:
-    "site CA, serving and router certificates; then `ingress.config` componentRoutes and appsDomain, the IngressController's default certificate and `apiserver.config` namedCertificates back to back; waits for the operators' routes",
+    "site CA, serving and router certificates; then `ingress.config` componentRoutes and appsDomain, the IngressController's default certificate, and `apiserver.config` namedCertificates once the OAuth route is on its new host (one kube-apiserver revision); waits for the operators' routes",
   inputs: (site) => ({
     baseDomain: site.baseDomain,
     clusterName: site.clusterName ?? null,
@@ -453,6 +460,12 @@ export const domainStep: Step<DomainView> = {
         ? undefined
         : { ...current, spec: { ...current.spec, defaultCertificate: { name: APPS_SECRET } } },
     );
+    // the OAuth route admitted on its new host is the OAuth metadata's new issuer, a kube-apiserver
+    // revision of its own (auth_metadata.go); the named certificate right after it (polled closely)
+    // lands while that revision's installer still works, so the node restarts its API server once for both
+    const named = view.apiserver?.spec?.servingCerts?.namedCertificates ?? [];
+    if (!isDeepStrictEqual(named, s.namedCertificates))
+      await admitted(ctx, domains, isOAuth, { intervalMs: 500, maxIntervalMs: 500 });
     await kube.update<APIServerConfig>(APISERVER_CONFIG, (current) => {
       const named = current.spec?.servingCerts?.namedCertificates ?? [];
       const merged = mergeNamedCertificates(named, domains);
@@ -467,20 +480,41 @@ export const domainStep: Step<DomainView> = {
   /** the operators move their routes on their own time, through rollouts of the API servers */
   async settle(ctx) {
     const kube = await ctx.kube();
-    const domains = await siteDomains(kube, ctx.site, await readIngressConfig(kube));
-    let pending: ReturnType<typeof pendingRoutes> = [];
-    const settled = await pollUntil(
-      ctx.clock,
-      async () => {
-        pending = pendingRoutes(domains, await operatorRoutes(kube));
-        return pending.length === 0 ? true : undefined;
-      },
-      { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
-    );
-    if (!settled)
-      throw new VerificationError(
-        `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${pending.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
-        { step: 'domain', retryable: true },
-      );
+    await admitted(ctx, await siteDomains(kube, ctx.site, await readIngressConfig(kube)), () => true, {
+      intervalMs: 1000,
+      maxIntervalMs: 5000,
+    });
   },
 };
+
+const isOAuth = (r: { namespace: string }) => r.namespace === 'openshift-authentication';
+
+/** Waits, bounded by --health-timeout, until the operators' routes `which` picks are admitted on their new hosts. */
+async function admitted(
+  ctx: StepContext,
+  domains: SiteDomains,
+  which: (r: { namespace: string; name: string }) => boolean,
+  poll: { intervalMs: number; maxIntervalMs: number },
+): Promise<void> {
+  const kube = await ctx.kube();
+  let pending: ReturnType<typeof pendingRoutes> = [];
+  const settled = await pollUntil(
+    ctx.clock,
+    async () => {
+      const before = pending.length;
+      pending = pendingRoutes(domains, await operatorRoutes(kube)).filter(which);
+      // said while the router and the operators roll out: status shows it as the step's detail
+      if (pending.length > 0 && pending.length !== before)
+        await ctx.progress?.(
+          `waiting for ${pending.map((r) => `Route ${r.namespace}/${r.name}`).join(', ')} to be admitted on the site's domain (the router rolls out for its new certificate)`,
+        );
+      return pending.length === 0 ? true : undefined;
+    },
+    { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, ...poll },
+  );
+  if (!settled)
+    throw new VerificationError(
+      `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${pending.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
+      { step: 'domain', retryable: true },
+    );
+}

@@ -6,6 +6,10 @@
  * namespace another manifest brings cannot be dry-run yet and is planned as pending on it. Applying
  * waits (bounded) for each CRD to be Established and its kind served before the next manifest.
  *
+ * Before the first apply it waits, bounded by --health-timeout, until the openshift-apiserver runs
+ * with ingress.config's apps domain (the site's, after the domain step): a Route it creates is then
+ * given a host under the site's domain.
+ *
  * Apply is forced: the site's signed manifests are the authority for the fields they name, and a
  * field another manager set before (a factory-time `kubectl apply`, an operator's default) would
  * otherwise stop the relocation at a site where nobody can resolve the conflict; forcing takes over
@@ -20,9 +24,11 @@ import { crdFor, crdServes, type ExtraManifest, manifestAt } from '../config/ext
 import type { Step, StepContext } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { established, waitForCrd } from '../kube/crd.js';
-import { diffLines } from '../kube/openshift.js';
+import { diffLines, readIngressConfig } from '../kube/openshift.js';
+import { openshiftApiServerUnsettled } from '../kube/openshift-apiserver.js';
 import { REDACTED } from '../log/redact.js';
 import { describeRef, type Kube, type KubeObject, refOf } from '../ports/kube.js';
+import { awaitRollout } from './await-rollout.js';
 
 const FORCE = true;
 
@@ -170,7 +176,7 @@ export const extraManifestsStep: Step<ExtraManifestsView> = {
   name: 'extra-manifests',
   group: 'cluster',
   description:
-    "the site's extra-manifests/ applied in name order (server-side apply, every document of a file); waits for the CRDs they install",
+    "after the openshift-apiserver's rollout, the site's extra-manifests/ applied in name order (server-side apply, every document of a file); waits for the CRDs they install",
   inputs: (site) => site.extraManifests,
 
   async survey(ctx) {
@@ -181,6 +187,11 @@ export const extraManifestsStep: Step<ExtraManifestsView> = {
 
   async apply(ctx) {
     const kube = await ctx.kube();
+    // a Route created while the openshift-apiserver still rolls out for the domain step's appsDomain
+    // would get a host under the factory's domain, which nothing moves later (src/kube/openshift-apiserver.ts)
+    const ingress = (await readIngressConfig(kube)).spec;
+    const apps = ingress?.appsDomain || ingress?.domain;
+    if (apps) await awaitRollout(ctx, 'extra-manifests', () => openshiftApiServerUnsettled(kube, apps));
     for (const manifest of ctx.site.extraManifests) {
       const { object } = manifest;
       let applied: KubeObject;

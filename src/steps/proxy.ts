@@ -11,7 +11,9 @@
  * checks the proxy and publishes it in the Proxy's status and the merged bundle in
  * openshift-config-managed/trusted-ca-bundle; the machine-config operator renders both into the
  * node's config, and for a proxy change the machine-config daemon reboots the node. That is why
- * the step is the last write of the run.
+ * the step is the last write of the run. The trust bundle alone reboots nothing: the daemon restarts
+ * CRI-O for it, and the kube-apiserver reads its trusted CA bundle without a revision. The proxy is
+ * also a kube-apiserver revision, which the step waits for (docs/rollouts.md).
  *
  * The site's proxy is the whole proxy: a field it leaves out is cleared. A site-config without
  * spec.proxy leaves the cluster's proxy as it is.
@@ -19,6 +21,8 @@
 import type { Site, Step } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
+import { proxyRevisionUnsettled } from '../kube/rollout.js';
+import { awaitRollout } from './await-rollout.js';
 import type { KubeObject, ObjectRef } from '../ports/kube.js';
 
 export const PROXY_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Proxy', name: 'cluster' };
@@ -88,6 +92,12 @@ function decide(view: ProxyView, site: Site): Decision {
       summary: proxy
         ? "the site's cluster-wide proxy (the machine-config daemon reboots the node for it)"
         : "spec.trustedCA: the site's trust bundle for the proxy",
+      // the proxy's status reaches the kube-apiserver's and openshift-apiserver's pods and the node's
+      // proxy.env, its trusted CA the openshift-apiserver's; any change of the object (its resource
+      // version) rolls the OAuth server out
+      rollouts: PROXY_FIELDS.some((f) => f in patch)
+        ? ['kube-apiserver', 'openshift-apiserver', 'oauth-server', 'reboot']
+        : ['openshift-apiserver', 'oauth-server'],
       diff: diffLines(
         Object.fromEntries(Object.keys(patch).map((k) => [k, spec[k as keyof ProxySpec]])),
         Object.fromEntries(Object.keys(patch).map((k) => [k, want[k as keyof ProxySpec]])),
@@ -104,7 +114,7 @@ export const proxyStep: Step<ProxyView> = {
   name: 'proxy',
   group: 'cluster',
   description:
-    "the site's trust bundle in `openshift-config/user-ca-bundle` and its proxy in `proxy.config` (httpProxy, httpsProxy, noProxy, trustedCA)",
+    "the site's trust bundle in `openshift-config/user-ca-bundle` and its proxy in `proxy.config` (httpProxy, httpsProxy, noProxy, trustedCA); waits for the kube-apiserver revision the proxy causes",
   inputs: (site) => ({ proxy: site.proxy ?? null, trustBundle: site.trustBundle ?? null }),
 
   async survey(ctx) {
@@ -149,5 +159,17 @@ export const proxyStep: Step<ProxyView> = {
       { proxy: ctx.site.proxy !== undefined, trustBundle: ctx.site.trustBundle !== undefined },
       "the site's proxy and trust bundle are in place",
     );
+  },
+
+  /**
+   * The proxy reaches the kube-apiserver as a new revision, an API outage on a single node: waited
+   * for, so that no later step writes into it and `health` starts from a settled API server. The
+   * reboot the machine-config daemon makes for it may come meanwhile; the run resumes after the boot.
+   */
+  async settle(ctx) {
+    const proxy = ctx.site.proxy;
+    if (!proxy) return;
+    const kube = await ctx.kube();
+    await awaitRollout(ctx, 'proxy', () => proxyRevisionUnsettled(kube, proxy));
   },
 };

@@ -29,7 +29,7 @@ import {
 } from '../kube/factory-cluster.js';
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
 import { serveRoutesByAggregation, type AggregatedRoutes } from '../kube/aggregated-routes.js';
-import { startModels, type Models } from './models/index.js';
+import { startModels, type ModelOptions, type Models } from './models/index.js';
 import { testSite } from '../node/context.js';
 import { noteLogLine } from '../helpers/error-log.js';
 
@@ -54,6 +54,8 @@ export interface FactoryOptions {
   seed?: SeedOptions;
   /** run the models of the OpenShift operators, router and kube-apiserver revisions; default true */
   models?: boolean;
+  /** how the models time their rollouts (test/cluster/models/index.ts) */
+  modelOptions?: Omit<ModelOptions, 'nodeName' | 'routes'>;
   /** how long the models may take to settle the seeded cluster (the router admits each route in turn) */
   settleTimeoutMs?: number;
   /** more static-token users of the API server, for RBAC tests */
@@ -97,7 +99,11 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
     if (opts.aggregatedRoutes) routes = await serveRoutesByAggregation(cluster, cluster.kubeConfig());
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {
-      models = startModels(cluster, cluster.kubeConfig(), { nodeName: factory.nodeName });
+      models = startModels(cluster, cluster.kubeConfig(), {
+        ...opts.modelOptions,
+        nodeName: factory.nodeName,
+        ...(routes && { routes }),
+      });
       await models.settled(opts.settleTimeoutMs);
     }
     return { cluster, factory, ...(models && { models }), ...(routes && { routes }), stop };

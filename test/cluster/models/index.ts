@@ -7,49 +7,98 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { TestCluster } from '../../kube/cluster.js';
+import type { AggregatedRoutes } from '../../kube/aggregated-routes.js';
+import { FACTORY_BASE_DOMAIN, FACTORY_CLUSTER_NAME, FACTORY_NODE_IP } from '../../kube/factory-cluster.js';
 import { startAuthenticationOperator } from './authentication-operator.js';
 import { startConsoleOperator } from './console-operator.js';
 import { startIngressOperator } from './ingress-operator.js';
 import { startKubeApiServerOperator, type KubeApiServerModel } from './kube-apiserver-operator.js';
+import { Ledger } from './ledger.js';
 import type { Model } from './loop.js';
+import { startMachineConfigRenders, type Release } from './machine-config-renders.js';
+import { startNetworkOperator } from './network-operator.js';
 import { startOpenShiftApiServer } from './openshift-apiserver.js';
+import type { RolloutTimes } from './rollout.js';
 import { startRouter } from './router.js';
+import { startWorkloadRollouts } from './workload-rollouts.js';
 
 export interface ModelOptions {
   nodeName: string;
   /** how long the API stays down while the kube-apiserver "restarts" on a new revision; default 500 ms */
   restartDownMs?: number;
+  /** how long a revision takes to reach the installer and the installer to run; default 3 s */
+  installerMs?: number;
+  /** how long a failed revision keeps the API down before the startup monitor falls back; default 2 s */
+  fallbackDownMs?: number;
+  /** the deployments' rollouts; defaults: a fraction of a second to a few seconds */
+  times?: Partial<Record<'openshiftApiServer' | 'oauthServer' | 'router', RolloutTimes>>;
+  /** the machine-config operator's renderDelay; default 1 s (5 s upstream) */
+  renderDelayMs?: number;
+  /** the release whose machine-config daemon rules apply; default ClusterVersion's */
+  release?: Release;
+  /** route.openshift.io served by aggregation: the openshift-apiserver model stops it while no pod serves */
+  routes?: AggregatedRoutes;
 }
 
 export interface Models {
   all: Model[];
   kubeApiServer: KubeApiServerModel;
-  /** resolves once every model has completed two passes in a row (the second sees the first's writes) */
+  /** every rollout, revision, render and reboot the models made */
+  ledger: Ledger;
+  /**
+   * resolves once every model has completed two passes in a row (the second sees the first's writes)
+   * and has nothing under way
+   */
   settled(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
 export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOptions): Models {
+  const ledger = new Ledger();
   const kubeApiServer = startKubeApiServerOperator(kc, {
     nodeName: opts.nodeName,
-    restart: () => cluster.restartApiServer({ downMs: opts.restartDownMs ?? 500 }),
+    restart: (downMs) => cluster.restartApiServer({ downMs: downMs ?? opts.restartDownMs ?? 500 }),
+    ...(opts.installerMs !== undefined && { installerMs: opts.installerMs }),
+    ...(opts.fallbackDownMs !== undefined && { fallbackDownMs: opts.fallbackDownMs }),
+    ledger,
+  });
+  const workloads = startWorkloadRollouts(kc, {
+    oauthServer: opts.times?.oauthServer ?? { shutdownMs: 1000, startMs: 1000 },
+    // the old router is taken to stop admitting as soon as it is told to stop (workload-rollouts.ts)
+    router: opts.times?.router ?? { shutdownMs: 0, startMs: 4000 },
+    ledger,
   });
   const all = [
     startIngressOperator(kc),
-    startOpenShiftApiServer(kc),
-    startRouter(kc),
+    startNetworkOperator(kc, {
+      clusterDomain: `${FACTORY_CLUSTER_NAME}.${FACTORY_BASE_DOMAIN}`,
+      networks: ['10.128.0.0/14', '172.30.0.0/16', `${FACTORY_NODE_IP}/24`],
+    }),
+    startOpenShiftApiServer(kc, {
+      ...(opts.times?.openshiftApiServer && { times: opts.times.openshiftApiServer }),
+      ...(opts.routes && { routes: opts.routes }),
+      ledger,
+    }),
+    startRouter(kc, undefined, () => workloads.routerRuns()),
     startConsoleOperator(kc),
     startAuthenticationOperator(kc),
+    workloads,
+    startMachineConfigRenders(kc, {
+      renderDelayMs: opts.renderDelayMs ?? 1000,
+      ...(opts.release && { release: opts.release }),
+      ledger,
+    }),
     kubeApiServer,
   ];
   return {
     all,
     kubeApiServer,
+    ledger,
     async settled(timeoutMs = 180_000) {
       const start = all.map((m) => m.passes);
       const deadline = Date.now() + timeoutMs;
       // polled: the loops are timers of their own, with nothing to await on
-      while (all.some((m, i) => m.passes < start[i]! + 2)) {
+      while (all.some((m, i) => m.passes < start[i]! + 2 || m.busy?.())) {
         if (Date.now() > deadline)
           throw new Error(
             `models not settled: ${all.map((m) => `${m.name} ${m.passes} passes, ${m.failures} failed (${String(m.lastError).split('\n').slice(0, 3).join(' ')})`).join('; ')}`,

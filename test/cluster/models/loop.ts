@@ -12,6 +12,8 @@ export interface Model {
   /** passes that completed */
   passes: number;
   lastError?: unknown;
+  /** whether it has work under way that a later pass finishes (a render waiting out its delay, a rollout) */
+  busy?(): boolean;
   stop(): Promise<void>;
 }
 
@@ -57,6 +59,7 @@ export const INGRESS_CONFIG: Gvr = { group: 'config.openshift.io', version: 'v1'
 export const APISERVER_CONFIG: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'apiservers' };
 export const CLUSTER_OPERATORS: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'clusteroperators' };
 export const INGRESS_CONTROLLERS: Gvr = { group: 'operator.openshift.io', version: 'v1', plural: 'ingresscontrollers' };
+export const PROXIES: Gvr = { group: 'config.openshift.io', version: 'v1', plural: 'proxies' };
 export const KUBE_APISERVERS: Gvr = { group: 'operator.openshift.io', version: 'v1', plural: 'kubeapiservers' };
 
 export interface Condition {
@@ -149,4 +152,21 @@ export async function setOperatorCondition(custom: CustomObjectsApi, name: strin
     name,
     body: [{ op: 'replace', path: '/status/conditions', value: conditions }],
   });
+}
+
+export interface ProxyFields {
+  httpProxy?: string;
+  httpsProxy?: string;
+  noProxy?: string;
+}
+
+/** proxy.config/cluster's status, as the network operator publishes it (network-operator.ts). */
+export async function proxyStatus(custom: CustomObjectsApi): Promise<ProxyFields> {
+  try {
+    const proxy = (await custom.getClusterCustomObject({ ...PROXIES, name: 'cluster' })) as { status?: ProxyFields };
+    return proxy.status ?? {};
+  } catch (e) {
+    if (isNotFound(e)) return {};
+    throw e;
+  }
 }

@@ -4,7 +4,9 @@
  * claims the same host and path from another namespace (pkg/router/controller/host_admitter.go,
  * HostAlreadyClaimed: the oldest claim wins). A route with spec.subdomain is served at
  * `<subdomain>.<IngressController status.domain>` (pkg/router/controller/status.go; the ingress
- * operator's canary relies on it). The entry follows the host when the host changes.
+ * operator's canary relies on it). The entry follows the host when the host changes. It is the
+ * router's pod that writes the status: while the router rolls out with no pod (workload-rollouts.ts),
+ * nothing is admitted.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -25,9 +27,10 @@ export function servedHost(route: RouteObject, routerDomain: string): string | u
   return route.spec.host || (route.spec.subdomain ? `${route.spec.subdomain}.${routerDomain}` : undefined);
 }
 
-export function startRouter(kc: KubeConfig, intervalMs = 200): Model {
+export function startRouter(kc: KubeConfig, intervalMs = 200, runs: () => boolean = () => true): Model {
   const { custom } = clients(kc);
   return startLoop('router', intervalMs, async () => {
+    if (!runs()) return;
     const ic = (await custom.getNamespacedCustomObject({
       ...INGRESS_CONTROLLERS,
       namespace: 'openshift-ingress-operator',
