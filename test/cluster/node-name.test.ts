@@ -329,6 +329,33 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     await kubeletRegisters(core, to);
   }
 
+  it('a rename cut once kubelet-env names the new name resumes: csr-approval and node-identity finish it', async () => {
+    const a = await factoryRoot({ nodeName: 'rename' });
+    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    // kubelet's start fails, as a power cut would leave it: after the files changed, before the new Node
+    await bus.services.configure({ root: a.root, units: { 'kubelet.service': { startResult: 'failed' } } });
+    expect((await a.run(['node-name'])).result).toBe('succeeded');
+    await hostnameAndKubelet(a.root);
+    await expect(a.run(['node-rename'])).rejects.toThrow(/start job of kubelet.service ended failed/);
+    expect(kubeletName(a.root)).toBe(SITE_HOSTNAME);
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([FACTORY_NODE_NAME]);
+
+    // the next boot: kubelet starts under the name kubelet-env holds, and the run resumes
+    await bus.services.configure({ root: a.root });
+    const [state] = await Promise.all([
+      a.run(['node-name', 'csr-approval', 'node-rename', 'node-identity']),
+      kubeletRestartsAs(a.root, FACTORY_NODE_NAME, SITE_HOSTNAME),
+    ]);
+    expect(state.result).toBe('succeeded');
+    expect(state.steps['node-rename']).toMatchObject({ status: 'done', message: `the Node is named ${SITE_HOSTNAME}` });
+    await until('the new Node Ready', async () => ((await ready(SITE_HOSTNAME)) ? true : undefined));
+    await until('etcd on its new revision', async () => (operators.installs.length > 0 ? true : undefined));
+    await settled();
+    expect(operators.etcdStopped).toBeUndefined();
+    expect(operators.installs).toEqual([`Etcd revision ${REVISION + 1} on ${SITE_HOSTNAME}`]);
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([SITE_HOSTNAME]);
+  });
+
   it('renames where nothing refuses: one etcd revision for the new name, nothing else re-installed', async () => {
     await seedEtcdSecrets(core, FACTORY_NODE_NAME);
     await core.patchNode({
