@@ -23,7 +23,7 @@ import { startFactory, type ClusterEnv } from '../cluster/env.js';
 import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
 import { installFiles } from './disk.js';
 import { guestApiForward, guestKubeconfig } from './guest-api.js';
-import { AGENT_BINARY, buildNodeImage, type NodeImage } from './node-image.js';
+import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { announceSkip, endScenario, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
 import { INTERNAL_IP, newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick } from './sites.js';
 import { installMcdModel, mcdJournal, pullSecretJson, waitMcdStarted } from './mcd-model/install.js';
@@ -125,6 +125,8 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
     async () => {
       const v = vm!;
       const kc = env!.cluster.kubeConfig();
+      // the agent the boot started waits for an API that, until now, no node of this suite has
+      await v.sshOk(`systemctl stop ${AGENT_UNIT}`);
       // what the factory install left that carries the name
       const former = `${ETCD_CERTS_DIR}/etcd-peer-${FACTORY_HOSTNAME}`;
       const [nb, sb, ovnCerts, multusCerts] = OFFLINE_CLEARED;
@@ -148,7 +150,12 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
       const run = v.ssh(`${AGENT_BINARY} run --only node-rename ${RENAME_CONFIG}`, { timeoutMs: 10 * MIN });
 
       // kubelet, restarted under the new name with its certificate of the former, asks as the former node
-      await v.waitFor(`cat ${REGISTERED}`, (r) => r.stdout === `${SITE_HOSTNAME}\n`, 5 * MIN);
+      const ended = await Promise.race([
+        v.waitFor(`cat ${REGISTERED}`, (r) => r.stdout === `${SITE_HOSTNAME}\n`, 5 * MIN).then(() => undefined),
+        run,
+      ]);
+      if (ended)
+        throw new Error(`the agent ended before kubelet restarted: exit ${ended.code}\n${ended.stdout}${ended.stderr}`);
       const { client, serving } = kubeletCsrSpecs(SITE_HOSTNAME, INTERNAL_IP.split('/')[0]!, 'renamed');
       const approved = async (name: string) =>
         (await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name })).status?.conditions?.some(
