@@ -101,6 +101,21 @@ describe('judgeCsr', () => {
     ).toMatchObject({ approve: true, why: expect.stringMatching(/the node itself/) });
   });
 
+  it('after a rename, approves the new name client request filed by the node under its former name only', () => {
+    const former = { username: 'system:node:sno-factory', groups: ['system:nodes'] };
+    expect(judgeCsr(csr(clientPem, former), { ...node, former: 'sno-factory' })).toMatchObject({
+      approve: true,
+      why: expect.stringMatching(/the node under its former name sno-factory/),
+    });
+    expect(judgeCsr(csr(clientPem, former), node)).toMatchObject({
+      approve: false,
+      why: expect.stringMatching(/neither/),
+    });
+    expect(
+      judgeCsr(serving(servingPem, { username: 'system:node:sno-factory' }), { ...node, former: 'sno-factory' }),
+    ).toMatchObject({ approve: false, why: expect.stringMatching(/not by the node itself/) });
+  });
+
   it('approves this node serving request naming only its own names and addresses', () => {
     expect(judgeCsr(serving(servingPem), node)).toMatchObject({
       approve: true,

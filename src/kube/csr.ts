@@ -148,6 +148,12 @@ export interface NodeIdentity {
   hostname: string;
   /** addresses a serving certificate may name: the internal IP and the site's */
   ips: readonly string[];
+  /**
+   * the node's name before a rename: kubelet, restarted under the new name with its certificate
+   * of the former, asks for the new client certificate as the former node (client-go
+   * util/certificate/certificate_manager.go rotates at once when the subject differs)
+   */
+  former?: string;
 }
 
 export type CsrKind = 'client' | 'serving';
@@ -226,7 +232,8 @@ export function judgeCsr(csr: CsrObject, node: NodeIdentity): Verdict {
   const self = `system:node:${node.hostname}`;
   if (kind === 'client') {
     const bootstrapper = username === NODE_BOOTSTRAPPER && groups.includes(NODE_BOOTSTRAPPER_GROUP);
-    const renewal = username === self && groups.includes(NODES_GROUP);
+    const former = node.former !== undefined && username === `system:node:${node.former}`;
+    const renewal = (username === self || former) && groups.includes(NODES_GROUP);
     if (!bootstrapper && !renewal)
       return {
         approve: false,
@@ -239,7 +246,7 @@ export function judgeCsr(csr: CsrObject, node: NodeIdentity): Verdict {
     return {
       approve: true,
       kind,
-      why: `client certificate for ${self}, requested by ${bootstrapper ? 'the node-bootstrapper' : 'the node itself'}`,
+      why: `client certificate for ${self}, requested by ${bootstrapper ? 'the node-bootstrapper' : former ? `the node under its former name ${node.former}` : 'the node itself'}`,
     };
   }
   if (username !== self || !groups.includes(NODES_GROUP))

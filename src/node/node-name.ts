@@ -11,6 +11,7 @@
  * can pin the name there without creating drift, unless a MachineConfig declares the file.
  */
 import { X509Certificate } from 'node:crypto';
+import path from 'node:path/posix';
 import { StepError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import { readStaticHostname } from './hostname.js';
@@ -60,4 +61,10 @@ export async function registeredNodeName(fs: RootFs): Promise<string> {
       `the node's name is unknown: no ${NODE_NAME_VAR} in ${KUBELET_ENV_FILE} and no static hostname (/etc/hostname)`,
     );
   return name;
+}
+
+/** Writes kubelet-env with KUBELET_NODE_NAME set to `name`, its other lines as `text` has them. */
+export async function writeKubeletEnv(fs: RootFs, text: string | undefined, name: string): Promise<void> {
+  await fs.mkdirp(path.dirname(KUBELET_ENV_FILE), 0o755);
+  await fs.writeAtomic(KUBELET_ENV_FILE, withNodeName(text, name), { mode: 0o644 });
 }

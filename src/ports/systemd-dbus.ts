@@ -48,7 +48,8 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
   };
 
   /** queues a start or restart job for the unit and waits for the job's result */
-  const runJob = async (method: 'StartUnit' | 'RestartUnit', unit: string, timeoutMs: number) => {
+  const runJob = async (method: 'StartUnit' | 'RestartUnit' | 'StopUnit', unit: string, timeoutMs: number) => {
+    const verb = { StartUnit: 'start', RestartUnit: 'restart', StopUnit: 'stop' }[method];
     await subscribe();
     // Subscribe to JobRemoved before the job is queued: the bus applies the match rule before it
     // routes the call, so the signal cannot be missed. It may still arrive before the call's
@@ -65,14 +66,14 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
         `${method}(${unit}, replace)`,
         () => manager[method]!(unit, 'replace') as Promise<string>,
       )) as string;
-      log.debug({ unit, job }, `${method === 'StartUnit' ? 'start' : 'restart'} job queued`);
+      log.debug({ unit, job }, `${verb} job queued`);
       const early = finished.get(job);
       const jobResult =
         early ??
         (await bounded(
           new Promise<string>((resolve) => (waiting = { job, resolve })),
           timeoutMs,
-          `waiting for the ${method === 'StartUnit' ? 'start' : 'restart'} job of ${unit} (${job})`,
+          `waiting for the ${verb} job of ${unit} (${job})`,
         ));
       return { jobResult };
     } finally {
@@ -91,6 +92,8 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
       if (options?.reload) await call('Reload()', () => manager.Reload!() as Promise<unknown>);
       return runJob('RestartUnit', unit, timeoutMs);
     },
+
+    stopAndWait: (unit, timeoutMs) => runJob('StopUnit', unit, timeoutMs),
 
     async unitStatus(unit) {
       const path = (await call(`LoadUnit(${unit})`, () => manager.LoadUnit!(unit) as Promise<string>)) as string;

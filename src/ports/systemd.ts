@@ -18,6 +18,8 @@ export interface Systemd {
    * with reload, systemd reloads first, so drop-ins written since take effect
    */
   restartAndWait(unit: string, timeoutMs: number, options?: { reload?: boolean }): Promise<{ jobResult: string }>;
+  /** stops the unit, waiting for the stop job's result */
+  stopAndWait(unit: string, timeoutMs: number): Promise<{ jobResult: string }>;
   unitStatus(unit: string): Promise<UnitStatus>;
   /** queues poweroff.target as `systemctl poweroff` does (replace-irreversibly), without waiting */
   powerOff(): Promise<void>;

@@ -29,7 +29,7 @@ function ctx(site: ReturnType<typeof testSite>, exec: Exec) {
   const root = mkdtempSync(path.join(tmpdir(), 'csr-id-'));
   mkdirSync(path.join(root, 'etc/kubernetes'), { recursive: true });
   writeFileSync(path.join(root, 'etc/kubernetes/kubelet-env'), 'KUBELET_NODE_NAME=sno-factory\n');
-  return { site, exec, fs: createRootFs(root) } as unknown as StepContext;
+  return { site, exec, fs: createRootFs(root), stateDir: '/var/lib/sno-relocate' } as unknown as StepContext;
 }
 
 describe('nodeIdentity', () => {

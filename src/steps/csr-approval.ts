@@ -16,6 +16,7 @@ import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
 import { CSR_WAIT_SECONDS } from '../base/timeouts.js';
 import { registeredNodeName } from '../node/node-name.js';
+import { readRenameRecord } from '../node/rename.js';
 import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { pollUntil } from '../ports/clock.js';
 import type { KubeObject } from '../ports/kube.js';
@@ -49,7 +50,13 @@ export async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
     const { ip } = parseCidr(cidr);
     if (!isLinkLocal(ip)) ips.add(canonicalIp(ip));
   }
-  return { hostname, ips: [...ips] };
+  // after a rename, kubelet asks for its new name's client certificate as the former node
+  const record = await readRenameRecord(ctx.fs, ctx.stateDir);
+  return {
+    hostname,
+    ips: [...ips],
+    ...(record?.to === hostname && record.from !== hostname && { former: record.from }),
+  };
 }
 
 /** Kinds for which kubelet already holds a valid certificate under this node's name. */
@@ -155,30 +162,33 @@ export const csrApprovalStep: Step<CsrView> = {
     await approve(ctx, view, new Set());
   },
 
-  /**
-   * Kubelet files its serving request only once its client certificate is signed: each request of
-   * this node's that comes while waiting is approved as it comes, until both kinds are.
-   */
-  async settle(ctx) {
-    const reported = new Set<string>();
-    let last: Judged | undefined;
-    let node: NodeIdentity | undefined;
-    const settled = await pollUntil(
-      ctx.clock,
-      async () => {
-        const view = await csrApprovalStep.survey(ctx);
-        node = view.node;
-        last = await approve(ctx, view, reported);
-        return last.done.size === 2 ? true : undefined;
-      },
-      { timeoutMs: CSR_WAIT_MS, intervalMs: 500, maxIntervalMs: 5_000 },
-    );
-    if (!settled) {
-      const waiting = last ? missing(last).join(' and ') : 'client and serving';
-      throw new StepError(
-        `csr-approval: kubelet filed no ${waiting} request for node ${node?.hostname ?? '(this host)'} within ${CSR_WAIT_MS / 60_000} min`,
-        { step: 'csr-approval', retryable: true },
-      );
-    }
-  },
+  settle: (ctx) => approveUntilIssued(ctx),
 };
+
+/**
+ * Kubelet files its serving request only once its client certificate is signed: each request of
+ * this node's that comes while waiting is approved as it comes, until both kinds are. Also what
+ * node-rename waits for once kubelet runs under the new name.
+ */
+export async function approveUntilIssued(ctx: StepContext): Promise<void> {
+  const reported = new Set<string>();
+  let last: Judged | undefined;
+  let node: NodeIdentity | undefined;
+  const settled = await pollUntil(
+    ctx.clock,
+    async () => {
+      const view = await csrApprovalStep.survey(ctx);
+      node = view.node;
+      last = await approve(ctx, view, reported);
+      return last.done.size === 2 ? true : undefined;
+    },
+    { timeoutMs: CSR_WAIT_MS, intervalMs: 500, maxIntervalMs: 5_000 },
+  );
+  if (!settled) {
+    const waiting = last ? missing(last).join(' and ') : 'client and serving';
+    throw new StepError(
+      `csr-approval: kubelet filed no ${waiting} request for node ${node?.hostname ?? '(this host)'} within ${CSR_WAIT_MS / 60_000} min`,
+      { step: 'csr-approval', retryable: true },
+    );
+  }
+}

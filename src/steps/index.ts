@@ -19,6 +19,7 @@ import { nodeIdentityStep } from './node-identity.js';
 import { nodeIpHintStep } from './node-ip-hint.js';
 import { nodeLabelsStep } from './node-labels.js';
 import { nodeNameStep } from './node-name.js';
+import { nodeRenameStep } from './node-rename.js';
 import { ntpStep } from './ntp.js';
 import { proxyStep } from './proxy.js';
 import { routesStep } from './routes.js';
@@ -39,8 +40,8 @@ export const STEPS: readonly Step[] = [
   // after internal-ip, whose address the names resolve to; before the cluster steps: the OAuth route's
   // availability check requests the site's host from inside the cluster
   siteNamesStep,
-  // before the hostname: the Node's name is pinned (or its rename prepared) while the static hostname
-  // still is the factory's, the name of a node whose kubelet holds no certificate yet
+  // before the hostname: the Node's name is pinned while the static hostname still is the factory's,
+  // the name of a node whose kubelet holds no certificate yet
   nodeNameStep,
   // before kubelet, after node-name: the OS hostname changes, the Node's name only by node-name's choice
   hostnameStep,
@@ -52,6 +53,9 @@ export const STEPS: readonly Step[] = [
   clusterIdentityStep,
   // needs kubelet: it is kubelet that files these requests
   csrApprovalStep,
+  // the node up under the name it has and the cluster answering its preflight; before node-identity,
+  // which finishes the rename online, and before any write that rolls out a control-plane component
+  nodeRenameStep,
   // needs the Node registered, so its requests approved; after a rename it moves the former Node's
   // labels, etcd secrets and operator statuses and deletes it without waiting for Ready
   nodeIdentityStep,

@@ -3,7 +3,7 @@
  * annotation (sno-relocate.openshift.io/site-hostname), so fleet tools can show it beside the node
  * name the Node keeps.
  *
- * After a rename (node-name recorded the former name), as soon as the new Node object exists and
+ * After a rename (node-rename recorded the former name), as soon as the new Node object exists and
  * without waiting for it to be Ready (the OVN control plane's pod stays bound to the former Node,
  * which it tolerates unreachable forever, so the new Node gets no subnet and is never Ready while
  * the former exists: test/cluster/models/ovn-control-plane.ts), in this order:

@@ -54,7 +54,7 @@ describe('node-name', () => {
         {
           action: 'update',
           target: KUBELET_ENV_FILE,
-          summary: 'kubelet registers under the factory name; the OS hostname is the site',
+          summary: 'kubelet registers under the name it has; the OS hostname is the site',
           diff: ['- KUBELET_NODE_NAME=', '+ KUBELET_NODE_NAME=sno-factory-0'],
         },
       ],
@@ -79,6 +79,20 @@ describe('node-name', () => {
     expect(readFileSync(path.join(node.root, KUBELET_ENV_FILE), 'utf8')).toBe(
       `KUBELET_NODE_NAME=${FACTORY_HOSTNAME}\n`,
     );
+  });
+
+  it('with spec.nodeName: rename, still pins the name the node has: node-rename renames it later', async () => {
+    const node = testNode({ site: testSite({ hostname: 'sno-store42', nodeName: 'rename' }) });
+    expect((await node.run([nodeNameStep])).result).toBe('succeeded');
+    expect(readFileSync(path.join(node.root, KUBELET_ENV_FILE), 'utf8')).toBe(
+      `KUBELET_NODE_NAME=${FACTORY_HOSTNAME}\n`,
+    );
+    // after the rename, kubelet-env names the new name, and that is the name kept
+    put(node.root, KUBELET_ENV_FILE, 'KUBELET_NODE_NAME=sno-store42\n');
+    expect(await planOf(nodeNameStep, node.ctx)).toEqual({
+      action: 'noop',
+      reason: 'kubelet registers the Node as sno-store42',
+    });
   });
 
   it('refuses a node whose MachineConfig declares kubelet-env, writing nothing', async () => {

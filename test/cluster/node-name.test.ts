@@ -1,26 +1,39 @@
 /**
- * The node's name through a move, on the real API with the models of what is keyed by it (the
- * design before node-name, a new Node under the site hostname, failed against them: see this
- * file's history): the
+ * The node's name through a move, on the real API with the models of what is keyed by it: the
  * static-pod operators and etcd's per-node revision (models/static-pod-operators.ts), TopoLVM's node
  * finalizer (models/topolvm.ts), the OVN control plane bound to its Node (models/ovn-control-plane.ts)
- * and the machine-config controller (models/machine-config-controller.ts). The node's kubelet is the
- * test's: it registers the Node under the name kubelet would, and the models see it run there.
+ * and the machine-config controller (models/machine-config-controller.ts). The former design (a new
+ * Node under the site hostname, the former deleted once the new one is Ready) runs against them and
+ * fails as the research says it does; the node keeping its name, the rename refused for each reason
+ * the preflight names, and the rename's procedure (node-rename offline, node-identity online) pass.
+ * The node's kubelet is the test's: it registers the Node under the name kubelet would, and the
+ * models see it run there.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Node } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  CertificatesV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1Node,
+} from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RefusedError } from '../../src/base/errors.js';
 import type { Site } from '../../src/config/site.js';
 import { KUBELET_ENV_FILE, SITE_HOSTNAME_ANNOTATION } from '../../src/node/node-name.js';
-import { ETCD_CERTS_DIR } from '../../src/node/rename.js';
+import { ETCD_CERTS_DIR, OFFLINE_CLEARED } from '../../src/node/rename.js';
+import type { RunState } from '../../src/engine/state.js';
 import { CURRENT_CONFIG } from '../../src/node/rendered-config.js';
 import { connectSystemdBus } from '../../src/ports/systemd-dbus.js';
 import { startTestBus } from '../dbus/bus.js';
-import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
-import { agent, startFactory, storeSite, type ClusterEnv } from './env.js';
+import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
+import { FACTORY_NODE_IP, FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
+import { agent, STATE_DIR, startFactory, storeSite, type ClusterEnv } from './env.js';
 import {
+  envSafe,
   ETCD_NAMESPACE,
   seedStaticPodOperators,
   startStaticPodOperators,
@@ -42,6 +55,8 @@ const SITE_HOSTNAME = 'store-0042-sno';
 const REVISION = 7;
 const LVMS_CLASS = 'lvms-vg1';
 const CLAIM = { namespace: 'shop-app', name: 'orders-db' };
+/** a label the site's tooling put on the Node */
+const SITE_LABEL = 'store.example.com/aisle';
 
 /** What the test's kubelet does when it starts under `name`: register the Node as kubelet does. */
 async function kubeletRegisters(core: CoreV1Api, name: string): Promise<void> {
@@ -208,7 +223,41 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     expect((await a.plan(['node-name', 'node-identity'])).map((p) => p.action)).toEqual(['noop', 'noop']);
   });
 
-  it('refuses a rename at plan, naming each reason, and changes nothing', async () => {
+  /** Ready, as kubelet reports it for its Node */
+  const ready = async (name: string) =>
+    (await core.readNode({ name })).status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+  it('the former design fails against the models: no Ready, then etcd stopped, claims deleted, re-installs', async () => {
+    // the design before node-name: kubelet registers a new Node under the site hostname, the agent
+    // waits for it to be Ready, then deletes the former one
+    await layLvms();
+    await core.patchNode({
+      name: FACTORY_NODE_NAME,
+      body: [{ op: 'add', path: `/metadata/labels/${SITE_LABEL.replace('/', '~1')}`, value: '7' }],
+    });
+    kubelet = SITE_HOSTNAME;
+    await kubeletRegisters(core, SITE_HOSTNAME);
+    await settled();
+    // OVN's control plane stays on the former Node: the new one gets no subnet, and waiting deadlocks
+    expect(await ready(SITE_HOSTNAME)).toBe(false);
+    expect(await ovn.podNode()).toBe(FACTORY_NODE_NAME);
+    // what waiting never reaches, done anyway: the former Node deleted
+    await core.deleteNode({ name: FACTORY_NODE_NAME });
+    await until('etcd stopped', async () => operators.etcdStopped);
+    expect(operators.etcdStopped).toBe(
+      `etcd-ensure-env-vars: NODE_${envSafe(SITE_HOSTNAME)}_ETCD_URL_HOST: not set (revision ${REVISION} installed for ${SITE_HOSTNAME})`,
+    );
+    expect(operators.installs).toEqual(
+      ['KubeAPIServer', 'KubeControllerManager', 'KubeScheduler', 'Etcd'].map(
+        (k) => `${k} revision ${REVISION} on ${SITE_HOSTNAME}`,
+      ),
+    );
+    await until('the claim deleted', async () => (topolvm.deletedClaims.length > 0 ? true : undefined));
+    expect(topolvm.deletedClaims).toEqual([`${CLAIM.namespace}/${CLAIM.name}`]);
+    expect((await core.readNode({ name: SITE_HOSTNAME })).metadata?.labels?.[SITE_LABEL]).toBeUndefined();
+  });
+
+  it('refuses a rename at plan and at run, naming each reason; the Node keeps its name', async () => {
     await layLvms();
     await kc.makeApiClient(CustomObjectsApi).patchClusterCustomObjectStatus({
       group: 'operator.openshift.io',
@@ -217,8 +266,10 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
       name: 'cluster',
       body: [{ op: 'add', path: '/status/nodeStatuses/0/targetRevision', value: REVISION + 1 }],
     });
+    await layPerNodeConfigAndHealthCheck(kc, FACTORY_NODE_NAME);
     const a = await factoryRoot({ nodeName: 'rename' });
     a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    await bus.services.configure({ root: a.root });
     const hostnameSource = `data:,${encodeURIComponent(`${FACTORY_NODE_NAME}\n`)}`;
     mkdirSync(path.join(a.root, 'etc/machine-config-daemon'), { recursive: true });
     writeFileSync(
@@ -228,50 +279,130 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
         spec: { config: { storage: { files: [{ path: '/etc/hostname', contents: { source: hostnameSource } }] } } },
       }),
     );
-    const [plan] = await a.plan(['node-name']);
-    expect(plan).toEqual({
-      step: 'node-name',
-      action: 'conflict',
-      reason: [
-        `rename ${FACTORY_NODE_NAME} -> ${SITE_HOSTNAME} refused: volumes are pinned to the node's name (LVMS, LSO): PersistentVolumeClaim ${CLAIM.namespace}/${CLAIM.name}`,
-        `LVMS is installed (finalizer ${TOPOLVM_FINALIZER} on the Node): deleting the former Node deletes its claims`,
-        'static-pod operators are mid-rollout: KubeScheduler/cluster',
-        '/etc/hostname is declared by the MachineConfig rendered-master-1: the site hostname would be drift',
-      ].join('; '),
+    // the node up under its factory name, as at a site boot once the kubelet gate opened
+    expect((await a.run(['node-name'])).result).toBe('succeeded');
+    const reason = [
+      `rename ${FACTORY_NODE_NAME} -> ${SITE_HOSTNAME} refused, the Node keeps the name ${FACTORY_NODE_NAME}: volumes are pinned to the node's name (LVMS, LSO): PersistentVolumeClaim ${CLAIM.namespace}/${CLAIM.name}`,
+      `LVMS is installed (LVMCluster openshift-storage/lvmcluster, finalizer ${TOPOLVM_FINALIZER} on the Node): deleting the former Node deletes its claims`,
+      'per-node configuration names the node or its hostname and would stop applying: PtpConfig openshift-ptp/grandmaster, NodeNetworkConfigurationPolicy vlan-100, LocalVolume openshift-local-storage/disks, SriovNetworkNodePolicy openshift-sriov-network-operator/fronthaul',
+      'static-pod operators are mid-rollout: KubeScheduler/cluster',
+      'a MachineHealthCheck covers the node: MachineHealthCheck openshift-machine-api/masters',
+      '/etc/hostname is declared by the MachineConfig rendered-master-1: the site hostname would be drift',
+    ].join('; ');
+    expect(await a.plan(['node-rename'])).toEqual([{ step: 'node-rename', action: 'conflict', reason }]);
+    await expect(a.run(['node-rename', 'node-identity'])).rejects.toThrow(RefusedError);
+    const state = JSON.parse(readFileSync(path.join(a.root, STATE_DIR, 'state.json'), 'utf8')) as RunState;
+    expect(state).toMatchObject({ result: 'refused', message: `node-rename: ${reason}` });
+    expect(kubeletName(a.root)).toBe(FACTORY_NODE_NAME);
+    expect(existsSync(path.join(a.root, STATE_DIR, 'node-rename.json'))).toBe(false);
+    expect((await bus.services.calls()).map((c) => c.member)).not.toContain('StopUnit');
+    await settled();
+    expect(topolvm.deletedClaims).toEqual([]);
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([FACTORY_NODE_NAME]);
+  });
+
+  /**
+   * The test's kubelet restarted under the new name: with its certificate of the former name it asks
+   * for the new client certificate as the former node, then, once signed, for a serving one as the
+   * new node, and registers the new Node.
+   */
+  async function kubeletRestartsAs(root: string, from: string, to: string) {
+    // as on OpenShift, the nodes may send requests (the factory seed without its CSRs has no binding)
+    await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+      body: {
+        metadata: { name: 'system:nodes-send-csrs' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:node-bootstrapper' },
+        subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:nodes' }],
+      },
     });
-    await expect(a.run(['node-name', 'hostname'])).rejects.toThrow(RefusedError);
-    expect(existsSync(path.join(a.root, 'etc/kubernetes/kubelet-env'))).toBe(false);
-    expect(readFileSync(path.join(a.root, 'etc/hostname'), 'utf8')).toBe(`${FACTORY_NODE_NAME}\n`);
+    await until('kubelet-env naming the new name', async () => (kubeletName(root) === to ? true : undefined), 60_000);
+    const { client, serving } = kubeletCsrSpecs(to, FACTORY_NODE_IP, 'renamed');
+    const approved = (name: string) => async () =>
+      (await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name })).status?.conditions?.some(
+        (c) => c.type === 'Approved',
+      ) || undefined;
+    await createCsr(kc, { ...client, as: { user: `system:node:${from}`, group: 'system:nodes' } });
+    await until('the client request approved', approved(client.name), 60_000);
+    await createCsr(kc, serving);
+    await until('the serving request approved', approved(serving.name), 60_000);
+    kubelet = to;
+    await kubeletRegisters(core, to);
+  }
+
+  it('a rename cut once kubelet-env names the new name resumes: csr-approval and node-identity finish it', async () => {
+    const a = await factoryRoot({ nodeName: 'rename' });
+    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    // kubelet's start fails, as a power cut would leave it: after the files changed, before the new Node
+    await bus.services.configure({ root: a.root, units: { 'kubelet.service': { startResult: 'failed' } } });
+    expect((await a.run(['node-name'])).result).toBe('succeeded');
+    await hostnameAndKubelet(a.root);
+    await expect(a.run(['node-rename'])).rejects.toThrow(/start job of kubelet.service ended failed/);
+    expect(kubeletName(a.root)).toBe(SITE_HOSTNAME);
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([FACTORY_NODE_NAME]);
+
+    // the next boot: kubelet starts under the name kubelet-env holds, and the run resumes
+    await bus.services.configure({ root: a.root });
+    const [state] = await Promise.all([
+      a.run(['node-name', 'csr-approval', 'node-rename', 'node-identity']),
+      kubeletRestartsAs(a.root, FACTORY_NODE_NAME, SITE_HOSTNAME),
+    ]);
+    expect(state.result).toBe('succeeded');
+    expect(state.steps['node-rename']).toMatchObject({ status: 'done', message: `the Node is named ${SITE_HOSTNAME}` });
+    await until('the new Node Ready', async () => ((await ready(SITE_HOSTNAME)) ? true : undefined));
+    await until('etcd on its new revision', async () => (operators.installs.length > 0 ? true : undefined));
+    await settled();
+    expect(operators.etcdStopped).toBeUndefined();
+    expect(operators.installs).toEqual([`Etcd revision ${REVISION + 1} on ${SITE_HOSTNAME}`]);
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([SITE_HOSTNAME]);
   });
 
   it('renames where nothing refuses: one etcd revision for the new name, nothing else re-installed', async () => {
     await seedEtcdSecrets(core, FACTORY_NODE_NAME);
+    await core.patchNode({
+      name: FACTORY_NODE_NAME,
+      body: [{ op: 'add', path: `/metadata/labels/${SITE_LABEL.replace('/', '~1')}`, value: '7' }],
+    });
     const a = await factoryRoot({ nodeName: 'rename' });
     a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    await bus.services.configure({ root: a.root });
     const certs = path.join(a.root, ETCD_CERTS_DIR);
     mkdirSync(certs, { recursive: true });
     writeFileSync(path.join(certs, `etcd-peer-${FACTORY_NODE_NAME}.crt`), 'peer certificate');
-    mkdirSync(path.join(a.root, 'var/lib/ovn-ic/etc'), { recursive: true });
-    writeFileSync(path.join(a.root, 'var/lib/ovn-ic/etc/ovnnb_db.db'), 'old zone');
+    for (const f of OFFLINE_CLEARED) {
+      mkdirSync(path.dirname(path.join(a.root, f)), { recursive: true });
+      writeFileSync(path.join(a.root, f), `${FACTORY_NODE_NAME}`);
+    }
 
+    // the node up under its factory name first, as without a rename
     expect((await a.run(['node-name'])).result).toBe('succeeded');
-    expect(readFileSync(path.join(certs, `etcd-peer-${SITE_HOSTNAME}.crt`), 'utf8')).toBe('peer certificate');
-    expect(existsSync(path.join(a.root, 'var/lib/ovn-ic/etc/ovnnb_db.db'))).toBe(false);
     await hostnameAndKubelet(a.root);
-    expect(kubelet).toBe(SITE_HOSTNAME);
+    expect(kubelet).toBe(FACTORY_NODE_NAME);
+    const [state] = await Promise.all([
+      a.run(['node-rename']),
+      kubeletRestartsAs(a.root, FACTORY_NODE_NAME, SITE_HOSTNAME),
+    ]);
+    expect(state.result).toBe('succeeded');
+    expect(readFileSync(path.join(certs, `etcd-peer-${SITE_HOSTNAME}.crt`), 'utf8')).toBe('peer certificate');
+    expect(OFFLINE_CLEARED.filter((f) => existsSync(path.join(a.root, f)))).toEqual([]);
+    // kubelet stopped before the files changed, started after kubelet-env named the new name
+    expect(
+      (await bus.services.calls()).filter((c) => c.args[0] === 'kubelet.service' && c.member.endsWith('Unit')),
+    ).toEqual([
+      { member: 'StopUnit', args: ['kubelet.service', 'replace'] },
+      { member: 'StartUnit', args: ['kubelet.service', 'replace'] },
+    ]);
     // the new Node is not Ready (OVN's control plane is still on the former): node-identity does not wait for it
+    expect(await ready(SITE_HOSTNAME)).toBe(false);
     expect((await a.run(['node-identity'])).result).toBe('succeeded');
 
-    await until('the new Node Ready', async () => {
-      const n = await core.readNode({ name: SITE_HOSTNAME });
-      return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? n : undefined;
-    });
+    await until('the new Node Ready', async () => ((await ready(SITE_HOSTNAME)) ? true : undefined));
     await until('etcd on its new revision', async () => (operators.installs.length > 0 ? true : undefined));
     await settled();
     expect(operators.etcdStopped).toBeUndefined();
     expect(operators.installs).toEqual([`Etcd revision ${REVISION + 1} on ${SITE_HOSTNAME}`]);
     expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([SITE_HOSTNAME]);
     const node = await core.readNode({ name: SITE_HOSTNAME });
+    expect(node.metadata?.labels?.[SITE_LABEL]).toBe('7');
     expect(node.metadata?.labels?.[WORKER_ROLE]).toBe('');
     expect(node.spec?.taints ?? []).not.toContainEqual({ key: MASTER_ROLE, effect: 'NoSchedule' });
     expect(node.metadata?.annotations?.[SITE_HOSTNAME_ANNOTATION]).toBe(SITE_HOSTNAME);
@@ -280,7 +411,11 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     expect(Object.keys(all.data ?? {}).sort()).toEqual(
       [FACTORY_NODE_NAME, SITE_HOSTNAME].flatMap((n) => [`etcd-peer-${n}.crt`, `etcd-peer-${n}.key`]),
     );
-    expect((await a.plan(['node-name', 'node-identity'])).map((p) => p.action)).toEqual(['noop', 'noop']);
+    expect((await a.plan(['node-name', 'node-rename', 'node-identity'])).map((p) => p.action)).toEqual([
+      'noop',
+      'noop',
+      'noop',
+    ]);
   });
 });
 
@@ -301,4 +436,158 @@ async function seedEtcdSecrets(core: CoreV1Api, node: string) {
       data: { [`etcd-peer-${node}.crt`]: data['tls.crt'], [`etcd-peer-${node}.key`]: data['tls.key'] },
     },
   });
+}
+
+/**
+ * Per-node configuration as the operators' own resources name one node, and a MachineHealthCheck
+ * covering the master's Machine. Their CRDs here keep only the group, kind and scope of upstream's
+ * (their schemas are not what is tested: the preflight reads the objects as they come):
+ * - ptp-operator api/v1/ptpconfig_types.go: spec.recommend[].match[].nodeName;
+ * - kubernetes-nmstate api/v1/nodenetworkconfigurationpolicy_types.go: spec.nodeSelector;
+ * - local-storage-operator api/v1/localvolume_types.go: spec.nodeSelector.nodeSelectorTerms;
+ * - sriov-network-operator api/v1/sriovnetworknodepolicy_types.go: spec.nodeSelector;
+ * - machine-api MachineHealthCheck (openshift/api machine/v1beta1/types_machinehealthcheck.go):
+ *   spec.selector over the Machines' labels, a Machine's status.nodeRef naming its Node;
+ * - lvm-operator api/v1alpha1/lvmcluster_types.go: LVMCluster, namespaced.
+ */
+async function layPerNodeConfigAndHealthCheck(kc: KubeConfig, node: string) {
+  const kinds = [
+    { group: 'ptp.openshift.io', version: 'v1', kind: 'PtpConfig', plural: 'ptpconfigs', namespaced: true },
+    {
+      group: 'nmstate.io',
+      version: 'v1',
+      kind: 'NodeNetworkConfigurationPolicy',
+      plural: 'nodenetworkconfigurationpolicies',
+      namespaced: false,
+    },
+    {
+      group: 'local.storage.openshift.io',
+      version: 'v1',
+      kind: 'LocalVolume',
+      plural: 'localvolumes',
+      namespaced: true,
+    },
+    {
+      group: 'sriovnetwork.openshift.io',
+      version: 'v1',
+      kind: 'SriovNetworkNodePolicy',
+      plural: 'sriovnetworknodepolicies',
+      namespaced: true,
+    },
+    { group: 'machine.openshift.io', version: 'v1beta1', kind: 'Machine', plural: 'machines', namespaced: true },
+    {
+      group: 'machine.openshift.io',
+      version: 'v1beta1',
+      kind: 'MachineHealthCheck',
+      plural: 'machinehealthchecks',
+      namespaced: true,
+    },
+    { group: 'lvm.topolvm.io', version: 'v1alpha1', kind: 'LVMCluster', plural: 'lvmclusters', namespaced: true },
+  ];
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  for (const k of kinds)
+    await ext.createCustomResourceDefinition({
+      body: {
+        metadata: { name: `${k.plural}.${k.group}` },
+        spec: {
+          group: k.group,
+          scope: k.namespaced ? 'Namespaced' : 'Cluster',
+          names: { kind: k.kind, plural: k.plural, singular: k.kind.toLowerCase(), listKind: `${k.kind}List` },
+          versions: [
+            {
+              name: k.version,
+              served: true,
+              storage: true,
+              schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
+            },
+          ],
+        },
+      },
+    });
+  const hostnameSelector = { 'kubernetes.io/hostname': node };
+  const objects: { kind: string; namespace?: string; name: string; body: Record<string, unknown> }[] = [
+    {
+      kind: 'PtpConfig',
+      namespace: 'openshift-ptp',
+      name: 'grandmaster',
+      body: {
+        spec: { profile: [{ name: 'gm' }], recommend: [{ profile: 'gm', priority: 4, match: [{ nodeName: node }] }] },
+      },
+    },
+    {
+      kind: 'NodeNetworkConfigurationPolicy',
+      name: 'vlan-100',
+      body: { spec: { nodeSelector: hostnameSelector, desiredState: {} } },
+    },
+    {
+      kind: 'LocalVolume',
+      namespace: 'openshift-local-storage',
+      name: 'disks',
+      body: {
+        spec: {
+          nodeSelector: {
+            nodeSelectorTerms: [
+              { matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [node] }] },
+            ],
+          },
+        },
+      },
+    },
+    {
+      kind: 'SriovNetworkNodePolicy',
+      namespace: 'openshift-sriov-network-operator',
+      name: 'fronthaul',
+      body: { spec: { nodeSelector: hostnameSelector, numVfs: 8, resourceName: 'fronthaul' } },
+    },
+    {
+      kind: 'Machine',
+      namespace: 'openshift-machine-api',
+      name: 'sno-master-0',
+      body: {
+        metadata: { labels: { 'machine.openshift.io/cluster-api-machine-role': 'master' } },
+        status: { nodeRef: { kind: 'Node', name: node } },
+      },
+    },
+    {
+      kind: 'MachineHealthCheck',
+      namespace: 'openshift-machine-api',
+      name: 'masters',
+      body: { spec: { selector: { matchLabels: { 'machine.openshift.io/cluster-api-machine-role': 'master' } } } },
+    },
+    { kind: 'LVMCluster', namespace: 'openshift-storage', name: 'lvmcluster', body: { spec: {} } },
+  ];
+  for (const o of objects) {
+    const k = kinds.find((x) => x.kind === o.kind)!;
+    const extra = o.body.metadata as Record<string, unknown> | undefined;
+    const body = {
+      ...o.body,
+      apiVersion: `${k.group}/${k.version}`,
+      kind: k.kind,
+      metadata: { name: o.name, ...(o.namespace && { namespace: o.namespace }), ...extra },
+    };
+    if (o.namespace) {
+      await core.createNamespace({ body: { metadata: { name: o.namespace } } }).catch(() => undefined);
+      // a just-made CRD is served moments after it is established
+      await until(`${k.kind} served`, () =>
+        custom
+          .createNamespacedCustomObject({
+            group: k.group,
+            version: k.version,
+            namespace: o.namespace!,
+            plural: k.plural,
+            body,
+          })
+          .then(() => true)
+          .catch(() => undefined),
+      );
+    } else
+      await until(`${k.kind} served`, () =>
+        custom
+          .createClusterCustomObject({ group: k.group, version: k.version, plural: k.plural, body })
+          .then(() => true)
+          .catch(() => undefined),
+      );
+  }
 }

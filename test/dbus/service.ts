@@ -179,7 +179,12 @@ class Manager extends Interface {
     record('RestartUnit', name, mode);
     return this.queueJob(name, mode);
   }
-  private queueJob(name: string, mode: string) {
+  /** systemd's StopUnit: the unit inactive once its stop job is done */
+  StopUnit(name: string, mode: string) {
+    record('StopUnit', name, mode);
+    return this.queueJob(name, mode, 'stop');
+  }
+  private queueJob(name: string, mode: string, kind: 'start' | 'stop' = 'start') {
     if (!JOB_MODES.has(mode))
       throw new DBusError('org.freedesktop.DBus.Error.InvalidArgs', `Job mode ${mode} invalid.`);
     const unit = loadUnit(name);
@@ -188,6 +193,11 @@ class Manager extends Interface {
     const id = nextJob++;
     const job = `${MANAGER_PATH}/job/${id}`;
     const finish = () => {
+      if (kind === 'stop') {
+        Object.assign(unit, { activeState: 'inactive', subState: 'dead', result: 'success' });
+        this.JobRemoved(id, job, name, 'done');
+        return;
+      }
       if (unit.startResult === 'done')
         Object.assign(unit, { activeState: 'active', subState: 'running', result: 'success' });
       else
@@ -221,6 +231,7 @@ Manager.configureMembers({
     EnableUnitFiles: { inSignature: 'asbb', outSignature: 'ba(sss)' },
     StartUnit: { inSignature: 'ss', outSignature: 'o' },
     RestartUnit: { inSignature: 'ss', outSignature: 'o' },
+    StopUnit: { inSignature: 'ss', outSignature: 'o' },
   },
   signals: {
     JobNew: { signature: 'uos' },

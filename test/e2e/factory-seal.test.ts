@@ -16,7 +16,6 @@ import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
@@ -46,13 +45,12 @@ import {
   waitKubeletActive,
 } from './scenario.js';
 import { newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick, signedSiteStick } from './sites.js';
+import { guestApiForward, guestKubeconfig } from './guest-api.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('factory seal scenario');
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
-/** where the guest finds the factory's API server: the host's loopback, relayed by qemu */
-const API = { address: '10.0.2.100', port: 6443 };
 const WATCHER = 'sno-relocate-watch.service';
 const STATE = '/var/lib/sno-relocate';
 const LEFT_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
@@ -61,18 +59,6 @@ const SEAL = `${AGENT_BINARY} factory seal --shelf-days 20 --power-off`;
 /** where the factory's public signing key is handed to `factory prepare --trust` in the guest */
 const GUEST_TRUST = '/var/tmp/factory-trust';
 const TRUST_ANCHOR = '/etc/sno-relocate/trust/factory.pub';
-
-/** The host's admin kubeconfig as the node's: the relayed address, a name the server's certificate holds. */
-function guestKubeconfig(env: ClusterEnv): string {
-  const kc = yaml.load(readFileSync(env.cluster.kubeconfigPath, 'utf8')) as {
-    clusters: { cluster: Record<string, string> }[];
-  };
-  for (const c of kc.clusters) {
-    c.cluster.server = `https://${API.address}:${API.port}`;
-    c.cluster['tls-server-name'] = 'kubernetes';
-  }
-  return yaml.dump(kc);
-}
 
 describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the site', () => {
   let env: ClusterEnv | undefined;
@@ -114,7 +100,7 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     vm = await bootVm({
       name: 'factory-seal',
       disk: image.disk,
-      hostForwards: [{ ...API, hostPort: Number(new URL(env.cluster.server).port) }],
+      hostForwards: [guestApiForward(env)],
     });
     await vm.waitSsh();
     timings.factoryBootMs = Math.round(performance.now() - started);

@@ -5,19 +5,34 @@
 // when it is not empty, else the kernel's hostname lowercased). The stick gives the site hostname:
 // the OS hostname changes, kubelet registers under the factory name, and the machine-config
 // daemon's model (test/e2e/mcd-model), whose rendered config carries this kubelet unit, finds no
-// drift; after a reboot without the stick, the same.
+// drift; after a reboot without the stick, the same. Then, in the same boot, a rename: the node's
+// kubeconfig reaches a real kube-apiserver on the host (the factory cluster's Node under the node's
+// factory name), `run --only node-rename` with spec.nodeName: rename finds nothing to refuse, stops
+// the kubelet unit through systemd, clears the OVN databases and the ovnkube-node and multus
+// certificates, copies the etcd certificate files, writes the new KUBELET_NODE_NAME and starts the
+// unit, which registers under the new name; the host plays kubelet's requests for it (the client one
+// as the former node), which the agent approves.
 import { mkdtemp } from 'node:fs/promises';
+import { CertificatesV1Api } from '@kubernetes/client-node';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
+import { ETCD_CERTS_DIR, OFFLINE_CLEARED } from '../../src/node/rename.js';
+import { startFactory, type ClusterEnv } from '../cluster/env.js';
+import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
 import { installFiles } from './disk.js';
-import { buildNodeImage, type NodeImage } from './node-image.js';
+import { guestApiForward, guestKubeconfig } from './guest-api.js';
+import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { announceSkip, endScenario, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
-import { newSecret, SITE_HOSTNAME, siteSpec, siteStick } from './sites.js';
+import { INTERNAL_IP, newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick } from './sites.js';
 import { installMcdModel, mcdJournal, pullSecretJson, waitMcdStarted } from './mcd-model/install.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('node name scenarios');
+
+const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
+const RENAME_CONFIG = '/var/tmp/rename-site-config.yaml';
 
 /** the base image's static hostname (build-base.sh), the name the node was installed under */
 const FACTORY_HOSTNAME = 'sno-factory';
@@ -49,8 +64,12 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
   let vm: Vm | undefined;
   let stickDir = '';
   let stick = '';
+  let env: ClusterEnv | undefined;
+  const timings: Record<string, number> = {};
 
   beforeAll(async () => {
+    // the factory cluster, its Node named as the base image's hostname: the rename's preflight reads it
+    if (!kubeSkipped) env = await startFactory({ models: false });
     image = await buildNodeImage();
     await installFiles(image.disk, [
       { path: '/etc/systemd/system/kubelet.service', mode: 0o644, contents: KUBELET_UNIT },
@@ -62,7 +81,10 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
     stick = await siteStick(stickDir, 'site.img', siteSpec(newSecret()));
   }, 15 * MIN);
 
-  afterAll(() => endScenario(vm, image, stickDir), 5 * MIN);
+  afterAll(async () => {
+    await endScenario(vm, image, stickDir, { scenario: 'node-name', timings });
+    await env?.stop();
+  }, 5 * MIN);
 
   const expectKeptName = async (v: Vm) => {
     expect(await v.sshOk('cat /etc/hostname')).toBe(`${SITE_HOSTNAME}\n`);
@@ -76,7 +98,12 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
   };
 
   it('changes the OS hostname; kubelet registers under the factory name, with no drift', async () => {
-    vm = await bootVm({ name: 'node-name-kept', disk: image!.disk, sticks: [stick] });
+    vm = await bootVm({
+      name: 'node-name-kept',
+      disk: image!.disk,
+      sticks: [stick],
+      ...(env && { hostForwards: [guestApiForward(env)] }),
+    });
     await vm.waitSsh();
     await waitKubeletActive(vm);
     await waitAgentSucceeded(vm);
@@ -92,4 +119,83 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
     await v.waitFor(`systemctl is-active ${KUBELET}`, (r) => r.stdout.trim() === 'active', 5 * MIN);
     await expectKeptName(v);
   });
+
+  it.skipIf(kubeSkipped)(
+    'renames on request: the files of the former name changed, kubelet restarted under the new one',
+    async () => {
+      const v = vm!;
+      const kc = env!.cluster.kubeConfig();
+      // the agent the boot started waits for an API that, until now, no node of this suite has
+      await v.sshOk(`systemctl stop ${AGENT_UNIT}`);
+      // what the factory install left that carries the name
+      const former = `${ETCD_CERTS_DIR}/etcd-peer-${FACTORY_HOSTNAME}`;
+      const [nb, sb, ovnCerts, multusCerts] = OFFLINE_CLEARED;
+      await v.sshOk(
+        [
+          `mkdir -p ${ETCD_CERTS_DIR} ${ovnCerts} ${multusCerts}`,
+          `printf 'peer certificate' >${former}.crt`,
+          `printf 'peer key' >${former}.key && chmod 600 ${former}.key`,
+          `printf 'zone ${FACTORY_HOSTNAME}' | tee ${nb} >${sb}`,
+          `touch ${ovnCerts}/ovnkube-node-current.pem ${multusCerts}/multus-client-current.pem`,
+          `mkdir -p ${posix.dirname(NODE_KUBECONFIG)}`,
+        ].join(' && '),
+      );
+      await v.sshOk(`cat >${NODE_KUBECONFIG}`, { input: guestKubeconfig(env!) });
+      await v.sshOk(`cat >${RENAME_CONFIG}`, {
+        input: siteConfigYaml({ ...siteSpec(newSecret()), nodeName: 'rename' }),
+      });
+      const invocation = () => v.sshOk(`systemctl show -P InvocationID ${KUBELET}`);
+      const before = await invocation();
+      const started = performance.now();
+      const run = v.ssh(`${AGENT_BINARY} run --only node-rename ${RENAME_CONFIG}`, { timeoutMs: 10 * MIN });
+
+      // kubelet, restarted under the new name with its certificate of the former, asks as the former node
+      const ended = await Promise.race([
+        v.waitFor(`cat ${REGISTERED}`, (r) => r.stdout === `${SITE_HOSTNAME}\n`, 5 * MIN).then(() => undefined),
+        run,
+      ]);
+      if (ended)
+        throw new Error(`the agent ended before kubelet restarted: exit ${ended.code}\n${ended.stdout}${ended.stderr}`);
+      const { client, serving } = kubeletCsrSpecs(SITE_HOSTNAME, INTERNAL_IP.split('/')[0]!, 'renamed');
+      const approved = async (name: string) =>
+        (await kc.makeApiClient(CertificatesV1Api).readCertificateSigningRequest({ name })).status?.conditions?.some(
+          (c) => c.type === 'Approved',
+        ) ?? false;
+      await createCsr(kc, { ...client, as: { user: `system:node:${FACTORY_HOSTNAME}`, group: 'system:nodes' } });
+      const result = await Promise.race([
+        run,
+        (async () => {
+          // polled: the agent approves from the guest, nothing here to await on
+          while (!(await approved(client.name))) await new Promise((r) => setTimeout(r, 500));
+          await createCsr(kc, serving);
+          return run;
+        })(),
+      ]);
+      timings.renameMs = Math.round(performance.now() - started);
+      expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+      expect(await approved(serving.name)).toBe(true);
+
+      expect(await v.sshOk('cat /etc/kubernetes/kubelet-env')).toBe(`KUBELET_NODE_NAME=${SITE_HOSTNAME}\n`);
+      expect(await v.sshOk(`cat ${REGISTERED}`)).toBe(`${SITE_HOSTNAME}\n`);
+      expect(await invocation()).not.toBe(before);
+      expect(await v.sshOk(`systemctl is-active ${KUBELET}`)).toBe('active\n');
+      const renamed = `${ETCD_CERTS_DIR}/etcd-peer-${SITE_HOSTNAME}`;
+      expect(await v.sshOk(`cat ${renamed}.crt; echo; cat ${renamed}.key; echo; stat -c %a ${renamed}.key`)).toBe(
+        'peer certificate\npeer key\n600\n',
+      );
+      expect(await v.sshOk(`cat ${former}.crt`)).toBe('peer certificate');
+      expect(await v.sshOk(`ls -d ${OFFLINE_CLEARED.join(' ')} 2>/dev/null; true`)).toBe('');
+      // the stop came before the start: journald has both, in order
+      const journal = await v.sshOk(
+        `journalctl -u ${KUBELET} -o cat --no-pager | grep -E '^(Stopped|Started) ' | tail -2`,
+      );
+      expect(
+        journal
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => l.split(' ')[0]),
+      ).toEqual(['Stopped', 'Started']);
+    },
+    15 * MIN,
+  );
 });
