@@ -3,6 +3,8 @@
  * and the site decide) -> apply (acts on that plan) -> settle (optional waits) -> verify (the
  * engine's: survey again, the plan must now be noop). The order lives in src/steps/index.ts.
  */
+import type { Finding } from '../base/findings.js';
+import type { TimeMark } from '../base/true-time.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
@@ -69,6 +71,13 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   options: RunOptions;
   /** hold points for power-cut tests (hold.ts); absent outside `run` */
   hold?: HoldAt;
+  /** what admission left to the clock step: its deferred findings of time and the lower bounds it knows */
+  admittedTime?: AdmittedTime;
+}
+
+export interface AdmittedTime {
+  deferred: Finding[];
+  timeMarks: TimeMark[];
 }
 
 export interface Step<S extends SiteBase = SiteBase, V = unknown> {
