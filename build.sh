@@ -9,12 +9,16 @@ step() { printf '[build %3ss] %s\n' "$SECONDS" "$*"; }
 mkdir -p dist
 
 step "bundling dist/sno-relocate.cjs"
+# the commit's time, a lower bound for the true time on any node (src/cli/build-info.ts); the same
+# source builds the same bundle
+BUILT_AT=$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 # optional native modules are replaced (src/bundle/): dbus-next's, ws's and node-fetch's, so the
 # executable loads only built-in modules; so is node-fetch's URL fallback, which Node 20 never takes
 npx esbuild src/cli/main.ts --bundle --platform=node --target=node20 --format=cjs --minify \
   --alias:usocket=./src/bundle/usocket.cjs --alias:x11=./src/bundle/x11.cjs \
   --alias:bufferutil=./src/bundle/absent.cjs --alias:utf-8-validate=./src/bundle/absent.cjs --alias:encoding=./src/bundle/absent.cjs \
   --alias:whatwg-url=./src/bundle/whatwg-url.cjs \
+  --define:process.env.SNO_RELOCATE_BUILT_AT="\"$BUILT_AT\"" \
   --legal-comments=none --log-level=warning --outfile=dist/sno-relocate.cjs
 
 step "making the single executable dist/sno-relocate"

@@ -8,6 +8,17 @@ export interface Finding {
   /** JSON path into the site-config, e.g. `$.spec.network.internalIP`, or a file name */
   path: string;
   message: string;
+  /**
+   * A judgment of time: set when the finding comes from a certificate's validity at the clock it
+   * was made at (notBefore to notAfter, ISO). Such a finding can be judged again on a trusted clock.
+   */
+  window?: ValidityWindow;
+}
+
+/** When a certificate or signature is valid: from notBefore (if any) to notAfter (if any). */
+export interface ValidityWindow {
+  notBefore?: string;
+  notAfter?: string;
 }
 
 export function formatPath(segments: readonly PropertyKey[]): string {
@@ -26,3 +37,19 @@ export function formatFinding(f: Finding): string {
 }
 
 export const hasErrors = (findings: readonly Finding[]): boolean => findings.some((f) => f.severity === 'error');
+
+/**
+ * Splits findings when time is deferred: an error that holds only for the time (it has a window)
+ * becomes a warning saying it is judged again, and is kept in `deferred` as it was.
+ */
+export function deferTimeFindings(findings: Finding[], deferred: Finding[]): void {
+  for (const [i, f] of findings.entries()) {
+    if (f.severity !== 'error' || f.window === undefined) continue;
+    deferred.push(f);
+    findings[i] = {
+      severity: 'warning',
+      path: f.path,
+      message: `${f.message} on the node's clock, which chronyd has not synchronised: judged again once it has`,
+    };
+  }
+}

@@ -16,3 +16,5 @@ export const CRD_ESTABLISH_TIMEOUT_SECONDS = 30;
 export const DEFAULT_HEALTH_TIMEOUT_SECONDS = 10 * 60;
 /** in-service: the site-config's inService.timeoutSeconds, by default */
 export const DEFAULT_IN_SERVICE_TIMEOUT_SECONDS = 5 * 60;
+/** clock: chronyd synchronising with the site's time servers (iburst answers within seconds) */
+export const CLOCK_SYNC_TIMEOUT_SECONDS = 60;

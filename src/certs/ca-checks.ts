@@ -10,7 +10,7 @@
 import { createPrivateKey, type X509Certificate } from 'node:crypto';
 import { certificatesIn } from '../base/pem.js';
 import type { Finding } from '../base/findings.js';
-import { describeCert, selfSigned, validityProblem } from './chain.js';
+import { certWindow, describeCert, selfSigned, validityProblem } from './chain.js';
 import type { PemPair } from './site-certs.js';
 import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from './key-types.js';
 
@@ -30,7 +30,7 @@ function caCertFindings(path: string, certs: readonly X509Certificate[], now: Da
         error(path, `${describeCert(cert)} has a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`),
       );
     const validity = validityProblem(cert, now);
-    if (validity) out.push(error(path, validity));
+    if (validity) out.push({ ...error(path, validity), window: certWindow(cert) });
     return out;
   });
 }

@@ -7,6 +7,7 @@
  * leaf for its key usage and names.
  */
 import type { X509Certificate } from 'node:crypto';
+import type { ValidityWindow } from '../base/findings.js';
 import { certificatesIn } from '../base/pem.js';
 import { x509 } from './library.js';
 
@@ -39,6 +40,12 @@ export const withIntermediates = (leaf: string, ca: CaChain): string =>
 export function keyUsageOf(cert: X509Certificate): number | undefined {
   return new x509.X509Certificate(cert.raw).getExtension(x509.KeyUsagesExtension)?.usages;
 }
+
+/** A certificate's validity, as a finding about it carries it. */
+export const certWindow = (cert: X509Certificate): ValidityWindow => ({
+  notBefore: new Date(cert.validFrom).toISOString(),
+  notAfter: new Date(cert.validTo).toISOString(),
+});
 
 /** Why `cert` is not valid at `now`, or undefined. */
 export function validityProblem(cert: X509Certificate, now: Date): string | undefined {

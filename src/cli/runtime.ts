@@ -19,6 +19,10 @@ import type { Systemd } from '../ports/systemd.js';
 import { connectSystemdBus } from '../ports/systemd-dbus.js';
 import { checkTrust } from '../trust/check.js';
 import { checkSiteAgainstRecord } from '../factory/record.js';
+import { defersTime, type TimeMark } from '../base/true-time.js';
+import { chronySyncState } from '../node/chrony.js';
+import { readShipment } from '../node/shipment.js';
+import { BUILT_AT } from './build-info.js';
 import { type Flags, oneOf, seconds } from './args.js';
 
 /** The kubeconfig every OpenShift node carries for its own API server on localhost. */
@@ -71,11 +75,24 @@ export function createRuntime(flags: Flags): Runtime {
   };
 }
 
+/** What says the true time is at least some instant, before the site-config is read: the seal, the build. */
+async function timeMarks(rt: Runtime): Promise<TimeMark[]> {
+  const shipment = await readShipment(rt.fs, rt.stateDir).catch(() => undefined);
+  return [
+    ...(shipment ? [{ what: 'factory seal', at: new Date(shipment.shippedAt) }] : []),
+    ...(BUILT_AT ? [{ what: 'agent build', at: BUILT_AT }] : []),
+  ];
+}
+
 /** The node's rules a site-config is admitted under; admitSite decides their order. */
-function admission(rt: Runtime): Admission {
+async function admission(rt: Runtime): Promise<Admission> {
+  // on a clock chronyd has yet to synchronise, time is judged by the clock step (src/base/true-time.ts)
+  const deferTime = defersTime(await chronySyncState(rt.fs, rt.exec));
   return {
     now: rt.clock.now(),
-    trust: (loaded) => checkTrust(rt, loaded),
+    deferTime,
+    timeMarks: await timeMarks(rt),
+    trust: (loaded) => checkTrust(rt, loaded, deferTime),
     // a node prepared at the factory keeps its install subnet for the internal IP
     factoryRecord: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site),
   };
@@ -83,12 +100,12 @@ function admission(rt: Runtime): Admission {
 
 /** Admits the site-config named on the command line, or discovers it. Undefined: none appeared in time. */
 export async function loadSite(rt: Runtime, target: string | undefined): Promise<LoadedSite | undefined> {
-  if (target !== undefined) return report(rt, () => admitSite(target, admission(rt)));
+  if (target !== undefined) return report(rt, async () => admitSite(target, await admission(rt)));
   const found = await discoverUntilStopped(rt);
   if (!found) return undefined;
   logEvent(rt.log, 'info', 'configFound', { path: found.path }, `site-config found at ${found.path}`);
   try {
-    return await report(rt, () => admitSite(found.path, admission(rt)));
+    return await report(rt, async () => admitSite(found.path, await admission(rt)));
   } finally {
     await found.release();
   }
@@ -198,6 +215,7 @@ export function createStepContext(
       stateDir: rt.stateDir,
       configHash: hashOf(loaded.files),
       options,
+      admittedTime: { deferred: loaded.deferred ?? [], timeMarks: loaded.timeMarks ?? [] },
     },
     close: () => {
       if (systemdUsed)

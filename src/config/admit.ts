@@ -10,6 +10,7 @@
  */
 import { loadSiteConfig } from './load.js';
 import type { LoadedSite } from './site.js';
+import type { TimeMark } from '../base/true-time.js';
 
 /** A check of a read and valid site-config against the node: throws (a refusal) when it does not hold. */
 export type NodeRule = (loaded: LoadedSite) => Promise<void>;
@@ -17,6 +18,13 @@ export type NodeRule = (loaded: LoadedSite) => Promise<void>;
 export interface Admission {
   /** the time certificates are judged at */
   now: Date;
+  /**
+   * a clock chronyd has not synchronised yet: problems of time alone are deferred to the clock
+   * step, not refused (src/base/true-time.ts)
+   */
+  deferTime?: boolean;
+  /** what says the true time is at least some instant: the factory seal, the agent's build */
+  timeMarks?: TimeMark[];
   /** who wrote it: the node's trust anchors; undefined only off the node (see offNode) */
   trust: NodeRule | undefined;
   /** what the node was prepared for: the factory record's install subnet; undefined only off the node */
@@ -34,7 +42,8 @@ const NODE_RULES = ['trust', 'factoryRecord'] as const;
 export const offNode = (now: Date): Admission => ({ now, trust: undefined, factoryRecord: undefined });
 
 export async function admitSite(target: string, admission: Admission): Promise<LoadedSite> {
-  const loaded = await loadSiteConfig(target, admission.now);
+  const loaded = await loadSiteConfig(target, admission.now, admission.deferTime);
+  loaded.timeMarks = [...(admission.timeMarks ?? [])];
   for (const rule of NODE_RULES) await admission[rule]?.(loaded);
   return loaded;
 }

@@ -42,7 +42,7 @@ export async function readAccess(
     const at = '$.spec.access.clientCAFile';
     const pem = (await files.read(at, access.clientCAFile)).toString('utf8');
     const problem = pem ? caBundleProblem(now, pem) : undefined;
-    if (problem) findings.push({ severity: 'error', path: at, message: problem });
+    if (problem) findings.push({ severity: 'error', path: at, ...problem });
     else if (pem) out.clientCaPem = pem;
   }
   if (access.siteCA !== undefined) {
@@ -52,7 +52,7 @@ export async function readAccess(
     const keyPem = (await files.read(keyPath, access.siteCA.keyFile)).toString('utf8');
     const checked = certPem && keyPem ? checkPair(now, { certPem, keyPem }, certPath, keyPath, findings) : undefined;
     const problem = checked ? caBundleProblem(now, checked.certPem) : undefined;
-    if (problem) findings.push({ severity: 'error', path: certPath, message: problem });
+    if (problem) findings.push({ severity: 'error', path: certPath, ...problem });
     else if (checked) out.siteCa = checked;
   }
   findings.push(...accessCaFindings(out, now));

@@ -4,6 +4,7 @@
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { Finding } from '../base/findings.js';
+import { certWindow } from '../certs/chain.js';
 import { certificatesIn, pemBlockTypes } from '../base/pem.js';
 import type { CertificatePair } from './site.js';
 
@@ -31,23 +32,28 @@ export function checkPair(
     return undefined;
   }
   if (Date.parse(cert.validTo) < now.getTime())
-    findings.push({ severity: 'error', path: certPath, message: `certificate expired on ${cert.validTo}` });
+    findings.push({
+      severity: 'error',
+      path: certPath,
+      message: `certificate expired on ${cert.validTo}`,
+      window: certWindow(cert),
+    });
   return pair;
 }
 
-/** Why PEM text is not a bundle of CA certificates valid now, or undefined when it is. */
-export function caBundleProblem(now: Date, pem: string): string | undefined {
+/** Why PEM text is not a bundle of CA certificates valid now (with the window of a CA out of it), or undefined. */
+export function caBundleProblem(now: Date, pem: string): Pick<Finding, 'message' | 'window'> | undefined {
   let certs: X509Certificate[];
   try {
     certs = certificatesIn(pem);
   } catch {
-    return 'not PEM certificates';
+    return { message: 'not PEM certificates' };
   }
-  if (certs.length === 0) return 'no PEM certificate in it';
+  if (certs.length === 0) return { message: 'no PEM certificate in it' };
   for (const cert of certs) {
-    if (!cert.ca) return `${cert.subject.replace(/\n/g, ', ')} is not a CA certificate`;
+    if (!cert.ca) return { message: `${cert.subject.replace(/\n/g, ', ')} is not a CA certificate` };
     if (Date.parse(cert.validTo) < now.getTime())
-      return `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}`;
+      return { message: `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}`, window: certWindow(cert) };
   }
   return undefined;
 }

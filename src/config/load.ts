@@ -4,7 +4,7 @@
  * this one only puts them in order.
  */
 import path from 'node:path';
-import { type Finding, hasErrors } from '../base/findings.js';
+import { deferTimeFindings, type Finding, hasErrors } from '../base/findings.js';
 import { fail } from './fail.js';
 import { readFields } from './fields.js';
 import { locate } from './locate.js';
@@ -16,23 +16,30 @@ import { documentRules, networkRules, runRules } from './v1/rules.js';
 
 /**
  * Loads and fully validates a site-config (native, or an image-based install's config media);
- * throws ConfigError naming every problem.
+ * throws ConfigError naming every problem. With `deferTime` (a clock chronyd has not synchronised
+ * yet), a problem of time alone (a certificate outside its validity) is a warning, and kept in
+ * `deferred` to be judged again on the synchronised clock (src/trust/clock.ts).
  */
-export async function loadSiteConfig(target: string, now: Date): Promise<LoadedSite> {
+export async function loadSiteConfig(target: string, now: Date, deferTime = false): Promise<LoadedSite> {
   const located = await locate(path.resolve(target));
   const findings: Finding[] = [];
+  const deferred: Finding[] = [];
+  const judged = (): boolean => {
+    if (deferTime) deferTimeFindings(findings, deferred);
+    return hasErrors(findings);
+  };
   const files = await fileReader(located.dir, findings);
   const { bytes, shown, document, imageBased } = await readDocument(now, located, files, findings);
   const relabel = relabelFor(located.media);
   const config = parseConfig(document, relabel, findings);
   findings.push(...runRules(documentRules, { config, nmstatePath: '$.spec.network.nmstate' }).map(relabel));
-  if (hasErrors(findings)) fail(findings);
+  if (judged()) fail(findings);
 
   const { nmstate, ...fields } = await readFields(now, config, files, findings, relabel);
   const nmstatePath =
     config.spec.network.nmstateFile !== undefined ? `${config.spec.network.nmstateFile}: $` : '$.spec.network.nmstate';
   findings.push(...runRules(networkRules, { config, nmstatePath, ...(nmstate && { nmstate }) }).map(relabel));
-  if (hasErrors(findings) || !nmstate) fail(findings);
+  if (judged() || !nmstate) fail(findings);
 
   return {
     ...located,
@@ -40,5 +47,6 @@ export async function loadSiteConfig(target: string, now: Date): Promise<LoadedS
     site: withImageBased(toSite(config, nmstate, fields), imageBased),
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],
     findings,
+    deferred,
   };
 }

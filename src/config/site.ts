@@ -2,6 +2,7 @@
 import type { DockerConfig, Mirror, SiteConfigV1, Workload } from './v1/schema.js';
 import type { NmstateState } from '../base/nmstate.js';
 import type { Finding } from '../base/findings.js';
+import type { TimeMark } from '../base/true-time.js';
 import type { ExtraManifest } from './extra-manifests.js';
 import type { ImageBasedSite } from './ibi/image-based.js';
 import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
@@ -96,6 +97,10 @@ export interface LoadedSite {
   files: SiteFile[];
   /** warnings (errors are thrown) */
   findings: Finding[];
+  /** errors of time alone, deferred on a clock not yet synchronised: judged again by the clock step */
+  deferred?: Finding[];
+  /** what says the true time is at least some instant (the signature's signing time, ...) */
+  timeMarks?: TimeMark[];
 }
 
 /** A step of this agent: the engine's step contract over this site-config. */

@@ -3,6 +3,8 @@
  * and the site decide) -> apply (acts on that plan) -> settle (optional waits) -> verify (the
  * engine's: survey again, the plan must now be noop). The order lives in src/steps/index.ts.
  */
+import type { Finding } from '../base/findings.js';
+import type { TimeMark } from '../base/true-time.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
@@ -74,6 +76,13 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   hold?: HoldAt;
   /** says what a running step waits for, as `status` shows it (its DETAIL); absent outside `run` */
   progress?(message: string): Promise<void>;
+  /** what admission left to the clock step: its deferred findings of time and the lower bounds it knows */
+  admittedTime?: AdmittedTime;
+}
+
+export interface AdmittedTime {
+  deferred: Finding[];
+  timeMarks: TimeMark[];
 }
 
 export interface Step<S extends SiteBase = SiteBase, V = unknown> {

@@ -7,19 +7,7 @@
 import path from 'node:path';
 import { GATE_FILE, gatePath } from '../node/kubelet-gate.js';
 import type { RootFs } from '../ports/fs.js';
-import * as z from 'zod';
-import { readJsonFile } from '../ports/json-file.js';
-
-export const SHIPMENT_FILE = 'shipment.json';
-
-const ShipmentSchema = z.object({
-  shippedAt: z.string(),
-  /** the shelf time the check was made for */
-  shelfDays: z.number(),
-  /** what the check warned about, kept for whoever unpacks the node */
-  warnings: z.array(z.string()),
-});
-export type Shipment = z.infer<typeof ShipmentSchema>;
+import { SHIPMENT_FILE, type Shipment } from '../node/shipment.js';
 
 export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment): Promise<string[]> {
   // the gate first: a power cut from here on boots with kubelet held
@@ -38,12 +26,4 @@ export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment)
   });
   await fs.syncDir(stateDir);
   return [...gate, ...entries].sort();
-}
-
-export async function readShipment(fs: RootFs, stateDir: string): Promise<Shipment | undefined> {
-  return readJsonFile(fs, path.posix.join(stateDir, SHIPMENT_FILE), {
-    what: 'shipment record',
-    schema: ShipmentSchema,
-    advice: 'run factory seal again',
-  });
 }

@@ -4,6 +4,7 @@
 import type { Step } from '../config/site.js';
 import { clusterIdentityStep } from '../config/ibi/cluster-identity.js';
 import { accessStep } from './access.js';
+import { clockStep } from './clock.js';
 import { clusterPullSecretStep } from './cluster-pull-secret.js';
 import { csrApprovalStep } from './csr-approval.js';
 import { domainStep } from './domain.js';
@@ -47,6 +48,9 @@ export const STEPS: readonly Step[] = [
   hostnameStep,
   // after the network, which reaches the site's time servers; before kubelet, which checks certificates
   ntpStep,
+  // after the site's time servers are set: time is judged on a synchronised clock before kubelet
+  // checks certificates and the cluster steps issue them (deferred judgments, power-on-by date)
+  clockStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
   // first of the cluster steps: a release registry the agent cannot honour is refused before any cluster change

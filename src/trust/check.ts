@@ -10,6 +10,7 @@ import { readBounded } from '../config/read-bounded.js';
 import type { LoadedSite } from '../config/site.js';
 import type { Banner } from '../engine/banner.js';
 import { RefusedError } from '../base/errors.js';
+import { outsideWindow } from '../base/true-time.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
@@ -105,7 +106,11 @@ async function readSignature(dir: string): Promise<Buffer | string | undefined> 
   }
 }
 
-export async function checkTrust(ctx: TrustContext, loaded: LoadedSite): Promise<void> {
+/**
+ * `deferTime`: the clock is not synchronised yet, so the signature's notAfter is left to the clock
+ * step (src/base/true-time.ts), which judges it again on the synchronised clock.
+ */
+export async function checkTrust(ctx: TrustContext, loaded: LoadedSite, deferTime = false): Promise<void> {
   const anchors = await trustAnchors(ctx.fs);
   if (anchors.length === 0) {
     ctx.log.warn(`site-config is not authenticated: no trust anchor is installed under ${TRUST_DIR}`);
@@ -119,7 +124,7 @@ export async function checkTrust(ctx: TrustContext, loaded: LoadedSite): Promise
           document: signature,
           anchors,
           files: loaded.files,
-          now: ctx.clock.now(),
+          now: deferTime ? undefined : ctx.clock.now(),
           node: await nodeIdentity(ctx.fs),
         });
   if (!verdict.trusted) {
@@ -137,4 +142,17 @@ export async function checkTrust(ctx: TrustContext, loaded: LoadedSite): Promise
     { keyId: verdict.signed.keyId, anchor: verdict.anchor, notAfter: verdict.signed.notAfter },
     `site-config signed by trusted key ${verdict.anchor}`,
   );
+  // a valid signature says the true time is no earlier than its signing
+  (loaded.timeMarks ??= []).push({ what: 'site-config signature (signedAt)', at: new Date(verdict.signed.signedAt) });
+  const { notAfter } = verdict.signed;
+  if (deferTime && notAfter !== undefined) {
+    const window = { notAfter };
+    (loaded.deferred ??= []).push({ severity: 'error', path: SIGNATURE_FILE, message: 'the signature', window });
+    const problem = outsideWindow(window, ctx.clock.now());
+    if (problem)
+      ctx.log.warn(
+        { notAfter },
+        `site-config signature ${problem} on the node's clock, which chronyd has not synchronised: judged again once it has`,
+      );
+  }
 }

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { siteCaCertificate } from '../../certs/site-certs.js';
-import { readShipment } from '../../factory/seal.js';
+import { readShipment } from '../../node/shipment.js';
 import { safeLine } from '../../log/safe-text.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';

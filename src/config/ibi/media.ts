@@ -39,8 +39,7 @@ export async function translateMedia(
   findings.push(...translated.findings);
   const { adminClientCaPem } = translated.imageBased;
   const caProblem = adminClientCaPem !== undefined ? caBundleProblem(now, adminClientCaPem) : undefined;
-  if (caProblem)
-    findings.push({ severity: 'error', path: `${MANIFEST_FILE}: $.${ADMIN_CA_FIELD}`, message: caProblem });
+  if (caProblem) findings.push({ severity: 'error', path: `${MANIFEST_FILE}: $.${ADMIN_CA_FIELD}`, ...caProblem });
   const spec = (translated.document as { spec: Record<string, unknown> }).spec;
   for (const name of MIRROR_FILES) {
     if (!(await isFile(path.join(files.dir, name)))) continue;

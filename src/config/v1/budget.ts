@@ -5,6 +5,7 @@
  */
 import {
   API_READY_TIMEOUT_SECONDS,
+  CLOCK_SYNC_TIMEOUT_SECONDS,
   CSR_WAIT_SECONDS,
   DEFAULT_HEALTH_TIMEOUT_SECONDS,
   DEFAULT_IN_SERVICE_TIMEOUT_SECONDS,
@@ -33,6 +34,7 @@ export function worstCase(config: SiteConfigV1, healthTimeoutSeconds = DEFAULT_H
       seconds: spec.network.verify?.timeoutSeconds ?? DEFAULT_VERIFY_TIMEOUT_SECONDS,
       fixed: false,
     },
+    { what: 'clock sync', seconds: CLOCK_SYNC_TIMEOUT_SECONDS, fixed: true },
     { what: 'kubelet start', seconds: KUBELET_START_TIMEOUT_SECONDS, fixed: true },
     { what: 'API up', seconds: API_READY_TIMEOUT_SECONDS, fixed: true },
     { what: 'kubelet certificates', seconds: CSR_WAIT_SECONDS, fixed: true },

@@ -1,0 +1,109 @@
+/**
+ * The clock a shelved node wakes up with is not to be believed: a dead RTC battery or a shelf in
+ * another time zone leaves it days or months off until NTP runs. Every judgment of time the agent
+ * makes (a signature's notAfter, the validity of the site's CAs, the notBefore of what it issues)
+ * is made on a trusted clock, decided here, pure:
+ *
+ * - a lower bound for the true time: the newest of the signature's signing time, the factory seal
+ *   and the agent's build; a clock before it is known wrong;
+ * - admission: on a clock chronyd has synchronised, or where no chronyd will ever synchronise it,
+ *   time is judged at once; on a clock chronyd has not synchronised yet, a finding that holds only
+ *   because of the time (a window the clock is outside of) is deferred, not refused;
+ * - after the network and the site's NTP settings, the clock step waits (bounded) for chronyd, and
+ *   every deferred finding is judged again: on the synchronised clock, or without NTP on a clock
+ *   that is plausible (not before the lower bound); a clock known wrong and not synchronised stops
+ *   the run with what to fix.
+ */
+import type { Finding, ValidityWindow } from './findings.js';
+
+/** What says the true time is at least `at`. */
+export interface TimeMark {
+  /** `the site-config signature (signedAt)`, `factory seal`, `agent build` */
+  what: string;
+  at: Date;
+}
+
+/** chronyd's answer: synchronised, running but not (yet), or not there to ask. */
+export type SyncState = 'synchronised' | 'unsynchronised' | 'absent';
+
+/** The newest mark: the true time is no earlier. */
+export function lowerBound(marks: readonly TimeMark[]): TimeMark | undefined {
+  return marks.reduce<TimeMark | undefined>((a, b) => (a && a.at >= b.at ? a : b), undefined);
+}
+
+/** Why `now` is known wrong (before the lower bound), or undefined when it is plausible. */
+export function clockKnownWrong(now: Date, bound: TimeMark | undefined): string | undefined {
+  if (!bound || now.getTime() >= bound.at.getTime()) return undefined;
+  return `the node's clock reads ${now.toISOString()}, before the ${bound.what} at ${bound.at.toISOString()}`;
+}
+
+/** Why `now` lies outside the window, or undefined when it lies inside. */
+export function outsideWindow(window: ValidityWindow, now: Date): string | undefined {
+  if (window.notBefore !== undefined && now.getTime() < Date.parse(window.notBefore))
+    return `not valid before ${window.notBefore}`;
+  if (window.notAfter !== undefined && now.getTime() > Date.parse(window.notAfter))
+    return `expired on ${window.notAfter}`;
+  return undefined;
+}
+
+/** Whether admission defers the findings of time: only on a clock chronyd will still synchronise. */
+export const defersTime = (sync: SyncState): boolean => sync === 'unsynchronised';
+
+export interface ClockInput {
+  now: Date;
+  bound: TimeMark | undefined;
+  sync: SyncState;
+  /** whether the bounded wait for chronyd is over */
+  waited: boolean;
+  /** the findings admission deferred, each with its window */
+  deferred: readonly Finding[];
+}
+
+export type ClockDecision =
+  /** time may be judged now: `notes` say on what clock, and what was judged again */
+  | { verdict: 'trusted'; notes: string[] }
+  /** chronyd may still synchronise the clock: wait for it (bounded) */
+  | { verdict: 'wait'; why: string }
+  | { verdict: 'refuse'; reason: string };
+
+const FIX_CLOCK =
+  "give the site's time servers in spec.chronyConfig (reachable from the site network), or set the node's clock (BIOS, or timedatectl set-time) and run again";
+
+/** On what clock the agent may judge time, and what the deferred findings say on it. */
+export function decideClock(input: ClockInput): ClockDecision {
+  const wrong = clockKnownWrong(input.now, input.bound);
+  const clock =
+    input.sync === 'synchronised'
+      ? 'the clock chronyd synchronised'
+      : input.sync === 'absent'
+        ? 'the node clock (no chronyd to synchronise it)'
+        : 'the node clock (chronyd did not synchronise it in time)';
+  if (input.sync === 'unsynchronised' && !input.waited)
+    return {
+      verdict: 'wait',
+      why:
+        wrong ??
+        `chronyd has not synchronised the clock${input.deferred.length ? `, and ${input.deferred.length} finding(s) wait for it` : ''}`,
+    };
+  if (input.sync !== 'synchronised' && wrong)
+    return {
+      verdict: 'refuse',
+      reason: `${wrong}, which is known wrong, and no time server corrected it: ${FIX_CLOCK}`,
+    };
+  const failed = input.deferred.flatMap((f) => {
+    const problem = outsideWindow(f.window ?? {}, input.now);
+    return problem ? [`${f.path}: ${f.message.split(/ (?:expired on|is not valid before) /)[0]} ${problem}`] : [];
+  });
+  if (failed.length)
+    return {
+      verdict: 'refuse',
+      reason: `site-config refused, judged again on ${clock} (${input.now.toISOString()}): ${failed.join('; ')}`,
+    };
+  return {
+    verdict: 'trusted',
+    notes: [
+      `time judged on ${clock}: ${input.now.toISOString()}`,
+      ...input.deferred.map((f) => `${f.path}: valid on ${clock}, judged again after the clock sync`),
+    ],
+  };
+}

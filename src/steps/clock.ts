@@ -1,0 +1,119 @@
+/**
+ * [clock] After the network and the site's NTP settings (the ntp step), before kubelet and every
+ * certificate the cluster steps issue: the time the agent judges by is made trustworthy
+ * (src/base/true-time.ts). chronyd is given a bounded wait (CLOCK_SYNC_TIMEOUT_SECONDS, in the
+ * clock budget) to synchronise with the site's time servers and step the clock; then what
+ * admission deferred (a signature or CA that looked expired or not yet valid on the unsynchronised
+ * clock) is judged again, and the journal says so. A clock before the lower bound (signature,
+ * factory seal, agent build) that no time server corrected stops the run with what to fix.
+ *
+ * The shelf life is judged here too, on that clock: the power-on-by date `factory seal` recorded
+ * is shown; near it the run warns, and past the expiry it was set by (a certificate nothing on the
+ * node renews) the run is refused, since the cluster cannot recover by itself.
+ */
+import { RefusedError } from '../base/errors.js';
+import { CLOCK_SYNC_TIMEOUT_SECONDS } from '../base/timeouts.js';
+import { decideClock, lowerBound, type SyncState, type TimeMark } from '../base/true-time.js';
+import type { Finding } from '../base/findings.js';
+import type { Step, StepContext } from '../config/site.js';
+import type { PlanResult } from '../engine/step.js';
+import { chronySyncState, chronyWaitSync } from '../node/chrony.js';
+import { readShipment, type Shipment } from '../node/shipment.js';
+
+/** warn this long before the power-on-by date */
+export const POWER_ON_WARN_DAYS = 14;
+const DAY_MS = 86_400_000;
+
+export interface ClockView {
+  now: Date;
+  sync: SyncState;
+  /** set once the bounded wait for chronyd is over, in this run */
+  waited: boolean;
+  bound: TimeMark | undefined;
+  deferred: Finding[];
+  powerOnBy?: NonNullable<Shipment['powerOnBy']>;
+}
+
+export type ShelfVerdict = { verdict: 'ok' | 'warn'; line: string } | { verdict: 'refuse'; reason: string };
+
+/** The shelf life, on a trusted clock: fine, near (or past) the power-on-by date, or past the expiry it guards. */
+export function shelfLife(now: Date, powerOnBy: NonNullable<Shipment['powerOnBy']>): ShelfVerdict {
+  const line = `power on by ${powerOnBy.date.slice(0, 10)} (${powerOnBy.certificate} expires ${powerOnBy.expiry})`;
+  if (now.getTime() > Date.parse(powerOnBy.expiry))
+    return {
+      verdict: 'refuse',
+      reason: `the node stayed off past its power-on-by date ${powerOnBy.date.slice(0, 10)}: ${powerOnBy.certificate} expired on ${powerOnBy.expiry} and nothing on the node renews it; the cluster cannot recover by itself: recover its certificates (see docs/clock-and-shelf-life.md) before relocating`,
+    };
+  if (now.getTime() > Date.parse(powerOnBy.date) - POWER_ON_WARN_DAYS * DAY_MS)
+    return { verdict: 'warn', line: `${line}: ${now.getTime() > Date.parse(powerOnBy.date) ? 'PAST' : 'near'}` };
+  return { verdict: 'ok', line };
+}
+
+/** The step's decision: the clock's, then the shelf life's on it. */
+export function planClock(view: ClockView): PlanResult {
+  const clock = decideClock(view);
+  if (clock.verdict === 'refuse') return { action: 'conflict', reason: clock.reason };
+  if (clock.verdict === 'wait')
+    return {
+      action: 'change',
+      summary: `wait up to ${CLOCK_SYNC_TIMEOUT_SECONDS}s for chronyd to synchronise the clock, then judge time again`,
+      changes: [{ action: 'start', target: 'chronyd', summary: `waitsync, then makestep: ${clock.why}` }],
+    };
+  const shelf = view.powerOnBy && shelfLife(view.now, view.powerOnBy);
+  if (shelf?.verdict === 'refuse') return { action: 'conflict', reason: shelf.reason };
+  return { action: 'noop', reason: [...clock.notes, ...(shelf ? [shelf.line] : [])].join('; ') };
+}
+
+/** whether this process has waited for chronyd already: the wait is made once per run */
+const waitedFor = new WeakSet<StepContext['admittedTime'] & object>();
+
+export const clockStep: Step<ClockView> = {
+  name: 'clock',
+  group: 'node',
+  description:
+    "chronyd synchronised with the site's time servers (bounded wait, then makestep); what admission deferred judged again on that clock; the power-on-by date checked",
+  inputs: () => null,
+
+  async survey(ctx) {
+    const admitted = ctx.admittedTime ?? { deferred: [], timeMarks: [] };
+    const shipment = await readShipment(ctx.fs, ctx.stateDir);
+    const marks = [
+      ...admitted.timeMarks,
+      ...(shipment ? [{ what: 'factory seal', at: new Date(shipment.shippedAt) }] : []),
+    ];
+    return {
+      now: ctx.clock.now(),
+      sync: await chronySyncState(ctx.fs, ctx.exec),
+      waited: waitedFor.has(admitted),
+      bound: lowerBound(marks),
+      deferred: admitted.deferred,
+      ...(shipment?.powerOnBy && { powerOnBy: shipment.powerOnBy }),
+    };
+  },
+
+  plan: (view) => planClock(view),
+
+  async apply(ctx) {
+    const before = ctx.clock.now();
+    const synced = await chronyWaitSync(ctx.exec, CLOCK_SYNC_TIMEOUT_SECONDS);
+    if (ctx.admittedTime) waitedFor.add(ctx.admittedTime);
+    const after = ctx.clock.now();
+    if (synced)
+      ctx.log.info(
+        { stepSeconds: Math.round((after.getTime() - before.getTime()) / 1000) },
+        `clock synchronised by chronyd: ${after.toISOString()}`,
+      );
+    else
+      ctx.log.warn(
+        `chronyd did not synchronise the clock within ${CLOCK_SYNC_TIMEOUT_SECONDS}s: no time server answered`,
+      );
+  },
+
+  /** the engine's verification plans again: a refusal now is the clock's or the shelf's, said plainly */
+  async verify(ctx) {
+    const view = await clockStep.survey(ctx);
+    const plan = planClock(view);
+    if (plan.action === 'conflict') throw new RefusedError(`clock: ${plan.reason}`, { step: 'clock' });
+    if (plan.action === 'noop') for (const note of plan.reason.split('; ')) ctx.log.info({ step: 'clock' }, note);
+  },
+};
