@@ -102,7 +102,7 @@ export function decideClock(input: ClockInput): ClockDecision {
   return {
     verdict: 'trusted',
     notes: [
-      `time judged on ${clock}: ${input.now.toISOString()}`,
+      `time judged on ${clock}`,
       ...input.deferred.map((f) => `${f.path}: valid on ${clock}, judged again after the clock sync`),
     ],
   };
