@@ -30,6 +30,7 @@ import {
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
 import { serveRoutesByAggregation, type AggregatedRoutes } from '../kube/aggregated-routes.js';
 import { startModels, type Models } from './models/index.js';
+import { startRouterDataPlane } from './models/router-data-plane.js';
 import { testSite } from '../node/context.js';
 import { noteLogLine } from '../helpers/error-log.js';
 
@@ -63,6 +64,11 @@ export interface FactoryOptions {
    * OpenShift does, instead of a CRD (test/kube/aggregated-routes.ts); default false
    */
   aggregatedRoutes?: boolean;
+  /**
+   * the router answers on `address`:443 and the cluster DNS forwards to `nameservers`: the console
+   * and authentication operators' models then check their routes' health (models/route-health.ts)
+   */
+  routeHealth?: { address: string; nameservers: string[] };
 }
 
 /** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
@@ -97,7 +103,14 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
     if (opts.aggregatedRoutes) routes = await serveRoutesByAggregation(cluster, cluster.kubeConfig());
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {
-      models = startModels(cluster, cluster.kubeConfig(), { nodeName: factory.nodeName });
+      const routeHealth = opts.routeHealth && {
+        dataPlane: await startRouterDataPlane(cluster.kubeConfig(), opts.routeHealth.address),
+        network: { nameservers: opts.routeHealth.nameservers },
+      };
+      models = startModels(cluster, cluster.kubeConfig(), {
+        nodeName: factory.nodeName,
+        ...(routeHealth && { routeHealth }),
+      });
       await models.settled(opts.settleTimeoutMs);
     }
     return { cluster, factory, ...(models && { models }), ...(routes && { routes }), stop };

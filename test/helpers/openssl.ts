@@ -60,3 +60,28 @@ export function installerAdminCredentials(dir: string): { ca: string; crt: strin
   ], { stdio: 'pipe' }); // prettier-ignore
   return { ca, crt, key };
 }
+
+/** An RSA-2048 serving certificate for `san` (DNS:*.apps.example.com) signed by `ca`: PEM files in `dir`. */
+export function opensslServing(
+  dir: string,
+  name: string,
+  ca: { crt: string; key: string },
+  san: string,
+): { crt: string; key: string } {
+  const csr = path.join(dir, `${name}.csr`);
+  const crt = path.join(dir, `${name}.crt`);
+  const key = path.join(dir, `${name}.key`);
+  const ext = path.join(dir, `${name}.ext`);
+  writeFileSync(ext, `subjectAltName=${san}\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\n`);
+  execFileSync(
+    'openssl',
+    ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', key, '-out', csr],
+    {
+      stdio: 'pipe',
+    },
+  );
+  execFileSync('openssl', [
+    'x509', '-req', '-in', csr, '-CA', ca.crt, '-CAkey', ca.key, '-CAcreateserial', '-days', '365', '-out', crt, '-extfile', ext,
+  ], { stdio: 'pipe' }); // prettier-ignore
+  return { crt, key };
+}

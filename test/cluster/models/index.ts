@@ -14,11 +14,19 @@ import { startKubeApiServerOperator, type KubeApiServerModel } from './kube-apis
 import type { Model } from './loop.js';
 import { startOpenShiftApiServer } from './openshift-apiserver.js';
 import { startRouter } from './router.js';
+import type { ClusterNetwork } from './route-health.js';
+import type { RouterDataPlane } from './router-data-plane.js';
 
 export interface ModelOptions {
   nodeName: string;
   /** how long the API stays down while the kube-apiserver "restarts" on a new revision; default 500 ms */
   restartDownMs?: number;
+  /**
+   * the router's data plane and the nameservers the cluster DNS forwards to: the console and
+   * authentication operators then check their routes as upstream does (route-health.ts); without
+   * it they do not, and turn Available as soon as the router admits their routes
+   */
+  routeHealth?: { dataPlane: RouterDataPlane; network: ClusterNetwork };
 }
 
 export interface Models {
@@ -38,9 +46,10 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
     startIngressOperator(kc),
     startOpenShiftApiServer(kc),
     startRouter(kc),
-    startConsoleOperator(kc),
-    startAuthenticationOperator(kc),
+    startConsoleOperator(kc, undefined, opts.routeHealth?.network),
+    startAuthenticationOperator(kc, undefined, opts.routeHealth?.network),
     kubeApiServer,
+    ...(opts.routeHealth ? [opts.routeHealth.dataPlane] : []),
   ];
   return {
     all,
@@ -59,6 +68,7 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
     },
     stop: async () => {
       await Promise.all(all.map((m) => m.stop()));
+      await opts.routeHealth?.dataPlane.close();
     },
   };
 }
