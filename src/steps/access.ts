@@ -64,7 +64,7 @@ interface ConfigMapObject extends KubeObject {
   data?: Record<string, string>;
 }
 
-/** What the step reads: the client CA ConfigMaps (the site's and the installer's), the API server config and the kubeadmin secret. */
+/** What the step reads: the site's and the installer's client CA ConfigMaps, the API server config, kubeadmin. */
 export interface AccessView {
   clientCa?: ConfigMapObject;
   adminCa?: ConfigMapObject;
@@ -86,7 +86,7 @@ interface Decision {
   factoryWorks: boolean;
 }
 
-/** The fingerprints of the certificates the operator keeps from a bundle (CombineCABundleConfigMaps drops expired ones). */
+/** The fingerprints of the certificates the operator keeps from a bundle (CombineCABundleConfigMaps drops expired). */
 function liveCas(pem: string, at: number): string[] {
   if (!pem.trim()) return [];
   try {
@@ -256,9 +256,10 @@ export const accessStep: Step<AccessView> = {
     if (s.adminCa) {
       const { bundle, revoked } = s.adminCa;
       await kube.update<ConfigMapObject>(adminCaRef, (cm) => {
-        const annotations = { ...cm.metadata.annotations };
-        if (revoked === undefined) delete annotations[REVOKED_ANNOTATION];
-        else annotations[REVOKED_ANNOTATION] = revoked;
+        const annotations = Object.fromEntries(
+          Object.entries(cm.metadata.annotations ?? {}).filter(([k]) => k !== REVOKED_ANNOTATION),
+        );
+        if (revoked !== undefined) annotations[REVOKED_ANNOTATION] = revoked;
         return { ...cm, metadata: { ...cm.metadata, annotations }, data: { ...cm.data, [CLIENT_CA_KEY]: bundle } };
       });
     }
