@@ -55,6 +55,18 @@ export async function readAccess(
     if (problem) findings.push({ severity: 'error', path: certPath, ...problem });
     else if (checked) out.siteCa = checked;
   }
+  // revoked by default once the site has administrators of its own; never without them
+  const factoryAdmin = access.factoryAdminKubeconfig ?? (access.clientCAFile !== undefined ? 'revoke' : 'keep');
+  if (factoryAdmin === 'revoke') {
+    if (access.clientCAFile === undefined)
+      findings.push({
+        severity: 'error',
+        path: '$.spec.access.factoryAdminKubeconfig',
+        message:
+          "revoke needs spec.access.clientCAFile: without the site's own admin client CA no administrator certificate would be left at the site",
+      });
+    else out.revokeFactoryAdmin = true;
+  }
   findings.push(...accessCaFindings(out, now));
   return out;
 }

@@ -63,6 +63,8 @@ export interface SiteAccess {
   kubeadminPasswordHash?: string;
   /** the CA that signs the API and apps serving certificates, instead of one generated on the node */
   siteCa?: CertificatePair;
+  /** the installer's admin CA leaves the API server's client-CA bundle: the factory's admin.kubeconfig is refused */
+  revokeFactoryAdmin?: boolean;
 }
 
 export interface SiteProxy {

@@ -1,17 +1,18 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { testNode, testSite } from '../../test/node/context.js';
-import { type AccessView, accessStep } from './access.js';
-import { planOf } from '../engine/engine.js';
+import { testSite } from '../../test/node/context.js';
+import { opensslCa } from '../../test/helpers/openssl.js';
+import {
+  type AccessView,
+  accessStep,
+  FACTORY_ADMIN_REFUSED,
+  FACTORY_ADMIN_WORKS,
+  REVOKED_ANNOTATION,
+} from './access.js';
 
 describe('access step', () => {
-  it("keeps the factory's access when the site-config gives none, without asking the API", async () => {
-    const { ctx } = testNode({ site: testSite(), factory: false });
-    await expect(planOf(accessStep, ctx)).resolves.toEqual({
-      action: 'noop',
-      reason: "the site-config gives no admin client CA and no kubeadmin hash: the factory's access stays",
-    });
-  });
-
   it('reruns when the hash changes: its inputs hold the access settings', () => {
     const a = accessStep.inputs(testSite({ access: { kubeadminPasswordHash: 'one' } }));
     const b = accessStep.inputs(testSite({ access: { kubeadminPasswordHash: 'two' } }));
@@ -64,5 +65,81 @@ describe('access decisions', () => {
     const plan = accessStep.plan(view as AccessView, testSite({ access }));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+  });
+});
+
+describe("the factory's admin.kubeconfig at the site", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'access-ca-'));
+  const installer = readFileSync(opensslCa(dir, 'admin-kubeconfig-signer').crt, 'utf8');
+  const site = readFileSync(opensslCa(dir, 'store42-admin-client-ca').crt, 'utf8');
+  const adminCa = (bundle: string, revoked?: string) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: 'admin-kubeconfig-client-ca',
+      namespace: 'openshift-config',
+      ...(revoked && { annotations: { [REVOKED_ANNOTATION]: revoked } }),
+    },
+    data: { 'ca-bundle.crt': bundle },
+  });
+  const inPlace = {
+    clientCa: {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'sno-relocate-admin-client-ca' },
+      data: { 'ca-bundle.crt': site },
+    },
+    apiserver: {
+      apiVersion: 'config.openshift.io/v1',
+      kind: 'APIServer',
+      metadata: { name: 'cluster' },
+      spec: { clientCA: { name: 'sno-relocate-admin-client-ca' } },
+    },
+    readAt: new Date().toISOString(),
+  };
+  const said = (plan: ReturnType<typeof accessStep.plan>) =>
+    plan.action === 'change' ? plan.summary : plan.action === 'noop' ? plan.reason : plan.reason;
+
+  it.each([
+    ['no access given: it stays', { adminCa: adminCa(installer) }, undefined, 'noop', FACTORY_ADMIN_WORKS],
+    [
+      'kept beside the site CA',
+      { ...inPlace, adminCa: adminCa(installer) },
+      { clientCaPem: site },
+      'noop',
+      FACTORY_ADMIN_WORKS,
+    ],
+    [
+      'revoked: the installer CA leaves the bundle',
+      { ...inPlace, adminCa: adminCa(installer) },
+      { clientCaPem: site, revokeFactoryAdmin: true },
+      'change',
+      FACTORY_ADMIN_REFUSED,
+    ],
+    [
+      'already revoked',
+      { ...inPlace, adminCa: adminCa('', installer) },
+      { clientCaPem: site, revokeFactoryAdmin: true },
+      'noop',
+      FACTORY_ADMIN_REFUSED,
+    ],
+    [
+      'kept again after a revocation: restored',
+      { ...inPlace, adminCa: adminCa('', installer) },
+      { clientCaPem: site },
+      'change',
+      FACTORY_ADMIN_WORKS,
+    ],
+    [
+      "revoked, but the site's client CA is the installer's own",
+      { ...inPlace, adminCa: adminCa(installer) },
+      { clientCaPem: installer, revokeFactoryAdmin: true },
+      'change',
+      FACTORY_ADMIN_WORKS,
+    ],
+  ] as const)('%s', (_, view, access, action, words) => {
+    const plan = accessStep.plan(view as AccessView, testSite(access ? { access } : {}));
+    expect(plan.action).toBe(action);
+    expect(said(plan)).toContain(words);
   });
 });

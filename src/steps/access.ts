@@ -1,11 +1,16 @@
 /**
  * [access] Who can log in at the site, with no secret travelling back from the node:
  * - the site's admin client CA goes into a ConfigMap in openshift-config (key ca-bundle.crt) that
- *   `apiserver.config/cluster` names in spec.clientCA; the kube-apiserver operator merges it into
- *   the API server's --client-ca-file, a file the running API server reloads (client-ca is one of the
- *   operator's CertConfigMaps, not a revisioned input: starter.go:632-634 in release-4.18), so a
- *   kubeconfig whose certificate that CA signed with O=system:masters (`sno-relocate credentials`)
- *   is a cluster admin once the file is synced, with no API outage;
+ *   `apiserver.config/cluster` names in spec.clientCA; the kube-apiserver operator copies it to
+ *   user-client-ca and folds it into client-ca beside the installer's admin-kubeconfig-client-ca
+ *   (cluster-kube-apiserver-operator targetconfigcontroller.go ManageClientCABundle, release-4.14 to
+ *   4.18), which the API server reloads without a new revision (client-ca is a CertConfigMap, starter.go):
+ *   a kubeconfig whose certificate that CA signed with O=system:masters (`sno-relocate credentials`)
+ *   is a cluster admin once the operator has synced;
+ * - the installer's admin CA (openshift-config/admin-kubeconfig-client-ca) is emptied when the site
+ *   revokes the factory's admin.kubeconfig: the operator skips an empty bundle, so the API server
+ *   refuses that kubeconfig while the site's stays admitted. The bundle is kept in an annotation,
+ *   and `factoryAdminKubeconfig: keep` puts it back. Plan and status say whether it still works;
  * - the kubeadmin bcrypt hash is written into the existing kube-system/kubeadmin secret's data in
  *   place: the OAuth server rejects a secret created more than an hour after kube-system (it reads
  *   that as deleted and recreated), so a missing secret is a conflict, never created.
@@ -22,6 +27,7 @@ import {
   type SecretObject,
 } from '../kube/openshift.js';
 import type { KubeObject, ObjectRef } from '../ports/kube.js';
+import { certificatesIn } from '../base/pem.js';
 
 export const CLIENT_CA_CONFIGMAP = `${SECRET_PREFIX}admin-client-ca`;
 export const CLIENT_CA_KEY = 'ca-bundle.crt';
@@ -30,6 +36,21 @@ export const KUBEADMIN_SECRET: ObjectRef = {
   kind: 'Secret',
   namespace: 'kube-system',
   name: 'kubeadmin',
+};
+
+/** the installer's admin CA, which signs the factory's admin.kubeconfig */
+export const ADMIN_CA_CONFIGMAP = 'admin-kubeconfig-client-ca';
+/** where the revoked admin CA bundle is kept, so `keep` can restore it */
+export const REVOKED_ANNOTATION = 'sno-relocate.openshift.io/revoked-ca-bundle';
+/** how the plan and the run's record say it */
+export const FACTORY_ADMIN_WORKS = "the factory's admin.kubeconfig is still a cluster admin at this site";
+export const FACTORY_ADMIN_REFUSED = "the factory's admin.kubeconfig is refused at this site";
+
+const adminCaRef: ObjectRef = {
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  namespace: CONFIG_NAMESPACE,
+  name: ADMIN_CA_CONFIGMAP,
 };
 
 const clientCaRef: ObjectRef = {
@@ -43,11 +64,14 @@ interface ConfigMapObject extends KubeObject {
   data?: Record<string, string>;
 }
 
-/** What the step reads: the client CA ConfigMap, the API server config and the kubeadmin secret. */
+/** What the step reads: the site's and the installer's client CA ConfigMaps, the API server config, kubeadmin. */
 export interface AccessView {
   clientCa?: ConfigMapObject;
+  adminCa?: ConfigMapObject;
   apiserver?: APIServerConfig;
   kubeadmin?: SecretObject;
+  /** when it was read: the operator drops expired CAs from the bundle */
+  readAt?: string;
 }
 
 interface Decision {
@@ -56,12 +80,63 @@ interface Decision {
   configMap?: 'create' | 'update';
   clientCaField: boolean;
   kubeadmin: boolean;
+  /** the installer's admin CA bundle to write */
+  adminCa?: { bundle: string; revoked?: string };
+  /** whether the factory's admin.kubeconfig works once the plan is applied */
+  factoryWorks: boolean;
 }
+
+/** The fingerprints of the certificates the operator keeps from a bundle (CombineCABundleConfigMaps drops expired). */
+function liveCas(pem: string, at: number): string[] {
+  if (!pem.trim()) return [];
+  try {
+    return certificatesIn(pem)
+      .filter((c) => Date.parse(c.validTo) > at)
+      .map((c) => c.fingerprint256);
+  } catch {
+    // the operator refuses a malformed bundle and keeps the client CAs it had: say nothing of it here
+    return [];
+  }
+}
+
+/** The installer's admin CA: revoked (emptied, kept in an annotation) or restored, and whether it then admits. */
+function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s: Decision): void {
+  const at = view.readAt ? Date.parse(view.readAt) : Date.now();
+  const bundle = view.adminCa?.data?.[CLIENT_CA_KEY] ?? '';
+  const revoked = view.adminCa?.metadata.annotations?.[REVOKED_ANNOTATION];
+  const target = `ConfigMap ${CONFIG_NAMESPACE}/${ADMIN_CA_CONFIGMAP}`;
+  let after = bundle;
+  if (access.revokeFactoryAdmin && liveCas(bundle, at).length > 0) {
+    after = '';
+    s.adminCa = { bundle: '', revoked: bundle };
+    s.changes.push({
+      action: 'update',
+      target,
+      summary: "revoke the factory's admin.kubeconfig: the installer's admin CA leaves the API server's client CAs",
+    });
+  } else if (!access.revokeFactoryAdmin && revoked && !bundle) {
+    after = revoked;
+    s.adminCa = { bundle: revoked };
+    s.changes.push({
+      action: 'update',
+      target,
+      summary: "restore the installer's admin CA: the factory's admin.kubeconfig is a cluster admin again",
+    });
+  }
+  // the site's own client CA may be the installer's: then the factory's kubeconfig still works
+  const site = new Set(access.clientCaPem === undefined ? [] : liveCas(access.clientCaPem, at));
+  const factory = liveCas(after || bundle, at);
+  s.factoryWorks = liveCas(after, at).length > 0 || factory.some((f) => site.has(f));
+}
+
+/** The plan's last words on the factory's kubeconfig: every plan of the step says it. */
+const factorySays = (s: Pick<Decision, 'factoryWorks'>) =>
+  s.factoryWorks ? FACTORY_ADMIN_WORKS : FACTORY_ADMIN_REFUSED;
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 
 function decide(view: AccessView, access: NonNullable<Site['access']>): Decision {
-  const s: Decision = { changes: [], conflicts: [], clientCaField: false, kubeadmin: false };
+  const s: Decision = { changes: [], conflicts: [], clientCaField: false, kubeadmin: false, factoryWorks: true };
   if (access.clientCaPem !== undefined) {
     if (view.clientCa?.data?.[CLIENT_CA_KEY] !== access.clientCaPem) {
       s.configMap = view.clientCa ? 'update' : 'create';
@@ -83,7 +158,7 @@ function decide(view: AccessView, access: NonNullable<Site['access']>): Decision
         action: 'update',
         target: 'APIServer cluster',
         summary:
-          'spec.clientCA: the site admin client CA, added to the API server’s client CAs with no restart (a hot-reloaded file, not a revision)',
+          "spec.clientCA: the site admin client CA (added to the API server's client CAs without a new revision)",
         diff: [`+ spec.clientCA.name: ${CLIENT_CA_CONFIGMAP}`],
       });
     }
@@ -102,6 +177,7 @@ function decide(view: AccessView, access: NonNullable<Site['access']>): Decision
       });
     }
   }
+  decideAdminCa(view, access, s);
   return s;
 }
 
@@ -115,35 +191,46 @@ export const accessStep: Step<AccessView> = {
   inputs: (site) => ({
     clientCa: site.access?.clientCaPem ?? null,
     kubeadmin: site.access?.kubeadminPasswordHash ?? null,
+    revokeFactoryAdmin: site.access?.revokeFactoryAdmin ?? false,
   }),
 
   async survey(ctx) {
-    // the factory's access stays without asking the API when the site-config gives none
-    if (!givesAccess(ctx.site)) return {};
     const kube = await ctx.kube();
-    const access = ctx.site.access!;
+    const access = ctx.site.access ?? {};
+    // read every time: the plan says whether the factory's admin.kubeconfig still works
+    const adminCa = await kube.get<ConfigMapObject>(adminCaRef);
     const clientCa = access.clientCaPem === undefined ? undefined : await kube.get<ConfigMapObject>(clientCaRef);
     const apiserver = access.clientCaPem === undefined ? undefined : await kube.get<APIServerConfig>(APISERVER_CONFIG);
     const kubeadmin =
       access.kubeadminPasswordHash === undefined ? undefined : await kube.get<SecretObject>(KUBEADMIN_SECRET);
-    return { ...(clientCa && { clientCa }), ...(apiserver && { apiserver }), ...(kubeadmin && { kubeadmin }) };
+    return {
+      ...(clientCa && { clientCa }),
+      ...(adminCa && { adminCa }),
+      ...(apiserver && { apiserver }),
+      ...(kubeadmin && { kubeadmin }),
+      readAt: ctx.clock.now().toISOString(),
+    };
   },
 
   plan(view, site): PlanResult {
-    if (!givesAccess(site))
+    const s = decide(view, site.access ?? {});
+    if (!givesAccess(site) && s.changes.length === 0)
       return {
         action: 'noop',
-        reason: "the site-config gives no admin client CA and no kubeadmin hash: the factory's access stays",
+        reason: `the site-config gives no admin client CA and no kubeadmin hash: the factory's access stays; ${factorySays(s)}`,
       };
-    const s = decide(view, site.access!);
     if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
-    if (s.changes.length === 0) return { action: 'noop', reason: "the site's access is in place" };
-    return { action: 'change', summary: "give the site's administrators access", changes: s.changes };
+    if (s.changes.length === 0) return { action: 'noop', reason: `the site's access is in place; ${factorySays(s)}` };
+    return {
+      action: 'change',
+      summary: `give the site's administrators access; ${factorySays(s)}`,
+      changes: s.changes,
+    };
   },
 
   async apply(ctx, view) {
     const kube = await ctx.kube();
-    const access = ctx.site.access!;
+    const access = ctx.site.access ?? {};
     const s = decide(view, access);
     // the ConfigMap before the field naming it: the operator never sees a clientCA it cannot read
     if (s.configMap === 'create')
@@ -165,9 +252,24 @@ export const accessStep: Step<AccessView> = {
         ...secret,
         data: { ...secret.data, kubeadmin: b64(access.kubeadminPasswordHash!) },
       }));
+    // last, once the site's own CA is named: the site is never without an administrator certificate
+    if (s.adminCa) {
+      const { bundle, revoked } = s.adminCa;
+      await kube.update<ConfigMapObject>(adminCaRef, (cm) => {
+        const annotations = Object.fromEntries(
+          Object.entries(cm.metadata.annotations ?? {}).filter(([k]) => k !== REVOKED_ANNOTATION),
+        );
+        if (revoked !== undefined) annotations[REVOKED_ANNOTATION] = revoked;
+        return { ...cm, metadata: { ...cm.metadata, annotations }, data: { ...cm.data, [CLIENT_CA_KEY]: bundle } };
+      });
+    }
     ctx.log.info(
-      { clientCA: access.clientCaPem !== undefined, kubeadmin: access.kubeadminPasswordHash !== undefined },
-      "the site's access is in place",
+      {
+        clientCA: access.clientCaPem !== undefined,
+        kubeadmin: access.kubeadminPasswordHash !== undefined,
+        factoryAdminKubeconfig: s.factoryWorks ? 'works' : 'refused',
+      },
+      `the site's access is in place; ${factorySays(s)}`,
     );
   },
 };

@@ -5,7 +5,9 @@
  * updated) and the watcher's checks find no error (catalogs connected, builds sound, ...), and all of
  * it has held for --health-stable: a rollout passes through moments that look settled. On a node
  * with the single-node dnsmasq configuration, the site's names must also resolve and answer on the
- * node. Only then is the run done; a site DNS that lacks the site's names is then a warning. Leaves
+ * node. The console and OAuth endpoints must answer as their operators fetch them, through the
+ * cluster's DNS, proxy and trust (src/kube/route-endpoints.ts); the one that does not is named.
+ * Only then is the run done; a site DNS that lacks the site's names is then a warning. Leaves
  * the site's context in the state folder for the companion watcher that keeps watching after the run.
  */
 import { VerificationError } from '../base/errors.js';
@@ -21,6 +23,7 @@ import { clusterNames } from '../node/dnsmasq.js';
 import { checkNodeNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { siteNamesOnNode } from '../node/site-names.js';
+import { checkEndpoint, clusterProxy, routeEndpoints, unavailable } from '../kube/route-endpoints.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
 const SYNC_TIMEOUT_MS = 120_000;
@@ -34,6 +37,23 @@ async function nodeNames(ctx: StepContext): Promise<string[]> {
   const onNode = await siteNamesOnNode(ctx.fs, ctx.site);
   if (!onNode) return [];
   return checkNodeNames({ ...onNode, nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')) });
+}
+
+/**
+ * Why the console or authentication operator is unavailable, when it is: their endpoints fetched as
+ * the operators fetch them from inside the cluster, the failing one named with its cause.
+ */
+async function endpointProblems(ctx: StepContext): Promise<string[]> {
+  const kube = await ctx.kube();
+  const down = await unavailable(kube, ['console', 'authentication']);
+  if (down.length === 0) return [];
+  const found = await routeEndpoints(kube);
+  const endpoints = found.endpoints.filter((e) => down.includes(e.component));
+  const problems = found.problems.filter((p) => down.some((d) => p.startsWith(`${d}:`)));
+  // the cluster's DNS forwards to the node's nameservers; the operators are given proxy.config's status
+  const path = { nameservers: nameservers(await ctx.fs.readText('/etc/resolv.conf')), ...(await clusterProxy(kube)) };
+  const failed = await Promise.all(endpoints.map((e) => checkEndpoint(e, path)));
+  return [...problems, ...failed.filter((f): f is string => f !== undefined)];
 }
 
 /** Whether the site's own DNS servers (the site-config's) resolve the site's names: a warning only. */
@@ -57,7 +77,10 @@ async function blockers(ctx: StepContext, view: ClusterView): Promise<{ findings
   const rollout = (await unsettled(await ctx.kube(), ctx.site)).filter(
     (u) => !errors.some((f) => u.startsWith(`${f.object} `)),
   );
-  return { findings, blocking: [...errors.map(line), ...rollout, ...(await nodeNames(ctx))] };
+  return {
+    findings,
+    blocking: [...errors.map(line), ...rollout, ...(await nodeNames(ctx)), ...(await endpointProblems(ctx))],
+  };
 }
 
 async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise<T>): Promise<T> {

@@ -100,8 +100,12 @@ describe('sno-relocate (single executable)', () => {
 
   it('reports no run before the first one, and JSON status as null', () => {
     const root = factoryRoot();
-    expect(runCli(['status', '--root', root]).stdout).toBe('No run recorded yet.\n');
-    expect(JSON.parse(runCli(['status', '--root', root, '-o', 'json']).stdout).run).toBeNull();
+    expect(runCli(['status', '--root', root]).stdout).toBe(
+      'No run recorded yet.\nFactory admin kubeconfig: not checked yet: a cluster admin until the access step revokes it\n',
+    );
+    const json = JSON.parse(runCli(['status', '--root', root, '-o', 'json']).stdout);
+    expect(json.run).toBeNull();
+    expect(json.factoryAdminKubeconfig).toBe('unknown');
   });
 
   it('refuses a damaged state file with exit 3 and says how to recover', () => {

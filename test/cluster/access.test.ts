@@ -2,8 +2,11 @@
  * Credentials made before shipment work at the site: `sno-relocate credentials` writes the site's
  * admin kubeconfig from the site folder and the client CA's key; the agent's run puts the client CA
  * and the kubeadmin hash in place on a real kube-apiserver; a model of the kube-apiserver operator
- * then rolls out a new API server with that configuration; the kubeconfig made before the run is a
- * cluster admin after it, and one signed by another CA is refused.
+ * then rolls out a new API server with the client CAs upstream unites (the installer's admin CA
+ * beside the site's); the kubeconfig made before the run is a cluster admin after it, and one
+ * signed by another CA is refused. The installer's admin.kubeconfig is a cluster admin at the
+ * factory, refused once the site revokes it (the default with a site client CA), admitted again
+ * when the site keeps it.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -49,7 +52,12 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
   });
 
   /** A site folder with spec.access; `clientCa` names which CA signs its administrators. */
-  function siteFolder(name: string, clientCa: { crt: string }, siteCa: { crt: string; key: string }): string {
+  function siteFolder(
+    name: string,
+    clientCa: { crt: string },
+    siteCa: { crt: string; key: string },
+    factoryAdminKubeconfig?: 'keep' | 'revoke',
+  ): string {
     return writeSiteFolder(
       path.join(work, name),
       'store-0042',
@@ -62,6 +70,7 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
           clientCAFile: 'admin-client-ca.crt',
           kubeadminPasswordHash: SITE_HASH,
           siteCA: { certFile: 'site-ca.crt', keyFile: 'site-ca.key' },
+          ...(factoryAdminKubeconfig && { factoryAdminKubeconfig }),
         },
       },
       {
@@ -79,6 +88,26 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     const cluster = kc.getCurrentCluster()!;
     expect(cluster.server).toBe(`https://${API_NAME}:6443`);
     kc.clusters = [{ ...cluster, server: env.cluster.server, tlsServerName: API_NAME }];
+    return kc.makeApiClient(CoreV1Api);
+  }
+
+  /** The installer's admin.kubeconfig, as the factory holds it: system:admin, signed by the installer's admin CA. */
+  function factoryAdmin(): CoreV1Api {
+    const kc = new KubeConfig();
+    const { caData } = env.cluster.kubeConfig().getCurrentCluster()!;
+    const { admin } = env.factory;
+    kc.loadFromOptions({
+      clusters: [{ name: 'sno', server: env.cluster.server, caData }],
+      users: [
+        {
+          name: 'admin',
+          certData: readFileSync(admin.crt).toString('base64'),
+          keyData: readFileSync(admin.key).toString('base64'),
+        },
+      ],
+      contexts: [{ name: 'admin', cluster: 'sno', user: 'admin' }],
+      currentContext: 'admin',
+    });
     return kc.makeApiClient(CoreV1Api);
   }
 
@@ -124,13 +153,21 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     expect(mismatched.code).toBe(2);
     expect(mismatched.stderr).toContain('is not the key of any certificate in spec.access.clientCAFile');
 
-    // before the run the site does not know its administrators
+    // at the factory the installer's admin.kubeconfig is a cluster admin, and the site does not know its administrators
+    await rollOutKubeApiServer(env.cluster, work);
+    expect(await statusOf(factoryAdmin().listNamespacedSecret({ namespace: 'kube-system' }))).toBe(200);
     expect(await statusOf(atSite(path.join(work, 'admin.kubeconfig')).listNamespace())).not.toBe(200);
+    const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-root-'));
+    const plan = await runAgentAsync(
+      ['plan', site, '--only', 'access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath],
+      {},
+    );
+    expect(plan.stdout).toContain("revoke the factory's admin.kubeconfig");
+    expect(plan.stdout).toContain("the factory's admin.kubeconfig is refused at this site");
     const kubeadmin = await env.cluster
       .kubeConfig()
       .makeApiClient(CoreV1Api)
       .readNamespacedSecret({ namespace: 'kube-system', name: 'kubeadmin' });
-    const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-root-'));
     // asynchronously: the models of the operators must go on reconciling in this process meanwhile
     const run = await runAgentAsync(
       ['run', site, '--only', 'domain,access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath],
@@ -147,6 +184,10 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
       atSite(path.join(work, 'admin.kubeconfig')).listNamespacedSecret({ namespace: 'kube-system' }),
     ).resolves.toBeDefined();
     expect(await statusOf(atSite(path.join(work, 'stranger.kubeconfig')).listNamespace())).toBe(401);
+    // revoked by default: the installer's admin CA left the client CAs, and status says so
+    expect(await statusOf(factoryAdmin().listNamespace())).toBe(401);
+    const status = runAgent(['status', '--root', root], {});
+    expect(status.stdout).toContain('Factory admin kubeconfig: refused at this site');
 
     // the kubeadmin hash changed in place: the same object, so the OAuth server still accepts it
     const after = await env.cluster
@@ -156,7 +197,21 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     expect(Buffer.from(after.data!.kubeadmin!, 'base64').toString()).toBe(SITE_HASH);
     expect(after.metadata!.uid).toBe(kubeadmin.metadata!.uid);
     expect(after.metadata!.creationTimestamp).toEqual(kubeadmin.metadata!.creationTimestamp);
-  }, 300_000); // a run, the operator models' rollouts and an API server restart: ~55 s on an idle machine
+
+    // a site that keeps the factory's kubeconfig: the installer's CA is back beside the site's, both admitted
+    const keeping = siteFolder('site-keeps', clientCa, siteCa, 'keep');
+    const kept = await runAgentAsync(
+      ['run', keeping, '--only', 'access', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath],
+      {},
+    );
+    expect(kept.code, kept.stderr).toBe(0);
+    await rollOutKubeApiServer(env.cluster, work);
+    expect(await statusOf(factoryAdmin().listNamespace())).toBe(200);
+    expect(await statusOf(atSite(path.join(work, 'admin.kubeconfig')).listNamespace())).toBe(200);
+    expect(runAgent(['status', '--root', root], {}).stdout).toContain(
+      'Factory admin kubeconfig: still a cluster admin at this site',
+    );
+  }, 300_000); // two runs, the operator models' rollouts and API server restarts: ~65 s on an idle machine
 
   it('refuses (exit 3, nothing changed) a clientCA another tool set, and a kubeadmin secret that is gone', async () => {
     const kc = env.cluster.kubeConfig();

@@ -30,6 +30,7 @@ import {
 import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
 import { serveRoutesByAggregation, type AggregatedRoutes } from '../kube/aggregated-routes.js';
 import { startModels, type ModelOptions, type Models } from './models/index.js';
+import { startRouterDataPlane } from './models/router-data-plane.js';
 import { testSite } from '../node/context.js';
 import { noteLogLine } from '../helpers/error-log.js';
 
@@ -65,6 +66,11 @@ export interface FactoryOptions {
    * OpenShift does, instead of a CRD (test/kube/aggregated-routes.ts); default false
    */
   aggregatedRoutes?: boolean;
+  /**
+   * the router answers on `address`:443 and the cluster DNS forwards to `nameservers`: the console
+   * and authentication operators' models then check their routes' health (models/route-health.ts)
+   */
+  routeHealth?: { address: string; nameservers: string[] };
 }
 
 /** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
@@ -99,10 +105,15 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
     if (opts.aggregatedRoutes) routes = await serveRoutesByAggregation(cluster, cluster.kubeConfig());
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {
+      const routeHealth = opts.routeHealth && {
+        dataPlane: await startRouterDataPlane(cluster.kubeConfig(), opts.routeHealth.address),
+        network: { nameservers: opts.routeHealth.nameservers },
+      };
       models = startModels(cluster, cluster.kubeConfig(), {
         ...opts.modelOptions,
         nodeName: factory.nodeName,
         ...(routes && { routes }),
+        ...(routeHealth && { routeHealth }),
       });
       await models.settled(opts.settleTimeoutMs);
     }

@@ -23,9 +23,13 @@ async function freeUdpPort(): Promise<number> {
   return port;
 }
 
-/** Starts dnsmasq on 127.0.0.1 with exactly the files of `confDir`; resolves once it answers. */
-export async function startDnsmasq(confDir: string): Promise<RunningDnsmasq> {
-  const port = await freeUdpPort();
+/**
+ * Starts dnsmasq on 127.0.0.1 with exactly the files of `confDir`; resolves once it answers. With
+ * `address` it listens there on port 53, as a nameserver a resolv.conf can name.
+ */
+export async function startDnsmasq(confDir: string, address?: string): Promise<RunningDnsmasq> {
+  const port = address ? 53 : await freeUdpPort();
+  const listen = address ?? '127.0.0.1';
   const child: ChildProcess = spawn(
     'dnsmasq',
     [
@@ -33,7 +37,7 @@ export async function startDnsmasq(confDir: string): Promise<RunningDnsmasq> {
       '--conf-file=/dev/null',
       `--conf-dir=${confDir}`,
       `--port=${port}`,
-      '--listen-address=127.0.0.1',
+      `--listen-address=${listen}`,
       '--bind-interfaces',
       '--no-resolv',
       '--no-hosts',
@@ -54,7 +58,7 @@ export async function startDnsmasq(confDir: string): Promise<RunningDnsmasq> {
     child.once('exit', (code) => reject(new Error(`dnsmasq exited (${code}): ${stderr}`)));
     child.once('error', reject);
   });
-  const server = `127.0.0.1:${port}`;
+  const server = address ?? `127.0.0.1:${port}`;
   return {
     server,
     resolve4: (name) => resolve4([server], name, 2000),

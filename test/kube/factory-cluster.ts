@@ -5,9 +5,13 @@
  * seed models an old cluster without IDMS or a cluster without OLM.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import forge from 'node-forge';
 import { createCsr, kubeletCsrSpecs, MACHINE_CONFIG_OPERATOR_NS, testKey } from './csr-requests.js';
+import { installerAdminCredentials } from '../helpers/openssl.js';
 
 export const FACTORY_CLUSTER_NAME = 'sno';
 export const FACTORY_BASE_DOMAIN = 'factory.example.com';
@@ -82,6 +86,8 @@ export interface FactoryCluster {
   oldDomainRoutes: SeededRoute[];
   /** Routes with a custom host outside it. */
   customHostRoutes: SeededRoute[];
+  /** the installer's admin.kubeconfig credentials (PEM files) and the CA in openshift-config/admin-kubeconfig-client-ca */
+  admin: { ca: string; crt: string; key: string };
   /** CSR object names. */
   csrs: { nodeClient?: string; nodeServing?: string; otherNodeClient?: string };
   /** Objects not created because their CRD is not served, e.g. "imagecontentsourcepolicies/factory-mirrors". */
@@ -514,6 +520,16 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
     },
   );
 
+  // The installer's admin CA, which the kube-apiserver operator folds into the API server's client CAs.
+  const admin = installerAdminCredentials(mkdtempSync(path.join(tmpdir(), 'factory-admin-')));
+  await core.createNamespacedConfigMap({
+    namespace: 'openshift-config',
+    body: {
+      metadata: { name: 'admin-kubeconfig-client-ca', namespace: 'openshift-config' },
+      data: { 'ca-bundle.crt': readFileSync(admin.ca, 'utf8') },
+    },
+  });
+
   // The factory's pull secret and mirror configuration.
   const dockerconfig = {
     auths: {
@@ -619,6 +635,7 @@ export async function seedFactoryCluster(kubeconfigPath: string, opts: SeedOptio
     routes,
     oldDomainRoutes: routes.filter((r) => r.host.endsWith(`.${domain}`)),
     customHostRoutes: routes.filter((r) => !r.host.endsWith(`.${domain}`)),
+    admin,
     csrs,
     skipped,
     timings: { totalMs: Date.now() - t0, routesMs },

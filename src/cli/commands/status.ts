@@ -4,6 +4,7 @@ import { readShipment } from '../../node/shipment.js';
 import { safeLine } from '../../log/safe-text.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
+import { FACTORY_ADMIN_REFUSED, FACTORY_ADMIN_WORKS } from '../../steps/access.js';
 import { renderFindings, table } from '../../watch/render.js';
 import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
 import { type Invocation, oneOf } from '../args.js';
@@ -42,6 +43,20 @@ export function renderRunState(state: RunState | undefined): string {
   return `${[...lines, ...table(rows)].join('\n')}\n`;
 }
 
+/** Whether the factory's admin.kubeconfig still works at the site, as the access step last found it. */
+export function factoryAdminKubeconfig(state: RunState | undefined): 'works' | 'refused' | 'unknown' {
+  const said = state?.steps.access?.message ?? '';
+  if (said.includes(FACTORY_ADMIN_REFUSED)) return 'refused';
+  if (said.includes(FACTORY_ADMIN_WORKS)) return 'works';
+  return 'unknown';
+}
+
+const FACTORY_ADMIN_LINE = {
+  works: 'still a cluster admin at this site (the site-config keeps it)',
+  refused: 'refused at this site (revoked by the site-config)',
+  unknown: 'not checked yet: a cluster admin until the access step revokes it',
+};
+
 export function renderWatchStatus(watch: WatchStatus, now: Date): string {
   const errors = Object.values(watch.syncErrors).reduce((a, b) => a + b, 0);
   const lines = [
@@ -67,10 +82,12 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const caLine = siteCA
     ? `Site CA:  ${new X509Certificate(siteCA).subject.replace(/\n/g, ', ')} (SHA-256 ${new X509Certificate(siteCA).fingerprint256}; the PEM is in status -o json)\n`
     : '';
+  const factoryAdmin = factoryAdminKubeconfig(state);
+  const factoryLine = `Factory admin kubeconfig: ${FACTORY_ADMIN_LINE[factoryAdmin]}\n`;
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA, shipment }, null, 2)}\n`
+      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `${shipped}${renderRunState(state)}${caLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `${shipped}${renderRunState(state)}${caLine}${factoryLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }

@@ -115,6 +115,12 @@ export const accessSchema = z
     siteCA: certPair
       .optional()
       .describe('the CA that signs the API and apps certificates; without it one is generated on the node'),
+    factoryAdminKubeconfig: z
+      .enum(['keep', 'revoke'])
+      .optional()
+      .describe(
+        "whether the installer's admin.kubeconfig stays a cluster admin at the site (default: revoke with clientCAFile, else keep)",
+      ),
   })
   .describe('who can log in at the site');
 

@@ -13,6 +13,8 @@
  * - pkg/controllers/routercerts/controller.go:162-245: without a custom OAuth secret, the router's
  *   default certificate (the IngressController's spec.defaultCertificate, else the operator's own
  *   wildcard for spec.domain) must cover `oauth-openshift.<spec.domain>`, or RouterCertsDegraded.
+ * - with the cluster's network given, the OAuth route endpoint check of route-health.ts: while no
+ *   admitted OAuth host answers, the ClusterOperator is Degraded and not Available.
  */
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -29,11 +31,12 @@ import {
   startLoop,
   type Model,
 } from './loop.js';
+import { oauthRouteHealth, type ClusterNetwork } from './route-health.js';
 
 const NAMESPACE = 'openshift-authentication';
 const NAME = 'oauth-openshift';
 
-export function startAuthenticationOperator(kc: KubeConfig, intervalMs = 200): Model {
+export function startAuthenticationOperator(kc: KubeConfig, intervalMs = 200, network?: ClusterNetwork): Model {
   const { custom, core } = clients(kc);
   return startLoop('authentication-operator', intervalMs, async () => {
     const ingress = await readIngressConfig(custom);
@@ -69,6 +72,15 @@ export function startAuthenticationOperator(kc: KubeConfig, intervalMs = 200): M
         });
       await publishStatus(defaultHost, host);
     }
+    const unreachable = network && (await oauthRouteHealth(custom, core, network));
+    if (unreachable) problems.push(`OAuthServerRouteEndpointAccessibleControllerDegraded: ${unreachable}`);
+    if (network)
+      await setOperatorCondition(custom, 'authentication', {
+        type: 'Available',
+        status: unreachable ? 'False' : 'True',
+        reason: unreachable ? 'OAuthServerRouteEndpointAccessibleController_EndpointUnavailable' : 'AsExpected',
+        message: unreachable ? `OAuthServerRouteEndpointAccessibleControllerAvailable: ${unreachable}` : '',
+      });
     await setOperatorCondition(custom, 'authentication', {
       type: 'Degraded',
       status: problems.length > 0 ? 'True' : 'False',

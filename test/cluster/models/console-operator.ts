@@ -12,6 +12,8 @@
  *   openshift-config with a certificate valid now (controller.go:307-337); without a usable secret
  *   the operator reports Degraded and makes no custom route. Without the componentRoute, the custom
  *   route is deleted.
+ * - with the cluster's network given, the route health check of route-health.ts: the ClusterOperator
+ *   is Available only while the active console route answers from inside the cluster.
  */
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -27,6 +29,7 @@ import {
   type Model,
   type RouteObject,
 } from './loop.js';
+import { consoleRouteHealth, type ClusterNetwork } from './route-health.js';
 
 const NAMESPACE = 'openshift-console';
 const ROUTES_OWNED = [
@@ -34,7 +37,7 @@ const ROUTES_OWNED = [
   { name: 'downloads', port: 'http', termination: 'edge' },
 ] as const;
 
-export function startConsoleOperator(kc: KubeConfig, intervalMs = 200): Model {
+export function startConsoleOperator(kc: KubeConfig, intervalMs = 200, network?: ClusterNetwork): Model {
   const { custom, core } = clients(kc);
   return startLoop('console-operator', intervalMs, async () => {
     const ingress = await readIngressConfig(custom);
@@ -74,6 +77,15 @@ export function startConsoleOperator(kc: KubeConfig, intervalMs = 200): Model {
       reason: problems.length > 0 ? 'CustomRouteSync_FailedSecretValidation' : 'AsExpected',
       message: problems.join('; '),
     });
+    if (network) {
+      const failed = await consoleRouteHealth(custom, core, network);
+      await setOperatorCondition(custom, 'console', {
+        type: 'Available',
+        status: failed ? 'False' : 'True',
+        reason: failed ? `RouteHealth_${failed.reason}` : 'AsExpected',
+        message: failed ? `RouteHealthAvailable: ${failed.message}` : '',
+      });
+    }
 
     async function apply(name: string, spec: RouteObject['spec']): Promise<void> {
       const current = routes.find((x) => x.metadata.name === name);

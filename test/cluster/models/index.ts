@@ -21,6 +21,8 @@ import { startOpenShiftApiServer } from './openshift-apiserver.js';
 import type { RolloutTimes } from './rollout.js';
 import { startRouter } from './router.js';
 import { startWorkloadRollouts } from './workload-rollouts.js';
+import type { ClusterNetwork } from './route-health.js';
+import type { RouterDataPlane } from './router-data-plane.js';
 
 export interface ModelOptions {
   nodeName: string;
@@ -38,6 +40,12 @@ export interface ModelOptions {
   release?: Release;
   /** route.openshift.io served by aggregation: the openshift-apiserver model stops it while no pod serves */
   routes?: AggregatedRoutes;
+  /**
+   * the router's data plane and the nameservers the cluster DNS forwards to: the console and
+   * authentication operators then check their routes as upstream does (route-health.ts); without
+   * it they do not, and turn Available as soon as the router admits their routes
+   */
+  routeHealth?: { dataPlane: RouterDataPlane; network: ClusterNetwork };
 }
 
 export interface Models {
@@ -80,8 +88,8 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
       ledger,
     }),
     startRouter(kc, undefined, () => workloads.routerRuns()),
-    startConsoleOperator(kc),
-    startAuthenticationOperator(kc),
+    startConsoleOperator(kc, undefined, opts.routeHealth?.network),
+    startAuthenticationOperator(kc, undefined, opts.routeHealth?.network),
     workloads,
     startMachineConfigRenders(kc, {
       renderDelayMs: opts.renderDelayMs ?? 1000,
@@ -89,6 +97,7 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
       ledger,
     }),
     kubeApiServer,
+    ...(opts.routeHealth ? [opts.routeHealth.dataPlane] : []),
   ];
   return {
     all,
@@ -108,6 +117,7 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
     },
     stop: async () => {
       await Promise.all(all.map((m) => m.stop()));
+      await opts.routeHealth?.dataPlane.close();
     },
   };
 }
