@@ -74,7 +74,7 @@ afterAll(async () => {
 describe('checkNodeNames and checkSiteDns', () => {
   it('pass when the node resolves and serves the names and the site DNS has them', async () => {
     expect(
-      await checkNodeNames({ names, address: ADDRESS, nodeServers: [node.server], ports: { api, router } }),
+      await checkNodeNames({ names, addresses: [ADDRESS], nodeServers: [node.server], ports: { api, router } }),
     ).toEqual([]);
     expect(await checkSiteDns(names, [siteWithRecords.server])).toBeUndefined();
     expect(await checkSiteDns(names, [])).toBeUndefined();
@@ -91,7 +91,7 @@ describe('checkNodeNames and checkSiteDns', () => {
     expect(
       await checkNodeNames({
         names,
-        address: ADDRESS,
+        addresses: [ADDRESS],
         nodeServers: [factoryOnly.server],
         ports: { api, router: closed },
         timeoutMs: 1000,
