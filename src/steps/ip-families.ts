@@ -24,8 +24,8 @@ type Family = 'IPv4' | 'IPv6';
 
 /** What the step reads: the families of the cluster's networks in their order (absent: no Network config). */
 export interface IpFamiliesView {
-  clusterNetwork?: Family[];
-  serviceNetwork?: Family[];
+  clusterNetwork?: readonly Family[];
+  serviceNetwork?: readonly Family[];
 }
 
 /** The IP families of these CIDRs, each once, in the order they first appear. */
