@@ -39,7 +39,7 @@ const SITE_V6_NETWORK = 'fd00:c0:2::/64';
 const SITE_V6_ADDRESS = 'fd00:c0:2::10';
 /** qemu's router on the uplink: its address's interface id is also that of its link-local address */
 const V6_GATEWAY = 'fd00:c0:2::2';
-const UPLINK = `net=${SITE_NETWORK},host=${GATEWAY},dhcpstart=192.0.2.100,ipv6=on,ipv6-net=${SITE_V6_NETWORK},ipv6-host=${V6_GATEWAY}`;
+const UPLINK = `ipv4=on,net=${SITE_NETWORK},host=${GATEWAY},dhcpstart=192.0.2.100,ipv6=on,ipv6-net=${SITE_V6_NETWORK},ipv6-host=${V6_GATEWAY}`;
 const ip = (cidr: string) => cidr.split('/')[0]!;
 
 interface Family {
