@@ -52,7 +52,7 @@ interface Family {
 function nmstate(f: Family): Record<string, unknown> {
   const v6Block =
     f.ipv6 === 'slaac'
-      ? { enabled: true, dhcp: false, autoconf: true }
+      ? { enabled: true, dhcp: true, autoconf: true }
       : f.ipv6 === 'static'
         ? { enabled: true, dhcp: false, autoconf: false, address: [{ ip: SITE_V6_ADDRESS, 'prefix-length': 64 }] }
         : { enabled: false };
