@@ -93,8 +93,8 @@ function spec(name: string, internal: string[], f: Family): Record<string, unkno
       nmstate: nmstate(f),
       internalIP: internal,
       machineNetworks: v6First ? networks.reverse() : networks,
-      // each family the site routes must answer; the factory's names resolve through the node's resolver
-      verify: { pingGateway: true, resolve: [`api.${FACTORY_DOMAIN}`], timeoutSeconds: 90 },
+      // each family the site routes must have a gateway that answers
+      verify: { pingGateway: true, timeoutSeconds: 90 },
     },
   };
 }
@@ -233,6 +233,9 @@ describe.skipIf(skipVm)('dual-stack and IPv6 sites on a real node', () => {
   it(
     'dual-stack factory, IPv6 primary: an IPv6-only site network, then a dual-stack site',
     async () => {
+      // the first boot's, had it stopped short
+      await endVm(vm);
+      await image?.dispose();
       const internal = [V6, V4];
       image = await dualStackFactory(internal);
       const v6only = await siteStick(dir, 'v6-only.img', spec('v6-only', internal, { ipv6: 'static' }));
