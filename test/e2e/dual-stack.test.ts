@@ -114,9 +114,12 @@ async function dualStackFactory(internal: string[]): Promise<NodeImage> {
 /** br-ex's global addresses of one family, in netlink order (the order OVN-Kubernetes reads them in). */
 async function brExAddresses(v: Vm, family: 4 | 6): Promise<{ cidr: string; dynamic: boolean }[]> {
   const links = JSON.parse(await v.sshOk(`ip -j -${family} addr show dev br-ex scope global`)) as {
-    addr_info: { local: string; prefixlen: number; dynamic?: boolean }[];
+    addr_info: { local?: string; prefixlen: number; dynamic?: boolean }[];
   }[];
-  return (links[0]?.addr_info ?? []).map((a) => ({ cidr: `${a.local}/${a.prefixlen}`, dynamic: a.dynamic === true }));
+  // addr_info also carries entries that are no address (no `local`)
+  return (links[0]?.addr_info ?? [])
+    .filter((a) => a.local !== undefined)
+    .map((a) => ({ cidr: `${a.local}/${a.prefixlen}`, dynamic: a.dynamic === true }));
 }
 
 /** What every relocation here must leave: kubelet's node IPs in order, br-ex's order, the names, the checks. */
