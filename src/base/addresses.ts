@@ -26,6 +26,12 @@ export function parseCidr(text: string): Cidr {
   return { ip: canonicalIp(ip), prefix, family };
 }
 
+/** An address as the host of a URL or an address:port: an IPv6 literal in brackets (RFC 3986). */
+export const urlHost = (host: string): string => (isIPv6(host) ? `[${canonicalIp(host)}]` : host);
+
+/** address:port, with an IPv6 address in brackets */
+export const hostPort = (host: string, port: number): string => `${urlHost(host)}:${port}`;
+
 export const formatCidr = (c: Cidr): string => `${c.ip}/${c.prefix}`;
 
 /** The network address of a CIDR (its host bits cleared), in canonical text: 10.42.0.0 for 10.42.0.20/24. */

@@ -18,6 +18,21 @@ function toInService(config: SiteConfigV1): InService | undefined {
   };
 }
 
+/** One internal IP, or one per family: the first is the primary family's. */
+export function internalIpList(internalIP: string | string[] | undefined): string[] {
+  return internalIP === undefined ? [] : typeof internalIP === 'string' ? [internalIP] : internalIP;
+}
+
+function internalIpFields(
+  internalIP: string | string[] | undefined,
+): Pick<Site['network'], 'internalIP' | 'secondaryInternalIP'> {
+  const [primary, secondary] = internalIpList(internalIP);
+  return {
+    ...(primary !== undefined && { internalIP: primary }),
+    ...(secondary !== undefined && { secondaryInternalIP: secondary }),
+  };
+}
+
 export function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: SiteFields): Site {
   const { spec } = config;
   return {
@@ -28,7 +43,7 @@ export function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: SiteFi
     ...(spec.nodeName !== undefined && { nodeName: spec.nodeName }),
     network: {
       nmstate,
-      ...(spec.network.internalIP !== undefined && { internalIP: spec.network.internalIP }),
+      ...internalIpFields(spec.network.internalIP),
       machineNetworks: spec.network.machineNetworks ?? [],
       verify: {
         pingGateway: spec.network.verify?.pingGateway ?? false,

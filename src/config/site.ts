@@ -27,7 +27,10 @@ export interface Site {
   nodeName?: 'keep' | 'rename';
   network: {
     nmstate: NmstateState;
+    /** the internal IP on br-ex; dual-stack: the cluster's primary family's */
     internalIP?: string;
+    /** dual-stack: the internal IP of the other family, after internalIP */
+    secondaryInternalIP?: string;
     /** the site's machine networks (CIDRs), nodeip-configuration's hint; empty: no hint */
     machineNetworks: string[];
     verify: { pingGateway: boolean; resolve: string[]; timeoutSeconds: number };
@@ -103,6 +106,11 @@ export interface LoadedSite {
   deferred?: Finding[];
   /** what says the true time is at least some instant (the signature's signing time, ...) */
   timeMarks?: TimeMark[];
+}
+
+/** Every internal IP of the site, the primary family's first (empty: the site-config sets none). */
+export function internalIPs(network: Pick<Site['network'], 'internalIP' | 'secondaryInternalIP'>): string[] {
+  return [network.internalIP, network.secondaryInternalIP].filter((ip): ip is string => ip !== undefined);
 }
 
 /** A step of this agent: the engine's step contract over this site-config. */

@@ -51,19 +51,25 @@ export async function readFactoryNames(
   return text === undefined ? 'absent' : parseFactoryNames(text);
 }
 
-/** The agent's file: the site's api, api-int and *.apps names for the node's internal address. */
-export function renderSiteNames(names: ClusterNames, address: string): string {
+/**
+ * The agent's file: the site's api, api-int and *.apps names for the node's internal addresses.
+ * Dual-stack, each name gets one line per family: dnsmasq answers A from the IPv4 line and AAAA
+ * from the IPv6 one.
+ */
+export function renderSiteNames(names: ClusterNames, addresses: string | readonly string[]): string {
+  const all = typeof addresses === 'string' ? [addresses] : addresses;
+  const lines = [names.apps, names.apiInt, names.api].flatMap((name) => all.map((a) => `address=/${name}/${a}\n`));
   return `# Installed by sno-relocate: the site's names for this node's internal IP. The factory's names stay
 # in single-node.conf, which the on-node kubeconfigs use.
-address=/${names.apps}/${address}
-address=/${names.apiInt}/${address}
-address=/${names.api}/${address}
-`;
+${lines.join('')}`;
 }
 
-/** The internal address kubelet is pinned to on the host (the factory MachineConfig's drop-in), if any. */
-export async function pinnedNodeAddress(fs: RootFs): Promise<string | undefined> {
-  const text = await fs.readText(KUBELET_NODE_IP_DROP_IN);
-  const match = text === undefined ? null : /KUBELET_NODE_IP=([0-9A-Fa-f.:]+)/.exec(text);
-  return match ? canonicalIp(match[1]!) : undefined;
+/**
+ * The internal addresses kubelet is pinned to on the host (the factory MachineConfig's drop-in),
+ * the primary family's first: KUBELET_NODE_IPS, else KUBELET_NODE_IP; empty without one.
+ */
+export async function pinnedNodeAddresses(fs: RootFs): Promise<string[]> {
+  const text = (await fs.readText(KUBELET_NODE_IP_DROP_IN)) ?? '';
+  const match = /KUBELET_NODE_IPS=([0-9A-Fa-f.:,]+)/.exec(text) ?? /KUBELET_NODE_IP=([0-9A-Fa-f.:]+)/.exec(text);
+  return match ? match[1]!.split(',').filter(Boolean).map(canonicalIp) : [];
 }

@@ -5,6 +5,7 @@ import {
   nodeIpFiles,
   renderCrioNodeIpDropIn,
   renderDispatcherScript,
+  pinnedInternalIPs,
   renderKubeletNodeIpDropIn,
 } from './internal-ip.js';
 
@@ -29,6 +30,39 @@ describe('node IP renderers', () => {
     const v6 = renderDispatcherScript('fd00::10/64');
     expect(v6).toContain('ip() { /usr/sbin/ip -6 "$@"; }\nip addr replace fd00::10/64 dev br-ex nodad || exit 1\n');
     execFileSync('sh', ['-n', '-c', script]);
+  });
+
+  it.each([
+    ['IPv4 primary', ['192.168.127.10/24', 'fd69::10/64'], '192.168.127.10', '192.168.127.10,fd69::10'],
+    ['IPv6 primary', ['fd69::10/64', '192.168.127.10/24'], 'fd69::10', 'fd69::10,192.168.127.10'],
+  ])(
+    'dual-stack, %s: kubelet gets both in order, CRI-O the primary, the script keeps each family',
+    (_, ips, primary, all) => {
+      expect(renderKubeletNodeIpDropIn(ips)).toContain(
+        `Environment="KUBELET_NODE_IP=${primary}" "KUBELET_NODE_IPS=${all}"\n`,
+      );
+      expect(renderCrioNodeIpDropIn(ips)).toContain(`Environment="CONTAINER_STREAM_ADDRESS=${primary}"\n`);
+      const script = renderDispatcherScript(ips);
+      execFileSync('sh', ['-n', '-c', script]);
+      expect(script).toContain(
+        '  ip() { /usr/sbin/ip -4 "$@"; }\n  ip addr replace 192.168.127.10/24 dev br-ex || exit 1\n',
+      );
+      expect(script).toContain(
+        '  ip() { /usr/sbin/ip -6 "$@"; }\n  ip addr replace fd69::10/64 dev br-ex nodad || exit 1\n',
+      );
+      const calls = ips.map((ip) => `keep_first_ipv${ip.includes(':') ? 6 : 4} || exit 1\n`).join('');
+      expect(script.endsWith(`)\n${calls}exit 0\n`)).toBe(true);
+      expect(pinnedInternalIPs(script)).toEqual(ips);
+      expect(pinnedInternalIPs(renderDispatcherScript(ips[0]!))).toEqual([ips[0]]);
+      expect(pinnedInternalIPs('#!/bin/sh\nip addr replace 10.0.0.1/24 dev br-ex\n')).toEqual([]);
+    },
+  );
+
+  it('refuses two addresses of one family, or more than two', () => {
+    expect(() => renderKubeletNodeIpDropIn(['192.168.127.10/24', '192.168.128.10/24'])).toThrow('one per IP family');
+    expect(() => renderDispatcherScript(['192.168.127.10/24', 'fd69::10/64', 'fd70::10/64'])).toThrow(
+      'one per IP family',
+    );
   });
 
   it('refuses an address without a prefix length or that is no address, naming it', () => {

@@ -31,30 +31,20 @@ function checked(internalIP: string): { cidr: string; address: string; family: 4
   }
 }
 
-/**
- * The dispatcher script: NetworkManager may re-create br-ex (ovs-configuration does at every boot)
- * and re-applying a profile drops addresses it does not own, so the address is put back on every
- * event that (re)configures br-ex; `ip addr replace` makes a repeat harmless. It must also be the
- * first address: OVN-Kubernetes takes br-ex's first primary address in netlink order as the node
- * IP, and the kernel appends a new address behind those already there. So every primary address
- * ahead of it (the site's) is deleted and added again behind it, with its lifetimes, and the routes
- * through br-ex that the deletion took along are put back. The internal-ip step runs this script
- * too, so the order has one implementation.
- */
-export function renderDispatcherScript(internalIP: string): string {
-  const { cidr, family } = checked(internalIP);
+/** One internal IP, or one per family with the cluster's primary family first. */
+export type InternalIPs = string | readonly string[];
+
+function checkedAll(internalIPs: InternalIPs): ReturnType<typeof checked>[] {
+  const all = (typeof internalIPs === 'string' ? [internalIPs] : internalIPs).map(checked);
+  if (all.length === 0 || all.length > 2 || (all.length === 2 && all[0]!.family === all[1]!.family))
+    throw new Error(`internal IP: one address, or one per IP family: ${JSON.stringify(internalIPs)}`);
+  return all;
+}
+
+/** The script's lines that keep one address first of its family on br-ex; `exit 0` ends them early. */
+function keepFirstLines(cidr: string, family: 4 | 6): string {
   const nodad = family === 6 ? ' nodad' : '';
-  return `#!/bin/sh
-${HEADER}
-# Keeps the internal node IP ${cidr} on ${BR_EX}, as its first address: kubelet and CRI-O are
-# pinned to it, and OVN-Kubernetes takes the first address of ${BR_EX} as the node IP.
-# NetworkManager calls this with the interface and the action, e.g. "${BR_EX} up".
-[ "$1" = "${BR_EX}" ] || exit 0
-case "$2" in
-  up|reapply|dhcp4-change|dhcp6-change) ;;
-  *) exit 0 ;;
-esac
-ip() { /usr/sbin/ip -${family} "$@"; }
+  return `ip() { /usr/sbin/ip -${family} "$@"; }
 ip addr replace ${cidr} dev ${BR_EX}${nodad} || exit 1
 # the primary addresses ahead of it, with their flags and lifetimes
 ahead=$(ip -o addr show dev ${BR_EX} scope global | while read -r _ _ _ addr rest; do
@@ -83,24 +73,79 @@ exit 0
 `;
 }
 
-/** The internal IP a dispatcher script of renderDispatcherScript() keeps on br-ex; undefined for any other script. */
-export function pinnedInternalIP(script: string): string | undefined {
-  if (!script.includes(HEADER)) return undefined;
-  return new RegExp(`^ip addr replace (\\S+) dev ${BR_EX}`, 'm').exec(script)?.[1];
-}
+const indent = (text: string) => text.replace(/^(?=.)/gm, '  ');
 
-/** Later drop-ins win: this overrides the node IP that nodeip-configuration picks (20-nodenet.conf). */
-export function renderKubeletNodeIpDropIn(internalIP: string): string {
-  const { address } = checked(internalIP);
-  return `${HEADER}
-# Pins the node IP to the internal address on ${BR_EX}.
-[Service]
-Environment="KUBELET_NODE_IP=${address}" "KUBELET_NODE_IPS=${address}"
+/**
+ * The dispatcher script: NetworkManager may re-create br-ex (ovs-configuration does at every boot)
+ * and re-applying a profile drops addresses it does not own, so the address is put back on every
+ * event that (re)configures br-ex; `ip addr replace` makes a repeat harmless. It must also be the
+ * first address of its family: OVN-Kubernetes takes br-ex's first primary address of each family
+ * in netlink order as the node IP, and the kernel appends a new address behind those already there.
+ * So every primary address ahead of it (the site's) is deleted and added again behind it, with its
+ * lifetimes, and the routes through br-ex that the deletion took along are put back. Dual-stack,
+ * the same is done for each family in a subshell of its own (`ip -4`, then `ip -6`); a single
+ * address keeps the script the factory MachineConfigs of earlier releases carry, byte for byte.
+ * The internal-ip step runs this script too, so the order has one implementation.
+ */
+export function renderDispatcherScript(internalIPs: InternalIPs): string {
+  const all = checkedAll(internalIPs);
+  const head = `#!/bin/sh
+${HEADER}
+`;
+  const events = `# NetworkManager calls this with the interface and the action, e.g. "${BR_EX} up".
+[ "$1" = "${BR_EX}" ] || exit 0
+case "$2" in
+  up|reapply|dhcp4-change|dhcp6-change) ;;
+  *) exit 0 ;;
+esac
+`;
+  if (all.length === 1) {
+    const { cidr, family } = all[0]!;
+    return `${head}# Keeps the internal node IP ${cidr} on ${BR_EX}, as its first address: kubelet and CRI-O are
+# pinned to it, and OVN-Kubernetes takes the first address of ${BR_EX} as the node IP.
+${events}${keepFirstLines(cidr, family)}`;
+  }
+  const cidrs = all.map((a) => a.cidr).join(' and ');
+  const blocks = all.map(
+    ({ cidr, family }) => `keep_first_ipv${family}() (
+${indent(keepFirstLines(cidr, family))})
+`,
+  );
+  return `${head}# Keeps the internal node IPs ${cidrs} on ${BR_EX},
+# each as the first address of its family: kubelet and CRI-O are pinned to them, and OVN-Kubernetes takes the first address of each family
+# of ${BR_EX} as the node IPs.
+${events}${blocks.join('')}${all
+    .map(
+      ({ family }) => `keep_first_ipv${family} || exit 1
+`,
+    )
+    .join('')}exit 0
 `;
 }
 
-export function renderCrioNodeIpDropIn(internalIP: string): string {
-  const { address } = checked(internalIP);
+/** The internal IPs a script of renderDispatcherScript() keeps on br-ex, in its order; empty for any other script. */
+export function pinnedInternalIPs(script: string): string[] {
+  if (!script.includes(HEADER)) return [];
+  return [...script.matchAll(new RegExp(`^\\s*ip addr replace (\\S+) dev ${BR_EX}`, 'gm'))].map((m) => m[1]!);
+}
+
+/**
+ * Later drop-ins win: this overrides the node IPs that nodeip-configuration picks (20-nodenet.conf).
+ * KUBELET_NODE_IPS lists every family, comma-separated as nodeip-configuration writes it, the
+ * primary first: kubelet's --node-ip takes that order as the node's, and it must match the cluster's.
+ */
+export function renderKubeletNodeIpDropIn(internalIPs: InternalIPs): string {
+  const all = checkedAll(internalIPs);
+  return `${HEADER}
+# Pins the node IP${all.length > 1 ? 's' : ''} to the internal address${all.length > 1 ? 'es' : ''} on ${BR_EX}.
+[Service]
+Environment="KUBELET_NODE_IP=${all[0]!.address}" "KUBELET_NODE_IPS=${all.map((a) => a.address).join(',')}"
+`;
+}
+
+/** CRI-O serves its streams on one address: the primary family's. */
+export function renderCrioNodeIpDropIn(internalIPs: InternalIPs): string {
+  const { address } = checkedAll(internalIPs)[0]!;
   return `${HEADER}
 # Serves CRI-O's exec/attach/port-forward streams on the internal address on ${BR_EX}.
 [Service]
@@ -117,7 +162,7 @@ export interface NodeFile {
 }
 
 /** Every file that pins the internal IP, with its mode. */
-export function nodeIpFiles(internalIP: string): NodeFile[] {
+export function nodeIpFiles(internalIP: InternalIPs): NodeFile[] {
   return [
     {
       path: DISPATCHER_SCRIPT,

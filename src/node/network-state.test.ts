@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { NmstateState } from '../base/nmstate.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
-import { compareNetworkState, defaultGateways, desiredNetworkState, differenceLines } from './network-state.js';
+import {
+  compareNetworkState,
+  defaultGateways,
+  desiredNetworkState,
+  differenceLines,
+  missingGatewayFamilies,
+} from './network-state.js';
 
 const site: NmstateState = {
   interfaces: [
@@ -242,5 +248,63 @@ describe('defaultGateways', () => {
       { address: 'fe80::1', iface: 'br-ex' },
     ]);
     expect(defaultGateways({})).toEqual([]);
+  });
+});
+
+describe('dual-stack', () => {
+  type Block = NonNullable<NonNullable<NmstateState['interfaces']>[number]['ipv4']>;
+  const bridge = (ipv4: Block, ipv6: Block) => ({
+    name: 'br-ex',
+    type: 'ovs-interface',
+    state: 'up' as const,
+    ipv4,
+    ipv6,
+  });
+  const staticBoth = bridge(
+    { enabled: true, address: [{ ip: '10.42.0.20', 'prefix-length': 24 }] },
+    { enabled: true, autoconf: false, address: [{ ip: 'fd00:42::20', 'prefix-length': 64 }] },
+  );
+
+  it('puts each internal IP first of its own family, and compares each against its own', () => {
+    const desired = desiredNetworkState({ interfaces: [staticBoth] }, ['fd69::10/64', '192.168.127.10/24']);
+    const br = desired.interfaces![0]!;
+    expect(br.ipv4!.address!.map((a) => a.ip)).toEqual(['192.168.127.10', '10.42.0.20']);
+    expect(br.ipv6!.address!.map((a) => a.ip)).toEqual(['fd69::10', 'fd00:42::20']);
+    // the node holds both internal IPs beside a site-config that names neither: nothing differs
+    const current = { interfaces: [bridge(br.ipv4!, br.ipv6!)] };
+    expect(compareNetworkState({ interfaces: [staticBoth] }, current, ['fd69::10/64', '192.168.127.10/24'])).toEqual(
+      [],
+    );
+    expect(compareNetworkState({ interfaces: [staticBoth] }, current, '192.168.127.10/24').map((d) => d.path)).toEqual([
+      'interfaces[br-ex].ipv6.address',
+    ]);
+  });
+
+  it.each([
+    ['static both, both gateways', [staticBoth], ['0.0.0.0/0', '::/0'], ['10.42.0.1', 'fd00:42::1'], []],
+    [
+      'static both, the IPv6 gateway missing',
+      [staticBoth],
+      ['0.0.0.0/0', '::/0'],
+      ['10.42.0.1'],
+      ['no IPv6 default route, so no IPv6 gateway to ping'],
+    ],
+    ['static IPv6 without a default route of its own', [staticBoth], ['0.0.0.0/0'], ['10.42.0.1'], []],
+    [
+      'IPv6 by router advertisements (SLAAC), no router seen',
+      [bridge({ enabled: true, dhcp: true }, { enabled: true, autoconf: true })],
+      [],
+      ['10.42.0.1'],
+      ['no IPv6 default route, so no IPv6 gateway to ping'],
+    ],
+    ['IPv6-only', [bridge({ enabled: false }, { enabled: true, autoconf: false })], ['::/0'], ['fe80::1'], []],
+  ])('gateways per family: %s', (_, interfaces, defaults, gateways, problems) => {
+    const routes = { config: defaults.map((destination) => ({ destination, 'next-hop-address': '192.0.2.1' })) };
+    expect(
+      missingGatewayFamilies(
+        { interfaces, routes },
+        gateways.map((address) => ({ address })),
+      ),
+    ).toEqual(problems);
   });
 });

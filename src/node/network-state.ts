@@ -6,7 +6,7 @@
  */
 import { canonicalDestination, type NmstateState, routeMatches } from '../base/nmstate.js';
 import { canonicalIp, formatCidr, isLinkLocal, parseCidr } from '../base/addresses.js';
-import { BR_EX } from './internal-ip.js';
+import { BR_EX, type InternalIPs } from './internal-ip.js';
 
 type Interface = NonNullable<NmstateState['interfaces']>[number];
 type IpBlock = NonNullable<Interface['ipv4']>;
@@ -30,8 +30,16 @@ const familyKey = (family: 4 | 6) => (family === 4 ? 'ipv4' : 'ipv6');
  * factory's br-ex profile does for nodeip-configuration and ovs-configuration: NetworkManager adds
  * it when the profile activates, before the lease arrives.
  */
-export function desiredNetworkState(nmstate: NmstateState, internalIP: string | undefined): NmstateState {
-  if (internalIP === undefined || !nmstate.interfaces) return nmstate;
+export function desiredNetworkState(nmstate: NmstateState, internalIPs: InternalIPs | undefined): NmstateState {
+  // dual-stack: each family's block gets its own internal IP first
+  return listOf(internalIPs).reduce(withInternalIP, nmstate);
+}
+
+const listOf = (internalIPs: InternalIPs | undefined): readonly string[] =>
+  internalIPs === undefined ? [] : typeof internalIPs === 'string' ? [internalIPs] : internalIPs;
+
+function withInternalIP(nmstate: NmstateState, internalIP: string): NmstateState {
+  if (!nmstate.interfaces) return nmstate;
   const internal = parseCidr(internalIP);
   const key = familyKey(internal.family);
   const interfaces = nmstate.interfaces.map((iface) => {
@@ -105,7 +113,7 @@ function currentInterface(current: Interface[], want: Interface): Interface | un
 
 const sameSet = (a: readonly string[] = [], b: readonly string[] = []) => [...a].sort().join() === [...b].sort().join();
 
-function compareInterface(want: Interface, have: Interface | undefined, internalIP: string | undefined): Difference[] {
+function compareInterface(want: Interface, have: Interface | undefined, internalIPs: readonly string[]): Difference[] {
   const where = `interfaces[${want.name}]`;
   const wantState = want.state ?? 'up';
   if (wantState === 'ignore') return [];
@@ -122,15 +130,16 @@ function compareInterface(want: Interface, have: Interface | undefined, internal
   const mac = want['mac-address'];
   if (mac !== undefined && mac.toUpperCase() !== String(have['mac-address'] ?? '').toUpperCase())
     diff('mac-address', mac, have['mac-address']);
-  const extra = want.name === BR_EX && internalIP !== undefined ? parseCidr(internalIP) : undefined;
+  const extras = want.name === BR_EX ? internalIPs.map(parseCidr) : [];
   for (const family of [4, 6] as const) {
     const key = familyKey(family);
+    const extra = extras.find((e) => e.family === family);
     out.push(
       ...compareIp(
         `${where}.${key}`,
         want[key],
         have[key] as IpBlock | undefined,
-        extra?.family === family ? formatCidr(extra) : undefined,
+        extra === undefined ? undefined : formatCidr(extra),
       ),
     );
   }
@@ -191,11 +200,15 @@ function compareDns(desired: NmstateState, current: NmstateState): Difference[] 
 }
 
 /** What differs between the desired state and the current one; empty when the node already holds it. */
-export function compareNetworkState(desired: NmstateState, current: NmstateState, internalIP?: string): Difference[] {
+export function compareNetworkState(
+  desired: NmstateState,
+  current: NmstateState,
+  internalIPs?: InternalIPs,
+): Difference[] {
   const currentInterfaces = current.interfaces ?? [];
   return [
     ...(desired.interfaces ?? []).flatMap((want) =>
-      compareInterface(want, currentInterface(currentInterfaces, want), internalIP),
+      compareInterface(want, currentInterface(currentInterfaces, want), listOf(internalIPs)),
     ),
     ...compareRoutes(desired, current),
     ...compareDns(desired, current),
@@ -232,4 +245,29 @@ export function defaultGateways(state: NmstateState): Gateway[] {
       { address: canonicalIp(hop), ...(r['next-hop-interface'] !== undefined && { iface: r['next-hop-interface'] }) },
     ];
   });
+}
+
+/**
+ * The families the site routes (a default route in its nmstate, or addresses by DHCP or router
+ * advertisements) that have no default gateway on the node: dual-stack, each family's gateway is
+ * checked, not only the first one found.
+ */
+export function missingGatewayFamilies(desired: NmstateState, gateways: readonly Gateway[]): string[] {
+  const routed = new Set<4 | 6>();
+  for (const r of desired.routes?.config ?? []) {
+    const destination = r.destination === undefined ? undefined : canonicalDestination(r.destination);
+    if (r.state !== 'absent' && destination === '0.0.0.0/0') routed.add(4);
+    if (r.state !== 'absent' && destination === '::/0') routed.add(6);
+  }
+  for (const iface of desired.interfaces ?? []) {
+    if (iface.state === 'absent' || iface.state === 'down') continue;
+    if (iface.ipv4?.enabled !== false && iface.ipv4?.dhcp === true) routed.add(4);
+    const v6 = iface.ipv6;
+    if (v6?.enabled !== false && (v6?.dhcp === true || v6?.autoconf === true)) routed.add(6);
+  }
+  const present = new Set(gateways.map((g) => parseCidr(g.address).family));
+  return [...routed]
+    .sort()
+    .filter((family) => !present.has(family))
+    .map((family) => `no IPv${family} default route, so no IPv${family} gateway to ping`);
 }

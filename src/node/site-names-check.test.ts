@@ -31,7 +31,7 @@ function confDir(name: string, content: string): string {
   return d;
 }
 
-async function tlsListener(): Promise<number> {
+async function tlsListener(host = ADDRESS): Promise<number> {
   execFileSync('openssl', [
     ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1'],
     ...['-subj', '/CN=listener', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
@@ -41,7 +41,7 @@ async function tlsListener(): Promise<number> {
     cert: readFileSync(path.join(dir, 'cert.pem')),
   });
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, ADDRESS, resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return (server.address() as AddressInfo).port;
 }
 
@@ -74,7 +74,7 @@ afterAll(async () => {
 describe('checkNodeNames and checkSiteDns', () => {
   it('pass when the node resolves and serves the names and the site DNS has them', async () => {
     expect(
-      await checkNodeNames({ names, address: ADDRESS, nodeServers: [node.server], ports: { api, router } }),
+      await checkNodeNames({ names, addresses: [ADDRESS], nodeServers: [node.server], ports: { api, router } }),
     ).toEqual([]);
     expect(await checkSiteDns(names, [siteWithRecords.server])).toBeUndefined();
     expect(await checkSiteDns(names, [])).toBeUndefined();
@@ -91,7 +91,7 @@ describe('checkNodeNames and checkSiteDns', () => {
     expect(
       await checkNodeNames({
         names,
-        address: ADDRESS,
+        addresses: [ADDRESS],
         nodeServers: [factoryOnly.server],
         ports: { api, router: closed },
         timeoutMs: 1000,
@@ -109,5 +109,31 @@ describe('checkNodeNames and checkSiteDns', () => {
       nameservers('# forcedns\nsearch example.com\nnameserver 192.168.127.10\nnameserver fe80::1%br-ex\n'),
     ).toEqual(['192.168.127.10', 'fe80::1%br-ex']);
     expect(nameservers(undefined)).toEqual([]);
+  });
+});
+
+describe('checkNodeNames, dual-stack', () => {
+  it('resolves A and AAAA and completes a handshake on each internal address, an IPv6 one in brackets', async () => {
+    // '::' listens on both families: the API and the router at 127.0.0.1 and at ::1
+    const [api6, router6] = [await tlsListener('::'), await tlsListener('::')];
+    const both = await startDnsmasq(confDir('node-dual', renderSiteNames(names, ['127.0.0.1', '::1'])));
+    const v4only = await startDnsmasq(confDir('node-v4', renderSiteNames(names, '127.0.0.1')));
+    servers.push(both, v4only);
+    const input = { names, addresses: ['127.0.0.1', '::1'], ports: { api: api6, router: router6 } };
+    expect(await checkNodeNames({ ...input, nodeServers: [both.server] })).toEqual([]);
+    expect(await checkNodeNames({ ...input, nodeServers: [v4only.server] })).toEqual([
+      'api.sno.store42.example.com: does not resolve to ::1 on the node (EREFUSED)',
+      'api-int.sno.store42.example.com: does not resolve to ::1 on the node (EREFUSED)',
+      'console-openshift-console.apps.sno.store42.example.com: does not resolve to ::1 on the node (EREFUSED)',
+    ]);
+    const closed = await closedPort();
+    const blocked = await checkNodeNames({
+      ...input,
+      nodeServers: [both.server],
+      ports: { api: api6, router: closed },
+    });
+    expect(blocked).toContain(
+      `console-openshift-console.apps.sno.store42.example.com: nothing answers on [::1]:${closed} (ECONNREFUSED)`,
+    );
   });
 });

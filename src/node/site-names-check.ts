@@ -6,7 +6,8 @@
  * a warning naming the records to add, not a failure, since the node itself works.
  */
 import { promises as dns } from 'node:dns';
-import { isIP } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
+import { canonicalIp, hostPort } from '../base/addresses.js';
 import tls from 'node:tls';
 import type { ClusterNames } from './dnsmasq.js';
 
@@ -14,8 +15,8 @@ const TIMEOUT_MS = 3000;
 
 export interface NodeNamesInput {
   names: ClusterNames;
-  /** the internal address the names resolve to on the node */
-  address: string;
+  /** the internal addresses the names resolve to on the node, one per family (A, AAAA) */
+  addresses: string[];
   /** the node's nameservers (its /etc/resolv.conf) */
   nodeServers: string[];
   ports?: { api: number; router: number };
@@ -25,12 +26,17 @@ export interface NodeNamesInput {
 /** An apps host every cluster serves through its router: the console's */
 export const appsProbeHost = (names: ClusterNames) => `console-openshift-console.${names.apps}`;
 
-/** A records of a name from these servers, or the resolver's error code (ENOTFOUND, EREFUSED, ...) */
-export async function resolve4(servers: string[], name: string, timeoutMs: number): Promise<string[] | string> {
+/** A (family 4) or AAAA (6) records of a name from these servers, or the resolver's error code (ENOTFOUND, ...) */
+export async function resolveFamily(
+  servers: string[],
+  name: string,
+  family: 4 | 6,
+  timeoutMs: number,
+): Promise<string[] | string> {
   const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
   resolver.setServers(servers);
   try {
-    return await resolver.resolve4(name);
+    return (await (family === 4 ? resolver.resolve4(name) : resolver.resolve6(name))).map(canonicalIp);
   } catch (err) {
     return (err as NodeJS.ErrnoException).code ?? String(err);
   }
@@ -62,27 +68,31 @@ export function nameservers(resolvConf: string | undefined): string[] {
 
 /** What keeps the site's names from working on the node; empty when they resolve and answer. */
 export async function checkNodeNames(input: NodeNamesInput): Promise<string[]> {
-  const { names, address } = input;
+  const { names, addresses } = input;
   const ports = input.ports ?? { api: 6443, router: 443 };
   const timeoutMs = input.timeoutMs ?? TIMEOUT_MS;
   const blocking: string[] = [];
   const apps = appsProbeHost(names);
   if (input.nodeServers.length === 0) blocking.push('the node has no nameserver to resolve the site names with');
   else
-    for (const name of [names.api, names.apiInt, apps]) {
-      const got = await resolve4(input.nodeServers, name, timeoutMs);
-      if (!(Array.isArray(got) && got.includes(address)))
-        blocking.push(
-          `${name}: does not resolve to ${address} on the node (${Array.isArray(got) ? got.join(', ') || 'no address' : got})`,
-        );
+    for (const address of addresses) {
+      const family = isIPv6(address) ? 6 : 4;
+      for (const name of [names.api, names.apiInt, apps]) {
+        const got = await resolveFamily(input.nodeServers, name, family, timeoutMs);
+        if (!(Array.isArray(got) && got.includes(canonicalIp(address))))
+          blocking.push(
+            `${name}: does not resolve to ${address} on the node (${Array.isArray(got) ? got.join(', ') || 'no address' : got})`,
+          );
+      }
     }
-  for (const [host, port] of [
-    [names.api, ports.api],
-    [apps, ports.router],
-  ] as const) {
-    const reason = await handshake(address, port, host, timeoutMs);
-    if (reason) blocking.push(`${host}: nothing answers on ${address}:${port} (${reason})`);
-  }
+  for (const address of addresses)
+    for (const [host, port] of [
+      [names.api, ports.api],
+      [apps, ports.router],
+    ] as const) {
+      const reason = await handshake(address, port, host, timeoutMs);
+      if (reason) blocking.push(`${host}: nothing answers on ${hostPort(address, port)} (${reason})`);
+    }
   return blocking;
 }
 
@@ -98,8 +108,9 @@ export async function checkSiteDns(
     [names.api, names.api],
     [appsProbeHost(names), `*.${names.apps}`],
   ] as const) {
-    const got = await resolve4(siteServers, name, timeoutMs);
-    if (!Array.isArray(got) || got.length === 0) missing.push(record);
+    // an IPv6-only site has AAAA records only: either family will do
+    const found = await Promise.all(([4, 6] as const).map((f) => resolveFamily(siteServers, name, f, timeoutMs)));
+    if (!found.some((got) => Array.isArray(got) && got.length > 0)) missing.push(record);
   }
   if (missing.length === 0) return undefined;
   return `the site's DNS (${siteServers.join(', ')}) does not resolve ${missing.join(' and ')}: add ${missing.length === 1 ? 'an A record' : 'A records'} for ${missing.join(' and ')} pointing at the node's site address, or clients at the site cannot reach the cluster`;

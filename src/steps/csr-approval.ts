@@ -10,14 +10,15 @@
 import { X509Certificate } from 'node:crypto';
 import { StepError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import { internalIPs, type Step, type StepContext } from '../config/site.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
 import { CSR_WAIT_SECONDS } from '../base/timeouts.js';
 import { registeredNodeName } from '../node/node-name.js';
 import { readRenameRecord } from '../node/rename.js';
-import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
+import { BR_EX } from '../node/internal-ip.js';
+import { pinnedNodeAddresses } from '../node/dnsmasq.js';
 import { pollUntil } from '../ports/clock.js';
 import type { KubeObject } from '../ports/kube.js';
 
@@ -37,10 +38,9 @@ export async function nodeIdentity(ctx: StepContext): Promise<NodeIdentity> {
   if (!hostname)
     throw new StepError('csr-approval: the node has no hostname to match requests against', { step: 'csr-approval' });
   const ips = new Set<string>();
-  const internal =
-    ctx.site.network.internalIP ??
-    /KUBELET_NODE_IP=([^"\s]+)/.exec((await ctx.fs.readText(KUBELET_NODE_IP_DROP_IN)) ?? '')?.[1];
-  if (internal) ips.add(parseCidr(internal).ip);
+  const site = internalIPs(ctx.site.network);
+  const internal = site.length > 0 ? site.map((ip) => parseCidr(ip).ip) : await pinnedNodeAddresses(ctx.fs);
+  for (const ip of internal) ips.add(ip);
   for (const iface of ctx.site.network.nmstate.interfaces ?? []) {
     for (const family of [iface.ipv4, iface.ipv6]) for (const a of family?.address ?? []) ips.add(canonicalIp(a.ip));
   }
@@ -131,6 +131,7 @@ export const csrApprovalStep: Step<CsrView> = {
   inputs: (site) => ({
     hostname: site.hostname ?? null,
     internalIP: site.network.internalIP ?? null,
+    ...(site.network.secondaryInternalIP !== undefined && { secondaryInternalIP: site.network.secondaryInternalIP }),
     nmstate: site.network.nmstate,
   }),
 

@@ -32,6 +32,21 @@ describe('in-service step', () => {
     await expect(probeProblem({ url: 'http://127.0.0.1:1/', insecure: false })).resolves.toMatch(/ECONNREFUSED/);
   });
 
+  it('probes an IPv6 literal in brackets, as the site-config writes it', async () => {
+    const v6 = createServer((req, res) => {
+      res.statusCode = req.url === '/ready' ? 200 : 503;
+      res.end();
+    });
+    await new Promise<void>((resolve) => v6.listen(0, '::1', resolve));
+    try {
+      const url = `http://[::1]:${(v6.address() as AddressInfo).port}`;
+      await expect(probeProblem({ url: `${url}/ready`, insecure: false })).resolves.toBeUndefined();
+      await expect(probeProblem({ url: `${url}/starting`, insecure: false })).resolves.toBe('answered 503');
+    } finally {
+      await new Promise<void>((resolve) => v6.close(() => resolve()));
+    }
+  });
+
   it('plans a wait for a probe that does not answer yet', async () => {
     const { ctx } = testNode({
       factory: false,

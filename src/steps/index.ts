@@ -13,6 +13,7 @@ import { healthStep } from './health.js';
 import { hostnameStep } from './hostname.js';
 import { inServiceStep } from './in-service.js';
 import { internalIpStep } from './internal-ip.js';
+import { ipFamiliesStep } from './ip-families.js';
 import { kubeletStep } from './kubelet.js';
 import { mirrorsStep } from './mirrors.js';
 import { networkStep } from './network.js';
@@ -53,7 +54,9 @@ export const STEPS: readonly Step[] = [
   clockStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
-  // first of the cluster steps: a release registry the agent cannot honour is refused before any cluster change
+  // first of the cluster steps: IP families other than the cluster's are refused before any cluster change
+  ipFamiliesStep,
+  // a release registry the agent cannot honour is refused before any cluster change
   clusterIdentityStep,
   // needs kubelet: it is kubelet that files these requests
   csrApprovalStep,

@@ -96,11 +96,16 @@ describe('internal-ip decisions', () => {
   const inPlace = Object.fromEntries(nodeIpFiles(IP).map((f) => [f.path, { content: f.content, mode: f.mode }]));
   const declaredOther = { name: 'rendered-master-1', files: new Map([[KUBELET_NODE_IP_DROP_IN, 'other']]) };
   it.each([
-    ['files in place, the address first', { files: inPlace, address: { state: 'first' } }, 'noop', []],
-    ['files in place, no br-ex yet', { files: inPlace, address: { state: 'missing-interface' } }, 'noop', []],
+    ['files in place, the address first', { files: inPlace, addresses: [{ cidr: IP, state: 'first' }] }, 'noop', []],
+    [
+      'files in place, no br-ex yet',
+      { files: inPlace, addresses: [{ cidr: IP, state: 'missing-interface' }] },
+      'noop',
+      [],
+    ],
     [
       'nothing there, br-ex without the address',
-      { files: {}, address: { state: 'absent' } },
+      { files: {}, addresses: [{ cidr: IP, state: 'absent' }] },
       'change',
       [
         `create ${DISPATCHER_SCRIPT}`,
@@ -111,7 +116,7 @@ describe('internal-ip decisions', () => {
     ],
     [
       'the address behind another',
-      { files: inPlace, address: { state: 'behind', first: '10.0.0.5/24' } },
+      { files: inPlace, addresses: [{ cidr: IP, state: 'behind', first: '10.0.0.5/24' }] },
       'change',
       ['set br-ex'],
     ],
@@ -119,14 +124,14 @@ describe('internal-ip decisions', () => {
       'a drop-in mode drifted',
       {
         files: { ...inPlace, [CRIO_NODE_IP_DROP_IN]: { ...inPlace[CRIO_NODE_IP_DROP_IN]!, mode: 0o600 } },
-        address: { state: 'first' },
+        addresses: [{ cidr: IP, state: 'first' }],
       },
       'change',
       [`update ${CRIO_NODE_IP_DROP_IN}`],
     ],
     [
       'the MachineConfigs pin another',
-      { declared: declaredOther, files: inPlace, address: { state: 'first' } },
+      { declared: declaredOther, files: inPlace, addresses: [{ cidr: IP, state: 'first' }] },
       'conflict',
       [],
     ],
@@ -134,6 +139,37 @@ describe('internal-ip decisions', () => {
     const plan = internalIpStep.plan(view as InternalIpView, testSite({ network: { internalIP: IP } }));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+  });
+
+  const DUAL = ['fd69::10/64', '192.168.127.10/24'];
+  const dualSite = testSite({ network: { internalIP: DUAL[0], secondaryInternalIP: DUAL[1] } });
+  const dualFiles = Object.fromEntries(nodeIpFiles(DUAL).map((f) => [f.path, { content: f.content, mode: f.mode }]));
+  it.each([
+    ['both first of their family', ['first', 'first'], 'noop', []],
+    ['the IPv6 one behind a SLAAC address', ['behind', 'first'], 'change', ['make fd69::10/64 the first']],
+    ['the IPv4 one absent', ['first', 'absent'], 'change', ['add 192.168.127.10/24 now']],
+    ['both moved', ['absent', 'behind'], 'change', ['add fd69::10/64 now', 'make 192.168.127.10/24 the first']],
+  ] as const)('dual-stack, %s', (_, states, action, summaries) => {
+    const view = {
+      files: dualFiles,
+      addresses: DUAL.map((cidr, i) => ({ cidr, state: states[i]!, first: '2001:db8::5/64' })),
+    } as InternalIpView;
+    const plan = internalIpStep.plan(view, dualSite);
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.summary) : []).toEqual(
+      summaries.map((s) => expect.stringContaining(s)),
+    );
+  });
+
+  it('dual-stack: the files name both, the primary family first', () => {
+    expect(dualFiles[KUBELET_NODE_IP_DROP_IN]!.content).toContain(
+      'Environment="KUBELET_NODE_IP=fd69::10" "KUBELET_NODE_IPS=fd69::10,192.168.127.10"',
+    );
+    expect(dualFiles[CRIO_NODE_IP_DROP_IN]!.content).toContain('CONTAINER_STREAM_ADDRESS=fd69::10"');
+    expect(internalIpStep.plan({ files: dualFiles, addresses: [] }, dualSite)).toMatchObject({
+      action: 'noop',
+      reason: expect.stringContaining('fd69::10/64 and 192.168.127.10/24 are each the first address of its family'),
+    });
   });
 
   it('is noop without an internal IP in the site-config', () => {

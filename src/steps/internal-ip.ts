@@ -8,7 +8,7 @@
  * Verified by surveying again: the internal IP is the first address OVN-Kubernetes considers on br-ex.
  */
 import type { Change } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import { internalIPs, type Step, type StepContext } from '../config/site.js';
 import { firstNodeAddress, interfaceAddresses } from '../node/addresses.js';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, DISPATCHER_SCRIPT, nodeIpFiles } from '../node/internal-ip.js';
@@ -22,106 +22,123 @@ import {
 } from '../node/managed-file.js';
 import { type DeclaredFiles, declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 
-function files(internalIP: string): (ManagedFile & { purpose: string })[] {
+function files(internals: readonly string[]): (ManagedFile & { purpose: string })[] {
   // root-owned: NetworkManager refuses dispatcher scripts that others own or may write
-  return nodeIpFiles(internalIP).map((f) => ({ ...f, uid: 0, gid: 0 }));
+  return nodeIpFiles(internals).map((f) => ({ ...f, uid: 0, gid: 0 }));
 }
 
 type AddressState = 'missing-interface' | 'absent' | 'behind' | 'first';
 
-/** What the step reads: the rendered config's files, its own files, and where the internal IP stands on br-ex. */
+/** Where one internal IP stands on br-ex, among the addresses of its family. */
+interface AddressView {
+  cidr: string;
+  state: AddressState;
+  first?: string;
+}
+
+/** What the step reads: the rendered config's files, its own files, and where each internal IP stands on br-ex. */
 export interface InternalIpView {
   declared?: DeclaredFiles;
   files: Record<string, HostFile>;
-  address: { state: AddressState; first?: string };
+  /** one per internal IP, the primary family's first */
+  addresses: readonly AddressView[];
 }
 
-async function addressState(ctx: StepContext, internalIP: string): Promise<InternalIpView['address']> {
+async function addressState(ctx: StepContext, internalIP: string, present: string[] | undefined): Promise<AddressView> {
   const internal = parseCidr(internalIP);
   const cidr = formatCidr(internal);
-  const addresses = await interfaceAddresses(ctx.exec, BR_EX);
-  if (addresses === undefined) return { state: 'missing-interface' };
-  if (!addresses.includes(cidr)) return { state: 'absent' };
+  if (present === undefined) return { cidr, state: 'missing-interface' };
+  if (!present.includes(cidr)) return { cidr, state: 'absent' };
   const first = await firstNodeAddress(ctx.exec, BR_EX, internal.family);
-  return first === cidr ? { state: 'first' } : { state: 'behind', ...(first !== undefined && { first }) };
+  return first === cidr ? { cidr, state: 'first' } : { cidr, state: 'behind', ...(first !== undefined && { first }) };
 }
+
+const listed = (cidrs: readonly string[]) => cidrs.join(' and ');
 
 export const internalIpStep: Step<InternalIpView | undefined> = {
   name: 'internal-ip',
   group: 'node',
   description:
-    'NetworkManager dispatcher script keeping the internal IP first on `br-ex`; kubelet and CRI-O node-IP drop-ins',
-  inputs: (site) => site.network.internalIP ?? null,
+    'NetworkManager dispatcher script keeping the internal IP (one per family, dual-stack) first on `br-ex`; kubelet and CRI-O node-IP drop-ins',
+  // a single-stack site hashes as before: a done step stays done across an agent update
+  inputs: (site) =>
+    site.network.secondaryInternalIP === undefined ? (site.network.internalIP ?? null) : internalIPs(site.network),
 
   async survey(ctx) {
-    const internalIP = ctx.site.network.internalIP;
-    if (internalIP === undefined) return undefined;
+    const internals = internalIPs(ctx.site.network);
+    if (internals.length === 0) return undefined;
     const declared = await declaredFiles(ctx.fs);
+    const present = await interfaceAddresses(ctx.exec, BR_EX);
+    const addresses: AddressView[] = [];
+    for (const ip of internals) addresses.push(await addressState(ctx, ip, present));
     return {
       ...(declared && { declared }),
       files: await readHostFiles(
         ctx.fs,
-        files(internalIP).map((f) => f.path),
+        files(internals).map((f) => f.path),
       ),
-      address: await addressState(ctx, internalIP),
+      addresses,
     };
   },
 
   plan(view, site) {
-    const internalIP = site.network.internalIP;
-    if (internalIP === undefined || view === undefined)
+    const internals = internalIPs(site.network);
+    if (internals.length === 0 || view === undefined)
       return { action: 'noop', reason: 'the site-config sets no internal IP' };
-    const cidr = formatCidr(parseCidr(internalIP));
-    const drift = files(internalIP)
+    const cidrs = listed(internals.map((ip) => formatCidr(parseCidr(ip))));
+    const drift = files(internals)
       .map((f) => driftFromRendered(view.declared, f.path, f.content))
       .filter((r): r is string => r !== undefined);
     if (drift.length > 0)
       return {
         action: 'conflict',
-        reason: `the internal IP ${cidr} differs from the one the factory MachineConfigs pin: ${drift.join('; ')}; change SNO_RELOCATE_INTERNAL_IP of the MachineConfigs instead`,
+        reason: `the internal IP ${cidrs} differs from the one the factory MachineConfigs pin: ${drift.join('; ')}; change SNO_RELOCATE_INTERNAL_IP of the MachineConfigs instead`,
       };
     const changes: Change[] = [];
-    for (const file of files(internalIP)) {
+    for (const file of files(internals)) {
       const change = fileChange(view.files[file.path], file, file.purpose);
       if (change) changes.push(change);
     }
-    const { address } = view;
-    if (address.state === 'absent')
-      changes.push({ action: 'set', target: BR_EX, summary: `add ${cidr} now, as the first address` });
-    if (address.state === 'behind')
-      changes.push({
-        action: 'set',
-        target: BR_EX,
-        summary: `make ${cidr} the first address (${address.first} is ahead of it: OVN-Kubernetes would take that as the node IP)`,
-      });
-    if (changes.length > 0) return { action: 'change', summary: `pin the node IP to ${cidr} on ${BR_EX}`, changes };
+    for (const address of view.addresses) {
+      if (address.state === 'absent')
+        changes.push({
+          action: 'set',
+          target: BR_EX,
+          summary: `add ${address.cidr} now, as the first address of its family`,
+        });
+      if (address.state === 'behind')
+        changes.push({
+          action: 'set',
+          target: BR_EX,
+          summary: `make ${address.cidr} the first address of its family (${address.first} is ahead of it: OVN-Kubernetes would take that as the node IP)`,
+        });
+    }
+    if (changes.length > 0) return { action: 'change', summary: `pin the node IP to ${cidrs} on ${BR_EX}`, changes };
     return {
       action: 'noop',
-      reason:
-        address.state === 'first'
-          ? `${cidr} is the first address on ${BR_EX}, and kubelet and CRI-O are pinned to it`
-          : `kubelet and CRI-O are pinned to ${cidr}; ${BR_EX} does not exist yet, and the dispatcher script adds the address when it comes up`,
+      reason: view.addresses.every((a) => a.state === 'first')
+        ? `${cidrs} ${internals.length > 1 ? 'are each the first address of its family' : 'is the first address'} on ${BR_EX}, and kubelet and CRI-O are pinned to ${internals.length > 1 ? 'them' : 'it'}`
+        : `kubelet and CRI-O are pinned to ${cidrs}; ${BR_EX} does not exist yet, and the dispatcher script adds the address when it comes up`,
     };
   },
 
   async apply(ctx, view) {
-    const internalIP = ctx.site.network.internalIP!;
-    const cidr = formatCidr(parseCidr(internalIP));
-    for (const file of files(internalIP)) {
+    const internals = internalIPs(ctx.site.network);
+    for (const file of files(internals)) {
       if (fileDrift(view!.files[file.path], file).reasons.length === 0) continue;
       await writeManagedFile(ctx.fs, file);
       ctx.log.info({ file: file.path }, `written: ${file.path}`);
     }
-    const { state } = view!.address;
-    if (state === 'absent' || state === 'behind') {
-      // the dispatcher script just written: the one implementation of "present, and first"
-      await ctx.exec.run(ctx.fs.resolve(DISPATCHER_SCRIPT), [BR_EX, 'up']);
+    const moved = view!.addresses.filter((a) => a.state === 'absent' || a.state === 'behind');
+    if (moved.length === 0) return;
+    // the dispatcher script just written: the one implementation of "present, and first" (each family)
+    await ctx.exec.run(ctx.fs.resolve(DISPATCHER_SCRIPT), [BR_EX, 'up']);
+    for (const { cidr, state } of moved)
       ctx.log.info(
         { address: cidr, interface: BR_EX },
         state === 'absent'
-          ? `internal IP ${cidr} added to ${BR_EX}, first`
-          : `internal IP ${cidr} made the first address of ${BR_EX}`,
+          ? `internal IP ${cidr} added to ${BR_EX}, first of its family`
+          : `internal IP ${cidr} made the first address of its family on ${BR_EX}`,
       );
-    }
   },
 };

@@ -268,6 +268,7 @@ describe('network decisions', () => {
     desired: { interfaces: [eth0(true)] },
     current: { interfaces: [eth0(true)] },
     unsupported: [],
+    internalIPs: [],
     leftovers: { empty: [], temporary: [] },
     ...parts,
   });

@@ -18,14 +18,20 @@ import path from 'node:path';
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
 import { hashOf } from '../engine/state.js';
 import type { Change } from '../engine/step.js';
-import type { Site, Step, StepContext } from '../config/site.js';
+import { internalIPs as internalIPsOf, type Site, type Step, type StepContext } from '../config/site.js';
 import type { NmstateState } from '../base/nmstate.js';
 import { logEvent } from '../log/logger.js';
 import { pollUntil } from '../ports/clock.js';
 import { formatCidr, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';
-import { BR_EX, DISPATCHER_SCRIPT, pinnedInternalIP } from '../node/internal-ip.js';
-import { compareNetworkState, defaultGateways, desiredNetworkState, differenceLines } from '../node/network-state.js';
+import { BR_EX, DISPATCHER_SCRIPT, pinnedInternalIPs } from '../node/internal-ip.js';
+import {
+  compareNetworkState,
+  defaultGateways,
+  desiredNetworkState,
+  differenceLines,
+  missingGatewayFamilies,
+} from '../node/network-state.js';
 
 export const KEYFILE_DIR = '/etc/NetworkManager/system-connections';
 export const REVERT_STATE_FILE = 'network-revert.json';
@@ -66,18 +72,19 @@ async function removeLeftovers(ctx: StepContext, leftovers: Leftovers): Promise<
 }
 
 /**
- * The internal IP the site network keeps on br-ex: the site-config's, else the one the node already
+ * The internal IPs the site network keeps on br-ex: the site-config's, else those the node already
  * pins there (the factory's dispatcher script puts it back whatever the site network says), which a
  * site-config without one keeps, as the internal-ip step does. The image-based install's media never
  * names one.
  */
-async function internalIP(ctx: StepContext): Promise<string | undefined> {
-  if (ctx.site.network.internalIP !== undefined) return ctx.site.network.internalIP;
+async function internalIPs(ctx: StepContext): Promise<string[]> {
+  const site = internalIPsOf(ctx.site.network);
+  if (site.length > 0) return site;
   const script = await ctx.fs.readText(DISPATCHER_SCRIPT);
-  return script === undefined ? undefined : pinnedInternalIP(script);
+  return script === undefined ? [] : pinnedInternalIPs(script);
 }
 const desiredState = async (ctx: StepContext): Promise<NmstateState> =>
-  desiredNetworkState(ctx.site.network.nmstate, await internalIP(ctx));
+  desiredNetworkState(ctx.site.network.nmstate, await internalIPs(ctx));
 
 function describeChecks(site: Site): string {
   const { pingGateway, resolve, timeoutSeconds } = site.network.verify;
@@ -93,15 +100,16 @@ function describeChecks(site: Site): string {
 async function problems(
   ctx: StepContext,
   desired: NmstateState,
-  internalRequired: string | undefined,
+  internalRequired: readonly string[],
 ): Promise<string[]> {
   const current = await ctx.nmstate.show();
-  const out = compareNetworkState(desired, current, await internalIP(ctx)).map(
+  const out = compareNetworkState(desired, current, await internalIPs(ctx)).map(
     (d) => `${d.path} is ${d.have}, want ${d.want}`,
   );
   if (ctx.site.network.verify.pingGateway) {
     const gateways = defaultGateways(current);
     if (gateways.length === 0) out.push('no default route, so no gateway to ping');
+    else out.push(...missingGatewayFamilies(desired, gateways));
     for (const gw of gateways) {
       // a link-local next hop is only reachable through its interface
       const target = isLinkLocal(gw.address) && gw.iface ? `${gw.address}%${gw.iface}` : gw.address;
@@ -120,9 +128,10 @@ async function problems(
     });
     if (lookup.code !== 0) out.push(`${name} does not resolve`);
   }
-  if (internalRequired !== undefined) {
+  if (internalRequired.length > 0) {
     const addresses = await interfaceAddresses(ctx.exec, BR_EX);
-    if (!addresses?.includes(internalRequired)) out.push(`the internal IP ${internalRequired} is gone from ${BR_EX}`);
+    for (const internal of internalRequired)
+      if (!addresses?.includes(internal)) out.push(`the internal IP ${internal} is gone from ${BR_EX}`);
   }
   return out;
 }
@@ -131,7 +140,7 @@ async function problems(
 async function checkWithRetries(
   ctx: StepContext,
   desired: NmstateState,
-  internalRequired: string | undefined,
+  internalRequired: readonly string[],
 ): Promise<string[]> {
   let last: string[] = [];
   const passed = await pollUntil(
@@ -184,8 +193,8 @@ export interface NetworkView {
   current: NmstateState;
   /** what the node's network backend cannot apply of the desired state */
   unsupported: string[];
-  /** the internal IP kept on br-ex (the site-config's, or the one the node pins) */
-  internalIP?: string;
+  /** the internal IPs kept on br-ex (the site-config's, or those the node pins), primary family first */
+  internalIPs: string[];
   leftovers: Leftovers;
 }
 
@@ -197,13 +206,13 @@ export const networkStep: Step<NetworkView> = {
   inputs: (site) => site.network,
 
   async survey(ctx) {
-    const internal = await internalIP(ctx);
+    const internal = await internalIPs(ctx);
     const desired = desiredNetworkState(ctx.site.network.nmstate, internal);
     return {
       desired,
       current: await ctx.nmstate.show(),
       unsupported: ctx.nmstate.unsupported(desired),
-      ...(internal !== undefined && { internalIP: internal }),
+      internalIPs: internal,
       leftovers: await keyfileLeftovers(ctx),
     };
   },
@@ -216,7 +225,7 @@ export const networkStep: Step<NetworkView> = {
         action: 'conflict',
         reason: `the network backend on this node cannot apply the site network: ${view.unsupported.join('; ')}`,
       };
-    const differences = compareNetworkState(desired, view.current, view.internalIP);
+    const differences = compareNetworkState(desired, view.current, view.internalIPs);
     const { empty, temporary } = view.leftovers;
     const interfaces = desired.interfaces?.length ?? 0;
     if (differences.length === 0 && empty.length === 0 && temporary.length === 0)
@@ -264,10 +273,9 @@ export const networkStep: Step<NetworkView> = {
       return;
     }
     const revertState = await saveRevertState(ctx, desired, view.current);
-    const internal = view.internalIP === undefined ? undefined : formatCidr(parseCidr(view.internalIP));
-    // the internal IP must survive the change when it was there: kubelet and etcd are bound to it
-    const internalRequired =
-      internal !== undefined && (await interfaceAddresses(ctx.exec, BR_EX))?.includes(internal) ? internal : undefined;
+    // an internal IP must survive the change when it was there: kubelet and etcd are bound to it
+    const before = (await interfaceAddresses(ctx.exec, BR_EX)) ?? [];
+    const internalRequired = view.internalIPs.map((ip) => formatCidr(parseCidr(ip))).filter((c) => before.includes(c));
 
     let checkpoint: string;
     try {
@@ -334,7 +342,7 @@ export const networkStep: Step<NetworkView> = {
     const { empty } = await keyfileLeftovers(ctx);
     const failed = [
       ...empty.map((f) => `${f} is empty`),
-      ...(await checkWithRetries(ctx, await desiredState(ctx), undefined)),
+      ...(await checkWithRetries(ctx, await desiredState(ctx), [])),
     ];
     if (failed.length === 0) return;
     // past the commit there is no checkpoint to roll back to: say where the previous state is kept

@@ -174,10 +174,36 @@ describe('site-names', () => {
   });
 });
 
+describe('site-names, dual-stack, against dnsmasq', () => {
+  it.each([
+    ['IPv6 primary', { internalIP: 'fd69::10/64', secondaryInternalIP: '192.168.127.10/24' }],
+    ['IPv4 primary', { internalIP: '192.168.127.10/24', secondaryInternalIP: 'fd69::10/64' }],
+  ])('%s: dnsmasq answers A with the IPv4 internal IP and AAAA with the IPv6 one', async (_, network) => {
+    const { node } = dnsmasqNode({ site: site({ network }) });
+    await bus.services.configure({ root: node.root });
+    await node.run([siteNamesStep]);
+    const dnsmasq = await startDnsmasq(path.join(node.root, 'etc/dnsmasq.d'));
+    try {
+      for (const name of [
+        'api.sno.store42.example.com',
+        'api-int.sno.store42.example.com',
+        'console-openshift-console.apps.sno.store42.example.com',
+      ]) {
+        expect([name, await dnsmasq.resolve4(name)]).toEqual([name, ['192.168.127.10']]);
+        expect([name, await dnsmasq.resolve6(name)]).toEqual([name, ['fd69::10']]);
+      }
+    } finally {
+      await dnsmasq.stop();
+    }
+    expect(await planOf(siteNamesStep, node.ctx)).toMatchObject({ action: 'noop' });
+    node.close();
+  });
+});
+
 describe('site-names decisions', () => {
   const factory = { domain: 'sno.factory.example.com', address: '192.168.127.10' };
   const site = testSite({ baseDomain: 'store42.example.com', network: { internalIP: '192.168.127.10/24' } });
-  const file = wantedNames({ factory }, site);
+  const file = wantedNames({ factory, pinned: [] }, site);
   const written = file.kind === 'names' ? file.file!.content : '';
   it.each([
     ['no single-node dnsmasq', { factory: 'absent' }, site, 'noop', []],
@@ -205,14 +231,58 @@ describe('site-names decisions', () => {
     ],
     [
       'the pinned address stands in for the internal IP',
-      { factory, pinned: '192.168.127.10', siteFile: { content: written, mode: 0o644 } },
+      { factory, pinned: ['192.168.127.10'], siteFile: { content: written, mode: 0o644 } },
       testSite({ baseDomain: 'store42.example.com' }),
       'noop',
       [],
     ],
+    [
+      'dual-stack: the factory file names the site, still one line per family to write',
+      { factory: { domain: 'sno.store42.example.com', address: '192.168.127.10' } },
+      testSite({
+        baseDomain: 'store42.example.com',
+        network: { internalIP: '192.168.127.10/24', secondaryInternalIP: 'fd69::10/64' },
+      }),
+      'change',
+      ['create', 'start'],
+    ],
   ] as const)('%s', (_, view, s, action, changes) => {
-    const plan = siteNamesStep.plan({ restartPending: false, ...view } as SiteNamesView, s);
+    const plan = siteNamesStep.plan({ restartPending: false, pinned: [], ...view } as SiteNamesView, s);
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+  });
+});
+
+describe('site-names, dual-stack', () => {
+  const factory = { domain: 'sno.factory.example.com', address: '192.168.127.10' };
+  it.each([
+    [
+      'IPv4 primary',
+      { internalIP: '192.168.127.10/24', secondaryInternalIP: 'fd69::10/64' },
+      ['192.168.127.10', 'fd69::10'],
+    ],
+    [
+      'IPv6 primary',
+      { internalIP: 'fd69::10/64', secondaryInternalIP: '192.168.127.10/24' },
+      ['fd69::10', '192.168.127.10'],
+    ],
+    ['IPv6 only', { internalIP: 'FD69:0::10/64' }, ['fd69::10']],
+  ])('%s: each name has a line per family', (_, network, addresses) => {
+    const want = wantedNames({ factory, pinned: [] }, testSite({ baseDomain: 'store42.example.com', network }));
+    expect(want.kind === 'names' && want.addresses).toEqual(addresses);
+    const lines = (want.kind === 'names' ? want.file!.content : '').split('\n').filter((l) => l.startsWith('address='));
+    expect(lines).toEqual(
+      ['apps', 'api-int', 'api'].flatMap((n) => addresses.map((a) => `address=/${n}.sno.store42.example.com/${a}`)),
+    );
+  });
+
+  it("takes the node's pinned addresses, primary first, when the site-config names none", () => {
+    const want = wantedNames(
+      { factory, pinned: ['fd69::10', '192.168.127.10'] },
+      testSite({ baseDomain: 'x.example.com' }),
+    );
+    expect(want.kind === 'names' && want.summary).toBe(
+      'api.sno.x.example.com, api-int.sno.x.example.com and *.apps.sno.x.example.com to fd69::10 and 192.168.127.10',
+    );
   });
 });

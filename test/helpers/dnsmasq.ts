@@ -5,13 +5,15 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { resolve4 } from '../../src/node/site-names-check.js';
+import { resolveFamily } from '../../src/node/site-names-check.js';
 
 export interface RunningDnsmasq {
   /** host:port to hand a resolver */
   server: string;
   /** A records of a name, or the resolver's error code (ENOTFOUND, EREFUSED, ...) */
   resolve4(name: string): Promise<string[] | string>;
+  /** AAAA records of a name, or the resolver's error code */
+  resolve6(name: string): Promise<string[] | string>;
   stop(): Promise<void>;
 }
 
@@ -61,7 +63,8 @@ export async function startDnsmasq(confDir: string, address?: string): Promise<R
   const server = address ?? `127.0.0.1:${port}`;
   return {
     server,
-    resolve4: (name) => resolve4([server], name, 2000),
+    resolve4: (name) => resolveFamily([server], name, 4, 2000),
+    resolve6: (name) => resolveFamily([server], name, 6, 2000),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DISPATCHER_SCRIPT } from '../../src/node/internal-ip.js';
+import { DISPATCHER_SCRIPT, renderDispatcherScript } from '../../src/node/internal-ip.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { writeSiteFolder } from './cli.js';
 import { REPO, stubEnvironment } from './context.js';
@@ -119,6 +119,40 @@ describe.skipIf(!available)(
       // the routes through br-ex and the DHCP lease's lifetime survive the re-adding
       expect(r.after[2]).toMatch(/^198\.51\.100\.0\/24 via 10\.42\.0\.1 proto static metric 425/m);
       expect(Number(/valid_lft (\d+)sec/.exec(r.after[3]!)?.[1])).toBeGreaterThan(3000);
+    });
+
+    it('dual-stack: the dispatcher script puts each internal IP first of its own family, SLAAC lifetimes kept', () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'netns-dual-'));
+      const file = path.join(dir, 'dispatcher');
+      writeFileSync(file, renderDispatcherScript(['fd69::10/64', '192.168.127.10/24']), { mode: 0o755 });
+      const r = spawnSync(
+        'unshare',
+        [
+          '-rn',
+          'sh',
+          '-c',
+          [
+            'set -e',
+            'ip link set lo up',
+            'ip link add br-ex type bridge',
+            'ip link set br-ex up',
+            // the site's addresses first, as NetworkManager adds them; the IPv6 one as SLAAC gives it
+            'ip addr add 10.42.0.20/24 dev br-ex',
+            'ip -6 addr add fd00:42::20/64 dev br-ex nodad valid_lft 3600 preferred_lft 1800',
+            `"${file}" br-ex up`,
+            `"${file}" br-ex up`,
+            'ip -4 -o addr show dev br-ex scope global',
+            'echo ---',
+            'ip -6 -o addr show dev br-ex scope global',
+          ].join('\n'),
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      const [v4, v6] = r.stdout.split('---\n') as [string, string];
+      expect([...v4.matchAll(/inet (\S+)/g)].map((m) => m[1])).toEqual(['192.168.127.10/24', '10.42.0.20/24']);
+      expect([...v6.matchAll(/inet6 (\S+)/g)].map((m) => m[1])).toEqual(['fd69::10/64', 'fd00:42::20/64']);
+      expect(Number(/fd00:42::20\/64.* valid_lft (\d+)sec/.exec(v6)?.[1])).toBeGreaterThan(3000);
     });
 
     it('rolls the network back when the gateway does not answer', () => {

@@ -118,15 +118,32 @@ describe('translateSeedReconfiguration', () => {
     expect(imageBased.ingressSigner?.subject).toEqual({ commonName: 'ingress-operator@1764000000' });
   });
 
+  it.each([
+    ['one node IP', ['192.168.127.10/24'], '192.168.127.10/24'],
+    ['dual-stack, IPv6 primary', ['fd69::10/64', '192.168.127.10/24'], ['fd69::10/64', '192.168.127.10/24']],
+  ])('maps node_ips onto spec.network.internalIP: %s', (_, nodeIps, internalIP) => {
+    const { document, findings } = translateSeedReconfiguration(
+      seedReconfigurationSchema.parse({ ...ibioExample, node_ips: nodeIps, machine_networks: [] }),
+    );
+    expect(findings.filter((f) => f.severity === 'error')).toEqual([]);
+    expect((document as { spec: { network: { internalIP?: unknown } } }).spec.network.internalIP).toEqual(internalIP);
+  });
+
+  it('refuses a node IP without its prefix length, naming it', () => {
+    const { findings } = translateSeedReconfiguration(
+      seedReconfigurationSchema.parse({ ...ibioExample, node_ips: ['fd69::10/64', '192.168.127.10'] }),
+    );
+    expect(findings.map((f) => [f.path, f.message])).toContainEqual([
+      'cluster-configuration/manifest.json: $.node_ips[1]',
+      'needs its prefix length: the internal IP on br-ex, as the factory pinned it',
+    ]);
+  });
+
   it('refuses the image-based upgrade fields by name, with what to use instead', () => {
     const { findings } = translateSeedReconfiguration(
-      seedReconfigurationSchema.parse({ ...ibioExample, node_ips: ['10.0.0.2'], install_config: 'x' }),
+      seedReconfigurationSchema.parse({ ...ibioExample, install_config: 'x' }),
     );
     expect(findings.map((f) => [f.path, f.message.split(';')[0]])).toEqual([
-      [
-        'cluster-configuration/manifest.json: $.node_ips',
-        'refused: the node IPs are the internal IP on br-ex, fixed at the factory',
-      ],
       [
         'cluster-configuration/manifest.json: $.install_config',
         'refused: an image-based upgrade field (the installer never writes it)',

@@ -361,8 +361,17 @@ export const FIELD_TABLE: readonly FieldRow[] = [
   },
   {
     field: 'node_ips',
-    use: 'refused',
-    note: 'refused: the node IPs are the internal IP on br-ex, fixed at the factory; give the site addresses in raw_nm_state_config instead',
+    use: 'taken',
+    native: 'spec.network.internalIP',
+    note: "kubelet's node IPs: the internal IP on br-ex, one per family for dual-stack, the cluster's primary family first; each with its prefix length (e.g. 192.168.127.10/24), as the factory pinned it",
+    map: (v: string[], out, path) => {
+      const bare = v.findIndex((ip) => !ip.includes('/'));
+      if (bare >= 0)
+        out.findings.push(
+          error(`${path}[${bare}]`, 'needs its prefix length: the internal IP on br-ex, as the factory pinned it'),
+        );
+      else network(out).internalIP = v.length === 1 ? v[0] : v;
+    },
   },
   {
     field: 'status_proxy',

@@ -6,6 +6,7 @@ import {
   filesStayInFolder,
   interfaceReferencesKnown,
   internalIpOutsideSiteSubnets,
+  internalIpFamilies,
   mirrorSourcesUnique,
   networkSourceExactlyOne,
   pullSecretHasRegistries,
@@ -151,6 +152,48 @@ const cases: [string, Rule, (d: Doc) => void, string[]][] = [
     interfaceReferencesKnown,
     (d) => d.spec.network.nmstate.interfaces.push({ name: 'v10', vlan: { 'base-iface': 'eno9', id: 10 } }),
     ['$.spec.network.nmstate.interfaces[1].vlan.base-iface'],
+  ],
+  [
+    'dual-stack: one per family',
+    internalIpFamilies,
+    (d) => (d.spec.network.internalIP = ['fd69::10/64', '192.168.127.10/24']),
+    [],
+  ],
+  [
+    'dual-stack: two of one family',
+    internalIpFamilies,
+    (d) => (d.spec.network.internalIP = ['192.168.127.10/24', '192.168.128.10/24']),
+    ['$.spec.network.internalIP[1]'],
+  ],
+  [
+    'dual-stack: machine networks in the same order',
+    internalIpFamilies,
+    (d) => {
+      d.spec.network.internalIP = ['fd69::10/64', '192.168.127.10/24'];
+      d.spec.network.machineNetworks = ['fd00:42::/64', '10.42.0.0/24'];
+    },
+    [],
+  ],
+  [
+    'dual-stack: machine networks in the other order',
+    internalIpFamilies,
+    (d) => {
+      d.spec.network.internalIP = ['fd69::10/64', '192.168.127.10/24'];
+      d.spec.network.machineNetworks = ['10.42.0.0/24', 'fd00:42::/64'];
+    },
+    ['$.spec.network.machineNetworks'],
+  ],
+  [
+    'dual-stack: the second internal IP inside a site subnet',
+    internalIpOutsideSiteSubnets,
+    (d) => {
+      d.spec.network.internalIP = ['192.168.127.10/24', 'fd00:42::99/64'];
+      d.spec.network.nmstate.interfaces[0].ipv6 = {
+        enabled: true,
+        address: [{ ip: 'fd00:42::20', 'prefix-length': 64 }],
+      };
+    },
+    ['$.spec.network.nmstate.interfaces[0].ipv6.address[0]'],
   ],
   [
     'pull secret: no registries',

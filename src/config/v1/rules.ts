@@ -9,6 +9,7 @@ import { domainsOf, siteHostsProblem } from '../../kube/openshift.js';
 import { isDnsName, type Mirror, type SiteConfigV1 } from './schema.js';
 import { type NmstateState } from '../../base/nmstate.js';
 import { minutes, worstCase } from './budget.js';
+import { internalIpList } from '../normalise.js';
 
 export interface RuleInput {
   config: SiteConfigV1;
@@ -24,6 +25,7 @@ export interface Rule {
 }
 
 const error = (path: string, message: string): Finding => ({ severity: 'error', path, message });
+const familyOf = (cidr: string): 'ipv4' | 'ipv6' => (isIPv4(cidr.split('/')[0]!) ? 'ipv4' : 'ipv6');
 const warning = (path: string, message: string): Finding => ({ severity: 'warning', path, message });
 
 export const networkSourceExactlyOne: Rule = {
@@ -111,27 +113,53 @@ export const dnsNames: Rule = {
   },
 };
 
+/** `$.spec.network.internalIP`, or its element i where the site-config gives a list */
+const internalIpPath = (config: SiteConfigV1, i: number) =>
+  Array.isArray(config.spec.network.internalIP) ? `$.spec.network.internalIP[${i}]` : '$.spec.network.internalIP';
+
 export const internalIpOutsideSiteSubnets: Rule = {
   name: 'internal-ip-outside-site-subnets',
   check: ({ config, nmstate, nmstatePath }) => {
-    const internal = config.spec.network.internalIP;
-    if (internal === undefined || !nmstate) return [];
-    const [internalAddr] = internal.split('/') as [string];
-    const family = isIPv4(internalAddr) ? 'ipv4' : 'ipv6';
-    const out: Finding[] = [];
-    (nmstate.interfaces ?? []).forEach((iface, i) => {
-      (iface[family]?.address ?? []).forEach((addr, j) => {
-        const site = `${addr.ip}/${addr['prefix-length']}`;
-        if (subnetContains(site, internalAddr) || subnetContains(internal, addr.ip)) {
-          out.push(
-            error(
-              `${nmstatePath}.interfaces[${i}].${family}.address[${j}]`,
-              `site subnet ${site} overlaps the internal IP ${internal} ($.spec.network.internalIP)`,
-            ),
-          );
-        }
-      });
+    if (!nmstate) return [];
+    return internalIpList(config.spec.network.internalIP).flatMap((internal, k) => {
+      const [internalAddr] = internal.split('/') as [string];
+      const family = familyOf(internal);
+      return (nmstate.interfaces ?? []).flatMap((iface, i) =>
+        (iface[family]?.address ?? []).flatMap((addr, j) => {
+          const site = `${addr.ip}/${addr['prefix-length']}`;
+          return subnetContains(site, internalAddr) || subnetContains(internal, addr.ip)
+            ? [
+                error(
+                  `${nmstatePath}.interfaces[${i}].${family}.address[${j}]`,
+                  `site subnet ${site} overlaps the internal IP ${internal} (${internalIpPath(config, k)})`,
+                ),
+              ]
+            : [];
+        }),
+      );
     });
+  },
+};
+
+/**
+ * Dual-stack: one internal IP per family, and the machine networks in the same family order (the
+ * cluster's primary family first: the plan compares it with the cluster's Network config).
+ */
+export const internalIpFamilies: Rule = {
+  name: 'internal-ip-families',
+  check: ({ config }) => {
+    const internals = internalIpList(config.spec.network.internalIP);
+    const out: Finding[] = [];
+    if (internals.length === 2 && familyOf(internals[0]!) === familyOf(internals[1]!))
+      out.push(error('$.spec.network.internalIP[1]', `a second ${familyOf(internals[0]!)} address: one per IP family`));
+    const networks = config.spec.network.machineNetworks ?? [];
+    if (internals.length === 2 && networks.length === 2 && familyOf(networks[0]!) !== familyOf(internals[0]!))
+      out.push(
+        error(
+          '$.spec.network.machineNetworks',
+          `in the order ${networks.map(familyOf).join(', ')}, but internalIP in the order ${internals.map(familyOf).join(', ')}: both list the primary family first`,
+        ),
+      );
     return out;
   },
 };
@@ -296,8 +324,6 @@ export const chronyNamesASource: Rule = {
       : [],
 };
 
-const familyOf = (cidr: string): 'ipv4' | 'ipv6' => (isIPv4(cidr.split('/')[0]!) ? 'ipv4' : 'ipv6');
-
 /**
  * The hint picks the site's address for nodeip-configuration; the internal IP stays the node IP
  * (the internal-ip step's drop-ins override what nodeip-configuration writes). So each machine
@@ -308,7 +334,7 @@ export const machineNetworksAreSiteNetworks: Rule = {
   name: 'machine-networks-are-site-networks',
   check: ({ config, nmstate }) => {
     const networks = config.spec.network.machineNetworks ?? [];
-    const internal = config.spec.network.internalIP;
+    const internals = internalIpList(config.spec.network.internalIP);
     const out: Finding[] = [];
     const seen = new Map<string, number>();
     networks.forEach((cidr, i) => {
@@ -318,7 +344,7 @@ export const machineNetworksAreSiteNetworks: Rule = {
       if (first !== undefined)
         out.push(error(at, `a second ${family} network (after machineNetworks[${first}]): one per IP family`));
       seen.set(family, first ?? i);
-      if (internal !== undefined && familyOf(internal) === family) {
+      for (const internal of internals.filter((ip) => familyOf(ip) === family)) {
         const internalAddr = internal.split('/')[0]!;
         if (subnetContains(cidr, internalAddr) || subnetContains(internal, cidr.split('/')[0]!))
           out.push(
@@ -379,6 +405,7 @@ export const documentRules: readonly Rule[] = [
 /** Rules that also need the nmstate state, which may come from a file. */
 export const networkRules: readonly Rule[] = [
   internalIpOutsideSiteSubnets,
+  internalIpFamilies,
   interfaceReferencesKnown,
   machineNetworksAreSiteNetworks,
 ];

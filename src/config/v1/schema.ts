@@ -173,6 +173,8 @@ export const trustBundleSchema = z
 
 // ---- end of the site services block ----
 
+const internalCidr = z.string().refine((v) => isCidr(v), { message: 'not an IP address with prefix length (CIDR)' });
+
 export const siteConfigSchema = z.strictObject({
   apiVersion: z.literal(API_VERSION, { message: `must be ${API_VERSION}` }).describe('version of this format'),
   kind: z.literal(KIND, { message: `must be ${KIND}` }).describe('always SiteConfig'),
@@ -205,10 +207,11 @@ export const siteConfigSchema = z.strictObject({
         nmstate: nmstateSchema.optional(),
         nmstateFile: fileName.optional().describe('nmstate YAML beside the site-config (instead of nmstate)'),
         internalIP: z
-          .string()
-          .refine((v) => isCidr(v), { message: 'not an IP address with prefix length (CIDR)' })
+          .union([internalCidr, z.array(internalCidr).min(1).max(2, 'one address per IP family, two at most')])
           .optional()
-          .describe('br-ex internal node IP, normally fixed at the factory'),
+          .describe(
+            "br-ex internal node IP, normally fixed at the factory; dual-stack: one per family, the cluster's primary family first",
+          ),
         machineNetworks: z
           .array(z.string().refine((v) => v.includes('/') && isCidr(v), { message: 'not a network (CIDR)' }))
           .min(1)
