@@ -6,7 +6,7 @@ import { logEvent } from '../log/logger.js';
 import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
 import { errorMessage, RefusedError, SnoRelocateError, StepError, VerificationError } from '../base/errors.js';
-import { hashOf, type RunState, type StateStore } from './state.js';
+import { hashOf, newRunState, type RunState, type StateStore } from './state.js';
 import type { ChangePlan, PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
 
 export interface EngineInput {
@@ -113,15 +113,14 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   });
   const resumed = previous !== undefined && previous.configHash === input.configHash;
   const selected = input.steps.filter((s) => input.selected.has(s.name));
-  const state: RunState = {
-    version: 1,
+  const state = newRunState({
     site: ctx.site.name,
     configHash: input.configHash,
     result: 'running',
     startedAt: ctx.clock.now().toISOString(),
     selected: selected.map((s) => s.name),
     steps: resumed ? previous.steps : {},
-  };
+  });
   logEvent(
     ctx.log,
     'info',

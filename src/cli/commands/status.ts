@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { siteCaCertificate } from '../../certs/site-certs.js';
 import { readShipment } from '../../factory/seal.js';
 import { safeLine } from '../../log/safe-text.js';
+import { AGENT_VERSION } from '../../base/version.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
 import { renderFindings, table } from '../../watch/render.js';
@@ -26,6 +27,10 @@ export function renderRunState(state: RunState | undefined): string {
     `Result:   ${state.result}${notAsked.length ? ' (partial run)' : ''}${state.message ? `: ${safeLine(state.message)}` : ''}`,
     ...partial,
     `Started:  ${state.startedAt}${state.finishedAt ? `   Finished: ${state.finishedAt}` : ''}`,
+    // after an upgrade or a rollback, the agent that ran the steps is not the one answering
+    ...(state.agentVersion !== AGENT_VERSION
+      ? [`Run by:   sno-relocate ${state.agentVersion ? safeLine(state.agentVersion) : 'of state version 1'}`]
+      : []),
     '',
   ];
   const rows = [['STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'DETAIL']];
@@ -69,8 +74,8 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
     : '';
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA, shipment }, null, 2)}\n`
+      ? `${JSON.stringify({ agentVersion: AGENT_VERSION, run: state ?? null, watch: watch ?? null, siteCA, shipment }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `${shipped}${renderRunState(state)}${caLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `Agent:    sno-relocate ${AGENT_VERSION}\n${shipped}${renderRunState(state)}${caLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }
