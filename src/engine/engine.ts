@@ -192,6 +192,7 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
   const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
   const began = ctx.clock.monotonic();
   let attempts = previous?.attempts ?? 0;
+  let planned: string[] | undefined;
   logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
   const record = (status: 'running' | 'done' | 'failed', message?: string) => {
     if (status === 'running') attempts += 1;
@@ -206,6 +207,7 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
         durationMs: Math.round(ctx.clock.monotonic() - began),
       }),
       ...(message !== undefined && { message: scrubText(message) }),
+      ...(planned && { plan: planned }),
     };
     return store.save(state, `state-write:${step.name}:${status}`);
   };
@@ -228,7 +230,8 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
     }
     if (doneBefore)
       ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
-    ctx.log.info({ changes: redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`)) }, plan.summary);
+    planned = redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`));
+    ctx.log.info({ changes: planned }, plan.summary);
     await record('running');
     await applyAndSettle(step, ctx, view, plan);
     await verifyStep(step, ctx);

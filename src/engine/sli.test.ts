@@ -72,12 +72,13 @@ function setup() {
       configHash: 'h1',
     }).catch(() => undefined);
   const figures = () => JSON.parse(readFileSync(path.join(root, STATE_DIR, SLI_FILE), 'utf8'));
-  return { clock, run, figures };
+  const state = () => JSON.parse(readFileSync(path.join(root, STATE_DIR, 'state.json'), 'utf8'));
+  return { clock, run, figures, state };
 }
 
 describe('the relocation figures a run leaves for the metrics', () => {
   it('counts a network rollback, then a success, with each step duration and the last success time', async () => {
-    const { clock, run, figures } = setup();
+    const { clock, run, figures, state } = setup();
     const network: { err?: Error } = {
       err: new RolledBackError('network: checks failed; rolled back', { step: 'network' }),
     };
@@ -92,6 +93,8 @@ describe('the relocation figures a run leaves for the metrics', () => {
     });
     expect(figures().lastSuccessAt).toBeUndefined();
     expect(figures().running).toBeUndefined();
+    // the state keeps what the failed step planned, for the support bundle
+    expect(state().steps.network.plan).toEqual(['update network']);
 
     delete network.err;
     await run(steps);

@@ -16,7 +16,8 @@ export const STATE_FILE = 'state.json';
  * The state file's format version. Each version an agent ever wrote stays readable (STATE_FORMATS,
  * with a test per version in state.test.ts); a later one is refused with what to do, never guessed at.
  *   1: the run, its selection and each step's record.
- *   2: adds agentVersion, the version of the agent that wrote it (an upgrade shows in status).
+ *   2: adds agentVersion, the version of the agent that wrote it (an upgrade shows in status), and
+ *      each step's plan, for the support bundle.
  */
 export const STATE_VERSION = 2;
 
@@ -28,6 +29,8 @@ const stepRecord = z.object({
   finishedAt: z.string().optional(),
   durationMs: z.number().optional(),
   message: z.string().optional(),
+  /** what the step planned on the host it found: each change as `action target`, redacted (version 2) */
+  plan: z.array(z.string()).optional(),
 });
 
 const runStateV1 = z.object({
