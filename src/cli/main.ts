@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   plan: async () => (await import('./commands/plan.js')).planCommand,
   run: async () => (await import('./commands/run.js')).runCommand,
   status: async () => (await import('./commands/status.js')).statusCommand,
+  'support-bundle': async () => (await import('./commands/support-bundle.js')).supportBundleCommand,
   keygen: async () => (await import('./commands/keygen.js')).keygenCommand,
   sign: async () => (await import('./commands/sign.js')).signCommand,
   watch: async () => (await import('./commands/watch.js')).watchCommand,
