@@ -68,8 +68,8 @@ const STATE_FILES = ['state.json', 'sli.json', 'watch.json', 'shipment.json'];
 /** host files copied in as text */
 const HOST_FILES: readonly (readonly [entry: string, file: string])[] = [
   ['install/install.env', '/etc/sno-relocate/install.env'],
-  ['install/installed-image', '/var/lib/sno-relocate-install/installed-image'],
-  ['install/previous-image', '/var/lib/sno-relocate-install/previous-image'],
+  ['install/installed-image', '/usr/local/lib/sno-relocate/installed-image'],
+  ['install/previous-image', '/usr/local/lib/sno-relocate/previous-image'],
   ['network/resolv.conf', '/etc/resolv.conf'],
 ];
 
