@@ -96,7 +96,7 @@ describe('sno-relocate-install', () => {
     rmSync(calls, { force: true });
     const r = install(image('a'));
     expect(r.code, r.out).toBe(0);
-    expect(r.out).toContain(`sno-relocate 1.0.0 from ${image('a')} is installed`);
+    expect(r.out).toContain(`the agent of ${image('a')} is installed`);
     expect(asked()).toBe('');
   });
 
