@@ -22,6 +22,7 @@ const LAYERS = [
   'steps',
   'factory',
   'fleet',
+  'support',
   'cli',
 ];
 // a new folder takes its place in the list before it can be linted

@@ -74,6 +74,9 @@ export class CommandError extends StepError {
 /** A step applied but its result did not check out. */
 export class VerificationError extends StepError {}
 
+/** A step's change did not check out and was undone: the node is as it was before the step. */
+export class RolledBackError extends StepError {}
+
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }

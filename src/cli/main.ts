@@ -5,7 +5,6 @@
  * load when that command runs, so `--version` and `--help` evaluate none of
  * them (the Kubernetes client, the watcher, the steps): a test counts the modules they load.
  */
-import pkg from '../../package.json' with { type: 'json' };
 import { errorMessage, exitCodeOf, UsageError } from '../base/errors.js';
 import { scrubText } from '../log/redact.js';
 import { safeText } from '../log/safe-text.js';
@@ -20,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   plan: async () => (await import('./commands/plan.js')).planCommand,
   run: async () => (await import('./commands/run.js')).runCommand,
   status: async () => (await import('./commands/status.js')).statusCommand,
+  'support-bundle': async () => (await import('./commands/support-bundle.js')).supportBundleCommand,
   keygen: async () => (await import('./commands/keygen.js')).keygenCommand,
   sign: async () => (await import('./commands/sign.js')).signCommand,
   watch: async () => (await import('./commands/watch.js')).watchCommand,
@@ -45,7 +45,10 @@ async function main(argv: readonly string[]): Promise<number> {
   let inv: Invocation;
   try {
     inv = parseCommandLine(argv);
-    if (inv.flags.version) return (void process.stdout.write(`sno-relocate ${pkg.version}\n`), 0);
+    if (inv.flags.version) {
+      const { AGENT_VERSION } = await import('../base/version.js');
+      return (void process.stdout.write(`sno-relocate ${AGENT_VERSION}\n`), 0);
+    }
     if (inv.command === undefined || inv.command === 'help' || inv.flags.help) {
       const words = inv.command === 'help' ? inv.positionals : [inv.command, ...inv.positionals];
       process.stdout.write(await helpFor(words));

@@ -6,7 +6,8 @@ import { logEvent } from '../log/logger.js';
 import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
 import { errorMessage, RefusedError, SnoRelocateError, StepError, VerificationError } from '../base/errors.js';
-import { hashOf, type RunState, type StateStore } from './state.js';
+import type { RunOutcome, SliStore } from './sli.js';
+import { hashOf, newRunState, type RunState, type StateStore } from './state.js';
 import type { ChangePlan, PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
 
 export interface EngineInput {
@@ -19,6 +20,8 @@ export interface EngineInput {
   configHash: string;
   /** told of every recorded change of the run's state, after it is saved (the hub report); never fails the run */
   observer?: (state: RunState) => Promise<void>;
+  /** where the run leaves its figures for the watcher's metrics; never fails the run */
+  sli?: SliStore;
 }
 
 const stepContext = (ctx: StepContext, step: Step): StepContext => ({
@@ -90,6 +93,14 @@ async function announceStop(
   await banner.show(`${result === 'refused' ? 'REFUSED' : 'FAILED'}: ${message}`);
 }
 
+/** The run's figures for the metrics: a failure to write them is logged, and the run goes on. */
+async function recordSli({ sli, ctx }: EngineInput, record: (sli: SliStore) => Promise<void>): Promise<void> {
+  if (!sli) return;
+  await record(sli).catch((err: unknown) =>
+    ctx.log.warn({ err }, `relocation figures not recorded in ${sli.file}: ${errorMessage(err)}`),
+  );
+}
+
 /** The state store, telling the observer after each save. */
 function observed(store: StateStore, observer: EngineInput['observer']): Pick<StateStore, 'load' | 'save'> {
   if (!observer) return store;
@@ -112,16 +123,23 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     throw err;
   });
   const resumed = previous !== undefined && previous.configHash === input.configHash;
+  const began = { at: ctx.clock.now(), monotonic: ctx.clock.monotonic() };
+  const outcome = (result: RunOutcome['result'], extra: Pick<RunOutcome, 'state' | 'err'>): RunOutcome => ({
+    result,
+    startedAt: began.at,
+    finishedAt: ctx.clock.now(),
+    durationSeconds: Math.max(0, ctx.clock.monotonic() - began.monotonic) / 1000,
+    ...extra,
+  });
   const selected = input.steps.filter((s) => input.selected.has(s.name));
-  const state: RunState = {
-    version: 1,
+  const state = newRunState({
     site: ctx.site.name,
     configHash: input.configHash,
     result: 'running',
     startedAt: ctx.clock.now().toISOString(),
     selected: selected.map((s) => s.name),
     steps: resumed ? previous.steps : {},
-  };
+  });
   logEvent(
     ctx.log,
     'info',
@@ -137,11 +155,12 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   } catch (err) {
     if (!(err instanceof RefusedError)) throw err;
     await announceStop(input, 'refused', scrubText(errorMessage(err)), err);
+    await recordSli(input, (sli) => sli.finished(outcome('refused', { err })));
     throw err;
   }
   await store.save(state);
+  await recordSli(input, (sli) => sli.started(began.at));
 
-  const started = ctx.clock.monotonic();
   try {
     for (const [index, step] of selected.entries()) {
       await banner.show(`[${index + 1}/${selected.length}] ${step.name} ...`);
@@ -153,13 +172,15 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     state.finishedAt = ctx.clock.now().toISOString();
     state.message = scrubText(errorMessage(err));
     await store.save(state);
+    await recordSli(input, (sli) => sli.finished(outcome(state.result as 'failed' | 'refused', { state, err })));
     await announceStop(input, state.result, state.message, err);
     throw err;
   }
   state.result = 'succeeded';
   state.finishedAt = ctx.clock.now().toISOString();
   await store.save(state);
-  const durationMs = Math.round(ctx.clock.monotonic() - started);
+  await recordSli(input, (sli) => sli.finished(outcome('succeeded', { state })));
+  const durationMs = Math.round(ctx.clock.monotonic() - began.monotonic);
   logEvent(ctx.log, 'info', 'runFinished', { site: state.site, durationMs }, `run finished for site ${state.site}`);
   await banner.show(`done: site ${state.site} is configured`);
   return state;
@@ -171,6 +192,7 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
   const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
   const began = ctx.clock.monotonic();
   let attempts = previous?.attempts ?? 0;
+  let planned: string[] | undefined;
   logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
   const record = (status: 'running' | 'done' | 'failed', message?: string, progress = false) => {
     if (status === 'running' && !progress) attempts += 1;
@@ -186,6 +208,7 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
         durationMs: Math.round(ctx.clock.monotonic() - began),
       }),
       ...(message !== undefined && { message: scrubText(message) }),
+      ...(planned && { plan: planned }),
     };
     return store.save(state, `state-write:${step.name}:${progress ? 'progress' : status}`);
   };
@@ -208,7 +231,8 @@ async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick
     }
     if (doneBefore)
       ctx.log.warn({ changes: plan.changes.length }, 'recorded as done, but the host differs: applying again');
-    ctx.log.info({ changes: redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`)) }, plan.summary);
+    planned = redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`));
+    ctx.log.info({ changes: planned }, plan.summary);
     await record('running');
     await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, view, plan);
     await verifyStep(step, ctx);

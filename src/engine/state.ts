@@ -8,10 +8,19 @@ import * as z from 'zod';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { RefusedError } from '../base/errors.js';
+import { AGENT_VERSION } from '../base/version.js';
 import type { HoldAt } from './hold.js';
 import { byCodeUnit } from '../base/order.js';
 
 export const STATE_FILE = 'state.json';
+/**
+ * The state file's format version. Each version an agent ever wrote stays readable (STATE_FORMATS,
+ * with a test per version in state.test.ts); a later one is refused with what to do, never guessed at.
+ *   1: the run, its selection and each step's record.
+ *   2: adds agentVersion, the version of the agent that wrote it (an upgrade shows in status), and
+ *      each step's plan, for the support bundle.
+ */
+export const STATE_VERSION = 2;
 
 const stepRecord = z.object({
   status: z.enum(['running', 'done', 'failed']),
@@ -21,9 +30,11 @@ const stepRecord = z.object({
   finishedAt: z.string().optional(),
   durationMs: z.number().optional(),
   message: z.string().optional(),
+  /** what the step planned on the host it found: each change as `action target`, redacted (version 2) */
+  plan: z.array(z.string()).optional(),
 });
 
-const runState = z.object({
+const runStateV1 = z.object({
   version: z.literal(1),
   site: z.string(),
   configHash: z.string(),
@@ -35,9 +46,23 @@ const runState = z.object({
   selected: z.array(z.string()).optional(),
   steps: z.record(z.string(), stepRecord),
 });
+const runStateV2 = runStateV1.extend({ version: z.literal(2), agentVersion: z.string() });
+
+/** Every format an agent wrote, read as the current one: version 1 knows no writer's version. */
+const STATE_FORMATS = z
+  .discriminatedUnion('version', [runStateV1, runStateV2])
+  .transform((s): RunState => ({ ...s, version: STATE_VERSION }));
 
 export type StepRecord = z.infer<typeof stepRecord>;
-export type RunState = z.infer<typeof runState>;
+/** The run state as this agent holds it; agentVersion is absent only in a file of version 1. */
+export type RunState = Omit<z.infer<typeof runStateV2>, 'agentVersion'> & { agentVersion?: string };
+
+/** A new run's state, as this agent writes it. */
+export const newRunState = (fields: Omit<RunState, 'version' | 'agentVersion'>): RunState => ({
+  version: STATE_VERSION,
+  agentVersion: AGENT_VERSION,
+  ...fields,
+});
 
 /** By UTF-16 code unit, as Array.prototype.sort does: the same order in every process locale. */
 
@@ -74,30 +99,35 @@ export class StateStore {
     await this.refuseNewer();
     return readJsonFile(this.fs, this.file, {
       what: 'state file',
-      schema: runState,
+      schema: STATE_FORMATS,
       advice: 'refusing to guess which steps are done. Move it aside to start the run over from the first step.',
     });
   }
 
   /** A state file of a later format version is not damaged: it says so, and what to do. */
   private async refuseNewer(): Promise<void> {
-    let version: unknown;
+    let head: { version?: unknown; agentVersion?: unknown } | null;
     try {
-      version = (JSON.parse((await this.fs.readText(this.file)) ?? 'null') as { version?: unknown } | null)?.version;
+      head = JSON.parse((await this.fs.readText(this.file)) ?? 'null') as typeof head;
     } catch {
       return;
     }
-    if (typeof version === 'number' && version > 1)
-      throw new RefusedError(
-        `state file ${this.fs.resolve(this.file)} was written by a newer sno-relocate (state version ${version}); ` +
-          'run that version, or move the file aside to start the run over from the first step.',
-      );
+    const version = head?.version;
+    if (typeof version !== 'number' || version <= STATE_VERSION) return;
+    const writer = typeof head?.agentVersion === 'string' ? ` ${head.agentVersion.slice(0, 40)}` : '';
+    throw new RefusedError(
+      `state file ${this.fs.resolve(this.file)} was written by a newer sno-relocate${writer} (state version ${version}; ` +
+        `this is sno-relocate ${AGENT_VERSION}, which reads up to version ${STATE_VERSION}); ` +
+        'run that version, or move the file aside to start the run over from the first step.',
+    );
   }
 
   /** `point`: the hold point of this write (hold.ts), for power-cut tests */
   async save(state: RunState, point?: string): Promise<void> {
     const hold = this.hold;
-    await this.fs.writeAtomic(this.file, `${JSON.stringify(state, null, 2)}\n`, {
+    // whoever writes the file now is its writer: a run resumed after an upgrade names the new agent
+    const written: RunState = { ...state, version: STATE_VERSION, agentVersion: AGENT_VERSION };
+    await this.fs.writeAtomic(this.file, `${JSON.stringify(written, null, 2)}\n`, {
       mode: 0o600,
       ...(hold && point !== undefined && { beforeRename: () => hold(point) }),
     });

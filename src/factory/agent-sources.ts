@@ -12,12 +12,12 @@ import type { AgentSources } from '../node/machineconfig.js';
 /** the single executable's asset holding AgentSources as JSON (build.sh) */
 export const SOURCES_ASSET = 'agent-sources.json';
 
-/** The units (every *.service), the udev rule and the installer script of a systemd/ folder. */
+/** The units (every *.service and *.path), the udev rule and the installer script of a systemd/ folder. */
 export function agentSources(dir: string): AgentSources {
   const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
   const units = Object.fromEntries(
     readdirSync(dir)
-      .filter((n) => n.endsWith('.service'))
+      .filter((n) => n.endsWith('.service') || n.endsWith('.path'))
       .sort()
       .map((n) => [n, read(n)]),
   );

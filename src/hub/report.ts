@@ -9,7 +9,7 @@
  * media's once the cluster-identity step set it), the infrastructure name the cluster kept, the
  * media's infra_id when it differs, and the media fields accepted but not used; never a key.
  */
-import pkg from '../../package.json' with { type: 'json' };
+import { AGENT_VERSION } from '../base/version.js';
 import { caPaths } from '../certs/site-certs.js';
 import type { RunState } from '../engine/state.js';
 import type { Logger } from '../log/logger.js';
@@ -190,7 +190,7 @@ export async function reportStatus(ctx: ReportContext, state: RunState): Promise
     steps,
     watcherErrorCount: watch ? Object.values(watch.syncErrors).reduce((a, b) => a + b, 0) : 0,
     ...(ca && { siteCACertificate: ca }),
-    agentVersion: pkg.version,
+    agentVersion: AGENT_VERSION,
     updatedAt: ctx.clock.now().toISOString(),
   };
 }

@@ -22,6 +22,12 @@ describe('scrubText', () => {
       'pr0xy-pa55',
       '+ spec.httpProxy: "http://store42:<redacted>@proxy.store42.example.com:3128"',
     ],
+    [
+      'a kubeadmin bcrypt hash',
+      'kubeadmin hash $2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy set',
+      'N9qo8uLOickgx2ZMRZoMye',
+      'kubeadmin hash <redacted: password hash> set',
+    ],
   ])('hides %s', (_what, text, secret, shown) => {
     const out = scrubText(text);
     expect(out).not.toContain(secret);

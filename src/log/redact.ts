@@ -10,6 +10,9 @@ const DOCKER_AUTH = /("auth"\s*:\s*")[^"]*(")/g;
 /** user:password@ in a URL (a proxy's, for one): the user stays, the password goes */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@"]+):[^\s/@"]*@/gi;
 
+/** a bcrypt hash (the kubeadmin password's): it can be attacked offline, so it is a secret too */
+const BCRYPT = /\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}/g;
+
 export const REDACTED = '<redacted>';
 
 export function scrubText(text: string): string {
@@ -17,7 +20,8 @@ export function scrubText(text: string): string {
     .replace(PRIVATE_KEY_BLOCK, '<redacted: private key>')
     .replace(BEARER, '$1 <redacted>')
     .replace(DOCKER_AUTH, `$1${REDACTED}$2`)
-    .replace(URL_PASSWORD, `$1:${REDACTED}@`);
+    .replace(URL_PASSWORD, `$1:${REDACTED}@`)
+    .replace(BCRYPT, '<redacted: password hash>');
 }
 
 /** A short, secret-free description of a registry auth file. */

@@ -15,7 +15,7 @@
  * that did not.
  */
 import path from 'node:path';
-import { errorMessage, StepError, VerificationError } from '../base/errors.js';
+import { errorMessage, RolledBackError, StepError, VerificationError } from '../base/errors.js';
 import { hashOf } from '../engine/state.js';
 import type { Change } from '../engine/step.js';
 import { internalIPs as internalIPsOf, type Site, type Step, type StepContext } from '../config/site.js';
@@ -317,7 +317,7 @@ export const networkStep: Step<NetworkView> = {
         { checkpoint, reason, revertState },
         `network checks failed after ${timeoutSeconds} s, ${rollback}: ${reason}`,
       );
-      throw new StepError(`network: checks failed after ${timeoutSeconds} s (${reason}); ${rollback}`, {
+      throw new RolledBackError(`network: checks failed after ${timeoutSeconds} s (${reason}); ${rollback}`, {
         step: 'network',
         retryable: true,
       });

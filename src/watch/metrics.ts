@@ -1,6 +1,7 @@
 /**
  * The Prometheus text endpoint: findings by component and severity, the overall health, the last
- * full sync and sync errors. Served on loopback only; it holds nothing secret but nothing needs it
+ * full sync and sync errors, and the relocation SLIs the agent left in the state folder
+ * (relocation-metrics.ts). Served on loopback only; it holds nothing secret but nothing needs it
  * from outside the node.
  */
 import http from 'node:http';
@@ -8,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { UsageError } from '../base/errors.js';
 import { COMPONENTS, SEVERITIES, type Finding, type Health } from './model.js';
+import { registerRelocationMetrics, type RelocationSource } from './relocation-metrics.js';
 
 const HEALTH_VALUE: Record<Health, number> = { unknown: -1, healthy: 0, degraded: 1, unhealthy: 2 };
 
@@ -27,9 +29,10 @@ export function parseListenAddress(value: string): { host: string; port: number 
   return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
 }
 
-export async function serveMetrics(address: string): Promise<MetricsEndpoint> {
+export async function serveMetrics(address: string, relocation?: RelocationSource): Promise<MetricsEndpoint> {
   const { host, port } = parseListenAddress(address);
   const registry = new Registry();
+  if (relocation) registerRelocationMetrics(registry, relocation);
   const findings = new Gauge({
     name: 'sno_relocate_watch_findings',
     help: 'Current watcher findings',

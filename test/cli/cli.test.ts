@@ -98,14 +98,18 @@ describe('sno-relocate (single executable)', () => {
     expect(snapshotTree(root)).toEqual(before);
   });
 
-  it('reports no run before the first one, and JSON status as null', () => {
+  it('reports no run before the first one, and JSON status as null; both name the running version', () => {
     const root = factoryRoot();
+    const version = runCli(['--version'])
+      .stdout.trim()
+      .replace(/^sno-relocate /, '');
     expect(runCli(['status', '--root', root]).stdout).toBe(
-      'No run recorded yet.\nFactory admin kubeconfig: not checked yet: a cluster admin until the access step revokes it\n',
+      `Agent:    sno-relocate ${version}\nNo run recorded yet.\nFactory admin kubeconfig: not checked yet: a cluster admin until the access step revokes it\n`,
     );
     const json = JSON.parse(runCli(['status', '--root', root, '-o', 'json']).stdout);
     expect(json.run).toBeNull();
     expect(json.factoryAdminKubeconfig).toBe('unknown');
+    expect(json.agentVersion).toBe(version);
   });
 
   it('refuses a damaged state file with exit 3 and says how to recover', () => {
@@ -148,8 +152,8 @@ describe('sno-relocate (single executable)', () => {
     ['damaged', 'garbage', 'is damaged (not valid JSON', 'Move it aside'],
     [
       'written by a newer version',
-      JSON.stringify({ version: 2, site: 'store-0042' }),
-      'was written by a newer sno-relocate (state version 2)',
+      JSON.stringify({ version: 3, agentVersion: '9.0.0', site: 'store-0042' }),
+      'was written by a newer sno-relocate 9.0.0 (state version 3;',
       'run that version, or move the file aside',
     ],
   ])(

@@ -129,9 +129,11 @@ describe.skipIf(kubeSkipped)("route health through the cluster's DNS, proxy and 
     // the network operator's status: the apps domain is not in noProxy, so the operators go through it
     await proxyStatus({ httpsProxy: `http://${PROXY}:3128`, noProxy: '.cluster.local,.svc,localhost' });
     try {
+      // the operators have seen the proxy: health then reads their verdict, not the one before it
+      await env.models!.settled();
+      expect(await operator('console')).toContainEqual(expect.objectContaining({ type: 'Available', status: 'False' }));
       const said = await health(15);
       expect(said).toContain(`console: ${CONSOLE}: the proxy http://${PROXY}:3128: ECONNREFUSED`);
-      expect(await operator('console')).toContainEqual(expect.objectContaining({ type: 'Available', status: 'False' }));
       // the apps domain in noProxy: the operators go direct again
       await proxyStatus({ noProxy: `.cluster.local,.svc,localhost,.${SITE_APPS}` });
       expect(await health(60)).toBe('succeeded');

@@ -6,7 +6,8 @@
  * same paths, modes and owners; units under /etc/systemd/system, enabled by their [Install]
  * section, or for a unit they only enable (kubelet) the [Install] section of the one on the node,
  * masked or disabled as told). The one thing Ignition would fetch, the agent binary, is
- * copied in from dist/ (the binary installer unit skips itself when it is already there).
+ * copied in from dist/, with the records the binary installer keeps of the image it installed
+ * (so at boot the installer finds the image of install.env installed and does nothing).
  *
  * What only the VM needs is added on top and said so here:
  *   - a drop-in running the agent with `--only node`: there is no cluster in the VM; the cluster
@@ -18,6 +19,7 @@
  * SNO_RELOCATE_E2E_MACHINECONFIGS, to run a release's agent and MachineConfigs).
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
@@ -27,6 +29,9 @@ import { copyBaseDisk } from './base-image.js';
 import { REPO_ROOT } from './vm.js';
 
 export const AGENT_BINARY = '/usr/local/bin/sno-relocate';
+/** where sno-relocate-install keeps its records of the installed image and the previous binary */
+export const INSTALL_LIB = '/usr/local/lib/sno-relocate';
+const INSTALL_ENV = '/etc/sno-relocate/install.env';
 export const AGENT_UNIT = 'sno-relocate.service';
 /** units the MachineConfigs enable that have nothing to do in a VM without a cluster */
 export const VM_MASKED = ['sno-relocate-watch.service'];
@@ -255,11 +260,25 @@ export async function buildNodeImage(): Promise<NodeImage> {
   const payload = await machineConfigPayload(mcs);
   const dir = await mkdtemp(join(tmpdir(), 'sno-node-image-'));
   const disk = await copyBaseDisk(join(dir, 'node.raw'));
+  const agent = await readFile(binary);
+  const installEnv = payload.entries.find((e) => e.path === INSTALL_ENV);
+  const image =
+    installEnv && 'contents' in installEnv && /^SNO_RELOCATE_IMAGE=(.+)$/m.exec(installEnv.contents.toString());
   await installFiles(disk, [
     ...payload.entries,
     // kubelet's folder, as every OpenShift node has it; node-name writes kubelet-env there
     { path: '/etc/kubernetes', type: 'dir', mode: 0o755 },
-    { path: AGENT_BINARY, mode: 0o755, contents: await readFile(binary) },
+    { path: AGENT_BINARY, mode: 0o755, contents: agent },
+    ...(image
+      ? [
+          { path: posix.join(INSTALL_LIB, 'installed-image'), mode: 0o644, contents: `${image[1]}\n` },
+          {
+            path: posix.join(INSTALL_LIB, 'installed-sha256'),
+            mode: 0o644,
+            contents: `${createHash('sha256').update(agent).digest('hex')}\n`,
+          },
+        ]
+      : []),
     nodeOnlyDropIn(payload),
     ...VM_MASKED.map((unit) => ({ path: posix.join(UNIT_DIR, unit), type: 'symlink' as const, target: '/dev/null' })),
   ]);

@@ -51,7 +51,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 describe('statusFeedback JSONPaths', () => {
   it('each name a scalar of the SiteRelocation status schema and a value the agent writes', async () => {
     const failedRun: RunState = {
-      version: 1,
+      version: 2,
       site: 'store-0042',
       configHash: 'h',
       result: 'failed',

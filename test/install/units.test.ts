@@ -13,7 +13,7 @@ import { MOUNT_TYPES } from '../../src/config/discover.js';
 import { REPO } from '../helpers/cli.js';
 
 const SYSTEMD = path.join(REPO, 'systemd');
-const UNITS = readdirSync(SYSTEMD).filter((f) => f.endsWith('.service'));
+const UNITS = readdirSync(SYSTEMD).filter((f) => f.endsWith('.service') || f.endsWith('.path'));
 
 /** `Key=value` lines of a unit, by section; repeated keys collect, space-separated lists split. */
 function parseUnit(text: string): Record<string, Record<string, string[]>> {
@@ -83,6 +83,7 @@ describe('systemd units', () => {
   it('has the agent, kubelet gate, watcher and installer units', () => {
     expect(UNITS.sort()).toEqual([
       'sno-relocate-gate.service',
+      'sno-relocate-install.path',
       'sno-relocate-install.service',
       'sno-relocate-watch.service',
       'sno-relocate.service',
@@ -238,18 +239,15 @@ describe('systemd units', () => {
     ]);
   });
 
-  it('installs the binary only where it is missing, and starts the agent afterwards', () => {
+  it('runs the installer at every boot and whenever install.env changes, the agent never waiting for it', () => {
     const install = unit('sno-relocate-install.service');
-    expect(install.Unit!.ConditionPathExists).toEqual([
-      '!/usr/local/bin/sno-relocate',
-      '/etc/sno-relocate/install.env',
-    ]);
-    expect(install.Service!.ExecStartPost).toEqual([
-      '/usr/bin/systemctl',
-      '--no-block',
-      'start',
-      'sno-relocate.service',
-    ]);
+    expect(install.Unit!.ConditionPathExists).toEqual(['/etc/sno-relocate/install.env']);
+    // a path unit cannot start a oneshot that stays active
+    expect(install.Service!.RemainAfterExit).toEqual(['no']);
+    expect(install.Service!.ExecStartPost).toBeUndefined();
+    const trigger = unit('sno-relocate-install.path');
+    expect(trigger.Path!.PathChanged).toEqual(['/etc/sno-relocate/install.env']);
+    expect(trigger.Path!.Unit).toEqual(['sno-relocate-install.service']);
     expect(unit('sno-relocate.service').Unit!.After).not.toContain('sno-relocate-install.service');
   });
 

@@ -59,6 +59,16 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     options: ['root', 'state-dir', 'output', ...LOG],
   },
   {
+    name: 'support-bundle',
+    usage: [
+      [
+        'support-bundle --out FILE.tar.gz',
+        "what support needs, secrets redacted: status, state, the last plan, the journals, the node's network, versions",
+      ],
+    ],
+    options: ['root', 'state-dir', 'out', ...LOG],
+  },
+  {
     name: 'watch',
     usage: [
       ['watch [PATH]', 'companion watcher: OLM, Cluster API, on-cluster layering, operators'],

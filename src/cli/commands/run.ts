@@ -1,4 +1,5 @@
 import { runSteps } from '../../engine/engine.js';
+import { SliStore } from '../../engine/sli.js';
 import { selectSteps } from '../../engine/select.js';
 import { holdPoints } from '../../engine/hold.js';
 import { StateStore } from '../../engine/state.js';
@@ -74,6 +75,7 @@ async function runLocked(
       selected,
       ctx,
       store: new StateStore(rt.fs, rt.stateDir, ctx.hold),
+      sli: new SliStore(rt.fs, rt.stateDir),
       banner: rt.banner,
       configHash: ctx.configHash,
       // the hub reads the run's progress from the cluster's SiteRelocation; a run of node steps

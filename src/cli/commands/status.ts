@@ -2,6 +2,7 @@ import { X509Certificate } from 'node:crypto';
 import { siteCaCertificate } from '../../certs/site-certs.js';
 import { readShipment } from '../../node/shipment.js';
 import { safeLine } from '../../log/safe-text.js';
+import { AGENT_VERSION } from '../../base/version.js';
 import { StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
 import { FACTORY_ADMIN_REFUSED, FACTORY_ADMIN_WORKS } from '../../steps/access.js';
@@ -27,6 +28,10 @@ export function renderRunState(state: RunState | undefined): string {
     `Result:   ${state.result}${notAsked.length ? ' (partial run)' : ''}${state.message ? `: ${safeLine(state.message)}` : ''}`,
     ...partial,
     `Started:  ${state.startedAt}${state.finishedAt ? `   Finished: ${state.finishedAt}` : ''}`,
+    // after an upgrade or a rollback, the agent that ran the steps is not the one answering
+    ...(state.agentVersion !== AGENT_VERSION
+      ? [`Run by:   sno-relocate ${state.agentVersion ? safeLine(state.agentVersion) : 'of state version 1'}`]
+      : []),
     '',
   ];
   const rows = [['STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'DETAIL']];
@@ -86,8 +91,8 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const factoryLine = `Factory admin kubeconfig: ${FACTORY_ADMIN_LINE[factoryAdmin]}\n`;
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin }, null, 2)}\n`
+      ? `${JSON.stringify({ agentVersion: AGENT_VERSION, run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `${shipped}${renderRunState(state)}${caLine}${factoryLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `Agent:    sno-relocate ${AGENT_VERSION}\n${shipped}${renderRunState(state)}${caLine}${factoryLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }

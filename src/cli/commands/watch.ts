@@ -92,7 +92,7 @@ async function watchUntilStopped(
   ]);
   // idle most of its life: its resident size matters more than the speed of its resyncs
   interpreterOnly();
-  const metrics = await serveMetrics(rt.options.metricsAddress);
+  const metrics = await serveMetrics(rt.options.metricsAddress, { fs: rt.fs, stateDir: rt.stateDir });
   const view = new ClusterView(api, {
     clock: rt.clock,
     log: rt.log,

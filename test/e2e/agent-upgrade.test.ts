@@ -1,0 +1,219 @@
+// Upgrading the agent through the MachineConfig, and rolling it back, on one booted node. Version N
+// (dist/) is installed as the factory MachineConfigs install it and relocates the node. The pool's
+// next rendered config names the image of version N+1 (the same code built with another version
+// by build.sh): the machine-config daemon's model writes the new install.env and reboots, as the
+// real daemon does for a file outside its no-reboot policies (test/e2e/mcd-model); the installer
+// puts N+1 in place and keeps N. A second stick is then run by N+1. Last, the config naming N
+// again: the installer puts N back from the kept binary, with the image of N in no registry.
+//
+// The one boundary that cannot run here is the registry and podman pulling from it: a stand-in
+// podman serves images from a folder named by digest, refusing any other image or command.
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, posix } from 'node:path';
+import { promisify } from 'node:util';
+import { execFile } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installFiles, readFile as readDiskFile } from './disk.js';
+import {
+  dropConfig,
+  type FactoryNode,
+  installMcdModel,
+  mcdJournal,
+  openshiftConfigs,
+  pullSecretJson,
+  renderConfig,
+  waitMcdSettled,
+  waitMcdStarted,
+} from './mcd-model/install.js';
+import { AGENT_BINARY, buildNodeImage, INSTALL_LIB, type NodeImage, renderMachineConfigs } from './node-image.js';
+import { STATE_FILE } from './node-checks.js';
+import {
+  announceSkip,
+  endScenario,
+  KUBELET,
+  MIN,
+  recordTimings,
+  skipVm,
+  waitAgentSucceeded,
+  waitKubeletActive,
+} from './scenario.js';
+import { newSecret, siteSpec, siteStick } from './sites.js';
+import { bootVm, REPO_ROOT, type Vm } from './vm.js';
+
+announceSkip('agent upgrade and rollback scenario');
+
+const REGISTRY_DIR = '/var/lib/e2e-registry';
+const REPOSITORY = 'registry.factory.example.com:5000/sno-relocate/agent';
+const PULL_SECRET = pullSecretJson({});
+const INSTALL_UNIT = 'sno-relocate-install.service';
+
+// stand-in for podman pull/create/cp/rm against a registry folder: <digest>/sno-relocate per image
+const PODMAN_STANDIN = `#!/bin/sh
+# Test only: podman pulling from a registry, which cannot run in this VM
+set -e
+case "$1" in
+  pull) [ "$2" = --authfile ] && shift 2
+        case "$2" in ${REPOSITORY}@sha256:*) ;; *) echo "Error: $2: not this registry" >&2; exit 125 ;; esac
+        [ -x "${REGISTRY_DIR}/\${2##*@sha256:}/sno-relocate" ] || { echo "Error: $2: manifest unknown" >&2; exit 125; } ;;
+  create) [ -d "${REGISTRY_DIR}/\${2##*@sha256:}" ] || exit 125; echo "ctr-\${2##*@sha256:}" ;;
+  cp) [ "\${2#*:}" = /usr/local/bin/sno-relocate ] || exit 125
+      id=\${2%%:*}; cp "${REGISTRY_DIR}/\${id#ctr-}/sno-relocate" "$3" ;;
+  rm) ;;
+  *) echo "podman stand-in: $1 is not modelled" >&2; exit 125 ;;
+esac
+`;
+
+const run = promisify(execFile);
+
+describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and rolling it back', () => {
+  let image: NodeImage | undefined;
+  let vm: Vm | undefined;
+  let mcd: FactoryNode | undefined;
+  let dir = '';
+  let firstStick = '';
+  let secondStick = '';
+  let kubeletUnit = '';
+  let versionN = '';
+  let imageN = '';
+  let versionNext = '';
+  let imageNext = '';
+  const timings: Record<string, number> = {};
+
+  const version = async (v: Vm) => (await v.sshOk(`${AGENT_BINARY} --version`)).trim();
+  const record = async (v: Vm, name: string) => (await v.sshOk(`cat ${INSTALL_LIB}/${name}`)).trim();
+  const installJournal = async (v: Vm) => v.sshOk(`journalctl -b 0 -u ${INSTALL_UNIT} -o cat --no-pager; true`);
+  /** the pool's rendered config with the project's MachineConfigs naming `agentImage` */
+  const renderNaming = async (name: string, agentImage: string) => {
+    const saved = process.env.SNO_RELOCATE_IMAGE;
+    process.env.SNO_RELOCATE_IMAGE = agentImage;
+    try {
+      return renderConfig(name, [...openshiftConfigs(kubeletUnit, PULL_SECRET), ...(await renderMachineConfigs())]);
+    } finally {
+      if (saved === undefined) delete process.env.SNO_RELOCATE_IMAGE;
+      else process.env.SNO_RELOCATE_IMAGE = saved;
+    }
+  };
+  /** after the daemon's reboot: up again, the installer's boot run done, the daemon Done in `config` */
+  const rebootedInto = async (v: Vm, config: string, sticks: string[]) => {
+    await v.waitGuestStopped(5 * MIN);
+    await v.bootAgain({ sticks });
+    await v.waitSsh();
+    await v.waitFor(
+      `systemctl show -p ActiveState -p ExecMainExitTimestampMonotonic ${INSTALL_UNIT}`,
+      (r) => /^ActiveState=(inactive|failed)$/m.test(r.stdout) && !/=0$/m.test(r.stdout),
+      5 * MIN,
+    );
+    expect(await waitMcdSettled(v, config), await mcdJournal(v)).toMatchObject({
+      state: 'Done',
+      currentConfig: config,
+    });
+  };
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sno-e2e-upgrade-'));
+    image = await buildNodeImage();
+    versionN = (await run(join(REPO_ROOT, 'dist/sno-relocate'), ['--version'])).stdout.trim();
+    // N+1: the same sources stamped with the next version, built beside dist/
+    const nextDir = join(dir, 'next');
+    await run('bash', [join(REPO_ROOT, 'build.sh')], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, SNO_RELOCATE_DIST: nextDir, SNO_RELOCATE_VERSION: `${versionN.split(' ')[1]}-next` },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const next = await readFile(join(nextDir, 'sno-relocate'));
+    versionNext = `${versionN}-next`;
+    imageNext = `${REPOSITORY}@sha256:${createHash('sha256').update(next).digest('hex')}`;
+    imageN = (await readDiskFile(image.disk, '/etc/sno-relocate/install.env'))!
+      .toString()
+      .match(/^SNO_RELOCATE_IMAGE=(.+)$/m)![1]!;
+    kubeletUnit = (await readDiskFile(image.disk, '/etc/systemd/system/kubelet.service'))!.toString();
+    // only N+1 is in the registry: N comes back from the binary the installer kept, or not at all
+    await installFiles(image.disk, [
+      { path: '/usr/local/bin/podman', mode: 0o755, contents: PODMAN_STANDIN },
+      { path: posix.join(REGISTRY_DIR, imageNext.split('@sha256:')[1]!, 'sno-relocate'), mode: 0o755, contents: next },
+    ]);
+    mcd = await installMcdModel(image.disk, image.machineConfigs, PULL_SECRET, 'release-4.18');
+    firstStick = await siteStick(dir, 'first.img', siteSpec(newSecret()));
+    secondStick = await siteStick(dir, 'second.img', siteSpec(newSecret()));
+  }, 15 * MIN);
+
+  afterAll(() => endScenario(vm, image, dir, { scenario: 'agent-upgrade', timings }), 5 * MIN);
+
+  it('version N, installed as the factory installs it, relocates the node', async () => {
+    const started = performance.now();
+    vm = await bootVm({ name: 'agent-upgrade', disk: image!.disk, sticks: [firstStick] });
+    await vm.waitSsh();
+    await waitKubeletActive(vm);
+    await waitAgentSucceeded(vm);
+    expect(await version(vm)).toBe(versionN);
+    // the installer's boot run found the image of install.env installed, and pulled nothing
+    await vm.waitFor(
+      `journalctl -b 0 -u ${INSTALL_UNIT} -o cat --no-pager | grep -qF 'the agent of ${imageN} is installed'`,
+      (r) => r.code === 0,
+      5 * MIN,
+    );
+    expect(JSON.parse(await vm.sshOk(`cat ${STATE_FILE}`))).toMatchObject({
+      result: 'succeeded',
+      agentVersion: versionN.split(' ')[1],
+    });
+    expect(await waitMcdStarted(vm), await mcdJournal(vm)).toMatchObject({ state: 'Done' });
+    timings.installAndRelocateMs = Math.round(performance.now() - started);
+  });
+
+  it('a MachineConfig naming N+1: the daemon writes it, the installer puts N+1 in place and keeps N', async () => {
+    const started = performance.now();
+    const v = vm!;
+    const update = await renderNaming('rendered-master-agent-next', imageNext);
+    await dropConfig(v, update);
+    await rebootedInto(v, update.metadata.name, []);
+    expect(await v.sshOk('cat /etc/sno-relocate/install.env')).toContain(`SNO_RELOCATE_IMAGE=${imageNext}`);
+    expect(await version(v)).toBe(versionNext);
+    expect(await record(v, 'installed-image')).toBe(imageNext);
+    expect(await record(v, 'previous-image')).toBe(imageN);
+    expect((await v.sshOk(`${INSTALL_LIB}/sno-relocate.previous --version`)).trim()).toBe(versionN);
+    // the installed binary is the image's, byte for byte
+    expect((await v.sshOk(`sha256sum ${AGENT_BINARY}`)).split(' ')[0]).toBe(imageNext.split('@sha256:')[1]);
+    timings.upgradeThroughMachineConfigMs = Math.round(performance.now() - started);
+  });
+
+  it('a second stick is run by N+1, which status names', async () => {
+    const started = performance.now();
+    const v = vm!;
+    // at this boot the agent may have started before the installer's boot run: the next boot
+    // starts N+1 for certain
+    await v.ssh('systemctl reboot');
+    await v.waitGuestStopped(5 * MIN);
+    await v.bootAgain({ sticks: [secondStick] });
+    await v.waitSsh();
+    await v.waitFor(`systemctl is-active ${KUBELET}`, (r) => r.stdout.trim() === 'active', 8 * MIN);
+    await waitAgentSucceeded(v);
+    const state = JSON.parse(await v.sshOk(`cat ${STATE_FILE}`)) as { result: string; agentVersion: string };
+    expect(state).toMatchObject({ result: 'succeeded', agentVersion: versionNext.split(' ')[1] });
+    const status = await v.sshOk(`${AGENT_BINARY} status`);
+    expect(status).toMatch(new RegExp(`^Agent: +${versionNext}$`, 'm'));
+    expect(status).not.toContain('Run by:');
+    timings.secondStickMs = Math.round(performance.now() - started);
+  });
+
+  it('the MachineConfig naming N again rolls back to the kept binary, with N in no registry', async () => {
+    const started = performance.now();
+    const v = vm!;
+    const rollback = mcd!.render('rendered-master-agent-rollback', PULL_SECRET);
+    await dropConfig(v, rollback);
+    await rebootedInto(v, rollback.metadata.name, []);
+    const journal = `${await installJournal(v)}${await v.sshOk(`journalctl -b -1 -u ${INSTALL_UNIT} -o cat --no-pager; true`)}`;
+    expect(journal).toContain(`installed ${versionN} from the kept previous binary (was ${imageNext})`);
+    expect(await version(v)).toBe(versionN);
+    expect(await record(v, 'installed-image')).toBe(imageN);
+    expect(await record(v, 'previous-image')).toBe(imageNext);
+    // N reads the state N+1 wrote, and says which agent ran it
+    const status = await v.sshOk(`${AGENT_BINARY} status`);
+    expect(status).toMatch(new RegExp(`^Agent: +${versionN}$`, 'm'));
+    expect(status).toMatch(new RegExp(`^Run by: +${versionNext}$`, 'm'));
+    expect(status).toMatch(/^Result: +succeeded/m);
+    timings.rollbackMs = Math.round(performance.now() - started);
+    await recordTimings('agent-upgrade', timings);
+  });
+});
