@@ -86,7 +86,7 @@ export interface FactoryCluster {
   oldDomainRoutes: SeededRoute[];
   /** Routes with a custom host outside it. */
   customHostRoutes: SeededRoute[];
-  /** the installer's admin.kubeconfig credentials (PEM files) and the CA in openshift-config/admin-kubeconfig-client-ca */
+  /** the installer's admin.kubeconfig credentials (PEM files), its CA in admin-kubeconfig-client-ca */
   admin: { ca: string; crt: string; key: string };
   /** CSR object names. */
   csrs: { nodeClient?: string; nodeServing?: string; otherNodeClient?: string };
