@@ -69,8 +69,14 @@ describe('config media that is valid', () => {
     // the same document with the real pull secret is a native site-config that validates
     const native = path.join(work, 'native');
     mkdirSync(native);
-    const manifest = JSON.parse(readFileSync(path.join(MEDIA, MANIFEST), 'utf8')) as { pull_secret: string };
+    const manifest = JSON.parse(readFileSync(path.join(MEDIA, MANIFEST), 'utf8')) as {
+      pull_secret: string;
+      kubeadmin_password_hash: string;
+    };
+    // the kubeadmin hash is a credential too: redacted like the pull secret
+    expect(result.stdout).not.toContain(manifest.kubeadmin_password_hash);
     doc.spec.pullSecret = JSON.parse(manifest.pull_secret);
+    doc.spec.access = { ...(doc.spec.access as object), kubeadminPasswordHash: manifest.kubeadmin_password_hash };
     writeFileSync(path.join(native, 'site-config.yaml'), yaml.dump(doc));
     expect(runCli(['validate', native, '--root', root]).code).toBe(0);
   });
@@ -94,8 +100,9 @@ describe('config media that is valid', () => {
       proxy: manifest.proxy,
       trustBundle: { caBundle: manifest.additionalTrustBundle.userCaBundle, proxyTrustedCA: true },
       nodeLabels: manifest.node_labels,
-      access: { kubeadminPasswordHash: manifest.kubeadmin_password_hash },
+      access: { kubeadminPasswordHash: expect.stringMatching(/^<redacted/) },
     });
+    expect(translated.stdout).not.toContain(manifest.kubeadmin_password_hash);
 
     const plan = runCli(['plan', MEDIA, '--root', root, '--only', 'node-ip-hint,ntp', '-o', 'json']);
     expect(plan.code, plan.stderr).toBe(0);
