@@ -145,7 +145,7 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   try {
     for (const [index, step] of selected.entries()) {
       await banner.show(`[${index + 1}/${selected.length}] ${step.name} ...`);
-      await runOne(step, stepContext(ctx, step), state, store);
+      await runOne(step, { ...stepContext(ctx, step), runStartedAt: state.startedAt }, state, store);
       await ctx.hold?.(`after:${step.name}`);
     }
   } catch (err) {
