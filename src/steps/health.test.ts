@@ -36,7 +36,14 @@ describe('health decisions', () => {
     ['status changed in the run, not yet held through the window', '2026-11-26T11:59:00.000Z', 'change'],
     ['status changed in the run and held through the window', '2026-11-26T11:55:00.000Z', 'noop'],
     ['no transition times at all', undefined, 'change'],
-  ] as const)('in a run, settled %s: %s', (_, changedAt, action) => {
+    [
+      'status an earlier run saw settled, unchanged since',
+      '2026-11-26T10:00:00.000Z',
+      'noop',
+      '2026-11-26T10:30:00.000Z',
+    ],
+    ['status changed after an earlier run was done', '2026-11-26T11:00:00.000Z', 'change', '2026-11-26T10:30:00.000Z'],
+  ] as const)('in a run, settled %s: %s', (_, changedAt, action, doneAt?: string) => {
     const plan = healthStep.plan(
       {
         findings: [],
@@ -44,6 +51,7 @@ describe('health decisions', () => {
         timeoutSeconds: 1800,
         stableSeconds: 120,
         runStartedAt,
+        ...(doneAt && { doneAt }),
         ...(changedAt && { changedAt }),
         now,
       },

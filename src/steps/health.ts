@@ -96,6 +96,8 @@ export interface HealthView {
   stableSeconds: number;
   /** when this run started; absent outside `run` (plan), where the status as it is now decides */
   runStartedAt?: string;
+  /** when an earlier run last saw it settled through the window, for the same inputs */
+  doneAt?: string;
   /** the newest lastTransitionTime of the ClusterOperators' conditions */
   changedAt?: string;
   /** the survey's time */
@@ -105,11 +107,14 @@ export interface HealthView {
 /**
  * Status a run relies on is what it saw itself: conditions that last changed before the run started
  * (left from the factory or an earlier run) may not yet show the run's writes, so they count only
- * once the settle wait has seen them hold through the stability window.
+ * once the settle wait has seen them hold through the stability window, in this run or in an earlier
+ * one that found the cluster settled after they last changed.
  */
-function observedInRun({ runStartedAt, changedAt, now, stableSeconds }: HealthView): boolean {
+function observedInRun({ runStartedAt, doneAt, changedAt, now, stableSeconds }: HealthView): boolean {
   if (runStartedAt === undefined) return true;
-  if (changedAt === undefined || Date.parse(changedAt) < Date.parse(runStartedAt)) return false;
+  if (changedAt === undefined) return false;
+  if (doneAt !== undefined && Date.parse(changedAt) <= Date.parse(doneAt)) return true;
+  if (Date.parse(changedAt) < Date.parse(runStartedAt)) return false;
   return Date.parse(now) - Date.parse(changedAt) >= stableSeconds * 1000;
 }
 
@@ -130,6 +135,7 @@ export const healthStep: Step<HealthView> = {
       timeoutSeconds: ctx.options.healthTimeoutSeconds,
       stableSeconds: ctx.options.healthStableSeconds,
       ...(ctx.runStartedAt !== undefined && { runStartedAt: ctx.runStartedAt }),
+      ...(ctx.doneAt !== undefined && { doneAt: ctx.doneAt }),
       ...(changedAt !== undefined && { changedAt }),
       now: ctx.clock.now().toISOString(),
     };
