@@ -186,10 +186,20 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   return state;
 }
 
-async function runOne(step: Step, ctx: StepContext, state: RunState, store: Pick<StateStore, 'save'>): Promise<void> {
-  const inputHash = hashOf(step.inputs(ctx.site));
+async function runOne(
+  step: Step,
+  stepCtx: StepContext,
+  state: RunState,
+  store: Pick<StateStore, 'save'>,
+): Promise<void> {
+  const inputHash = hashOf(step.inputs(stepCtx.site));
   const previous = state.steps[step.name];
   const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
+  const ctx: StepContext = {
+    ...stepCtx,
+    runStartedAt: state.startedAt,
+    ...(doneBefore && previous.finishedAt !== undefined && { doneAt: previous.finishedAt }),
+  };
   const began = ctx.clock.monotonic();
   let attempts = previous?.attempts ?? 0;
   let planned: string[] | undefined;

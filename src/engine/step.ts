@@ -72,6 +72,10 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   /** hash of the whole site-config (its files' digests): what the kubelet gate is opened for */
   configHash: string;
   options: RunOptions;
+  /** when this run started (ISO 8601): status older than that counts only once seen stable; absent outside `run` */
+  runStartedAt?: string;
+  /** when this step was last recorded done for the same inputs (ISO 8601); absent when it was not */
+  doneAt?: string;
   /** hold points for power-cut tests (hold.ts); absent outside `run` */
   hold?: HoldAt;
   /** says what a running step waits for, as `status` shows it (its DETAIL); absent outside `run` */

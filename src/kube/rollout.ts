@@ -21,6 +21,7 @@ interface Condition {
   status: string;
   reason?: string;
   message?: string;
+  lastTransitionTime?: string;
 }
 type WithConditions = KubeObject & { status?: { conditions?: Condition[] } };
 const conditionOf = (o: WithConditions, type: string) => o.status?.conditions?.find((c) => c.type === type);
@@ -116,6 +117,15 @@ export async function operatorsUnsettled(kube: Kube): Promise<string[]> {
       out.push(`${name} Degraded: ${said(conditionOf(co, 'Degraded'))}`);
   }
   return out;
+}
+
+/** The newest lastTransitionTime of the ClusterOperators' conditions: since when what they say has held. */
+export async function operatorsChangedAt(kube: Kube): Promise<string | undefined> {
+  const times = (await kube.list<WithConditions>('config.openshift.io/v1', 'ClusterOperator'))
+    .flatMap((co) => co.status?.conditions ?? [])
+    .flatMap((c) => (c.lastTransitionTime ? [Date.parse(c.lastTransitionTime)] : []))
+    .filter((t) => !Number.isNaN(t));
+  return times.length > 0 ? new Date(Math.max(...times)).toISOString() : undefined;
 }
 
 interface Pool extends WithConditions {

@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { testSite } from '../../test/node/context.js';
 import { healthStep } from './health.js';
 
+const now = '2026-11-26T12:00:00.000Z';
+const runStartedAt = '2026-11-26T11:50:00.000Z';
+
 describe('health decisions', () => {
   const warning = { severity: 'warning', component: 'olm', object: 'CatalogSource x', reason: 'slow' } as const;
   it.each([
@@ -15,7 +18,7 @@ describe('health decisions', () => {
     ],
   ] as const)('%s', (_, findings, blocking, action, targets) => {
     const plan = healthStep.plan(
-      { findings: [...findings] as never, blocking: [...blocking], timeoutSeconds: 1800, stableSeconds: 120 },
+      { findings: [...findings] as never, blocking: [...blocking], timeoutSeconds: 1800, stableSeconds: 120, now },
       testSite(),
     );
     expect(plan.action).toBe(action);
@@ -24,7 +27,40 @@ describe('health decisions', () => {
 
   it('says how long it waits and how long it must hold', () => {
     expect(
-      healthStep.plan({ findings: [], blocking: ['x: y'], timeoutSeconds: 1800, stableSeconds: 120 }, testSite()),
+      healthStep.plan({ findings: [], blocking: ['x: y'], timeoutSeconds: 1800, stableSeconds: 120, now }, testSite()),
     ).toMatchObject({ summary: 'wait up to 1800s for 1 thing to settle, then 120s stable' });
+  });
+
+  it.each([
+    ['status from before the run', '2026-11-20T08:00:00.000Z', 'change'],
+    ['status changed in the run, not yet held through the window', '2026-11-26T11:59:00.000Z', 'change'],
+    ['status changed in the run and held through the window', '2026-11-26T11:55:00.000Z', 'noop'],
+    ['no transition times at all', undefined, 'change'],
+    [
+      'status an earlier run saw settled, unchanged since',
+      '2026-11-26T10:00:00.000Z',
+      'noop',
+      '2026-11-26T10:30:00.000Z',
+    ],
+    ['status changed after an earlier run was done', '2026-11-26T11:00:00.000Z', 'change', '2026-11-26T10:30:00.000Z'],
+  ] as const)('in a run, settled %s: %s', (_, changedAt, action, doneAt?: string) => {
+    const plan = healthStep.plan(
+      {
+        findings: [],
+        blocking: [],
+        timeoutSeconds: 1800,
+        stableSeconds: 120,
+        runStartedAt,
+        ...(doneAt && { doneAt }),
+        ...(changedAt && { changedAt }),
+        now,
+      },
+      testSite(),
+    );
+    expect(plan.action).toBe(action);
+    if (plan.action === 'change')
+      expect(plan.summary).toBe(
+        'watch for 120s that the cluster stays settled: its status has not yet been seen holding since the run started',
+      );
   });
 });

@@ -18,7 +18,7 @@ import { contextFromSite, siteContext, writeContextFile } from '../watch/context
 import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
-import { unsettled } from '../kube/rollout.js';
+import { operatorsChangedAt, unsettled } from '../kube/rollout.js';
 import { clusterNames } from '../node/dnsmasq.js';
 import { checkNodeNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
@@ -117,6 +117,28 @@ export interface HealthView {
   blocking: string[];
   timeoutSeconds: number;
   stableSeconds: number;
+  /** when this run started; absent outside `run` (plan), where the status as it is now decides */
+  runStartedAt?: string;
+  /** when an earlier run last saw it settled through the window, for the same inputs */
+  doneAt?: string;
+  /** the newest lastTransitionTime of the ClusterOperators' conditions */
+  changedAt?: string;
+  /** the survey's time */
+  now: string;
+}
+
+/**
+ * Status a run relies on is what it saw itself: conditions that last changed before the run started
+ * (left from the factory or an earlier run) may not yet show the run's writes, so they count only
+ * once the settle wait has seen them hold through the stability window, in this run or in an earlier
+ * one that found the cluster settled after they last changed.
+ */
+function observedInRun({ runStartedAt, doneAt, changedAt, now, stableSeconds }: HealthView): boolean {
+  if (runStartedAt === undefined) return true;
+  if (changedAt === undefined) return false;
+  if (doneAt !== undefined && Date.parse(changedAt) <= Date.parse(doneAt)) return true;
+  if (Date.parse(changedAt) < Date.parse(runStartedAt)) return false;
+  return Date.parse(now) - Date.parse(changedAt) >= stableSeconds * 1000;
 }
 
 export const healthStep: Step<HealthView> = {
@@ -129,18 +151,36 @@ export const healthStep: Step<HealthView> = {
 
   async survey(ctx) {
     const { findings, blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    const changedAt = await operatorsChangedAt(await ctx.kube());
     return {
       findings,
       blocking,
       timeoutSeconds: ctx.options.healthTimeoutSeconds,
       stableSeconds: ctx.options.healthStableSeconds,
+      ...(ctx.runStartedAt !== undefined && { runStartedAt: ctx.runStartedAt }),
+      ...(ctx.doneAt !== undefined && { doneAt: ctx.doneAt }),
+      ...(changedAt !== undefined && { changedAt }),
+      now: ctx.clock.now().toISOString(),
     };
   },
 
-  plan({ findings, blocking, timeoutSeconds, stableSeconds }): PlanResult {
+  plan(view): PlanResult {
+    const { findings, blocking, timeoutSeconds, stableSeconds } = view;
     const n = countBySeverity(findings);
-    if (blocking.length === 0)
+    if (blocking.length === 0 && observedInRun(view))
       return { action: 'noop', reason: `cluster healthy and settled now (${n.warning} warnings, ${n.info} notes)` };
+    if (blocking.length === 0)
+      return {
+        action: 'change',
+        summary: `watch for ${stableSeconds}s that the cluster stays settled: its status has not yet been seen holding since the run started`,
+        changes: [
+          {
+            action: 'apply',
+            target: 'ClusterOperators',
+            summary: `seen settled through ${stableSeconds}s by this run`,
+          },
+        ],
+      };
     const changes: Change[] = blocking.map((b) => {
       const [target, ...rest] = b.split(': ');
       return {
@@ -159,6 +199,20 @@ export const healthStep: Step<HealthView> = {
   /** the site's context for the companion watcher, which keeps watching after the run */
   async apply(ctx) {
     await writeContextFile(ctx.fs, ctx.stateDir, await siteContext(ctx.fs, ctx.stateDir, ctx.site));
+  },
+
+  /**
+   * Its own: the settle wait has seen the cluster hold through the stability window, which status
+   * older than the run cannot show again in a fresh survey; what must still hold is that nothing
+   * blocks now.
+   */
+  async verify(ctx) {
+    const { blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    if (blocking.length > 0)
+      throw new VerificationError(`cluster unsettled again: ${describe(blocking)}`, {
+        step: 'health',
+        retryable: true,
+      });
   },
 
   async settle(ctx) {
