@@ -2,6 +2,7 @@
  * IP addresses and CIDRs as text: canonical forms for comparing what nmstate or `ip` report with
  * what a site-config says.
  */
+import { promises as dns } from 'node:dns';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 
 export interface Cidr {
@@ -75,4 +76,20 @@ export function isCidr(value: string, family: 4 | 6 | 'any' = 'any'): boolean {
   if (isIPv4(m[1])) return family !== 6 && bits <= 32;
   if (isIPv6(m[1])) return family !== 4 && bits <= 128;
   return false;
+}
+
+/** A (family 4) or AAAA (6) records of a name from these servers, or the resolver's error code (ENOTFOUND, ...) */
+export async function resolveFamily(
+  servers: string[],
+  name: string,
+  family: 4 | 6,
+  timeoutMs: number,
+): Promise<string[] | string> {
+  const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
+  resolver.setServers(servers);
+  try {
+    return (await (family === 4 ? resolver.resolve4(name) : resolver.resolve6(name))).map(canonicalIp);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? String(err);
+  }
 }

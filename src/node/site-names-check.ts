@@ -5,9 +5,8 @@
  * at the site, its own DNS servers resolve them, else the site's clients cannot reach the cluster:
  * a warning naming the records to add, not a failure, since the node itself works.
  */
-import { promises as dns } from 'node:dns';
 import { isIP, isIPv6 } from 'node:net';
-import { canonicalIp, hostPort } from '../base/addresses.js';
+import { canonicalIp, hostPort, resolveFamily } from '../base/addresses.js';
 import tls from 'node:tls';
 import type { ClusterNames } from './dnsmasq.js';
 
@@ -25,22 +24,6 @@ export interface NodeNamesInput {
 
 /** An apps host every cluster serves through its router: the console's */
 export const appsProbeHost = (names: ClusterNames) => `console-openshift-console.${names.apps}`;
-
-/** A (family 4) or AAAA (6) records of a name from these servers, or the resolver's error code (ENOTFOUND, ...) */
-export async function resolveFamily(
-  servers: string[],
-  name: string,
-  family: 4 | 6,
-  timeoutMs: number,
-): Promise<string[] | string> {
-  const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
-  resolver.setServers(servers);
-  try {
-    return (await (family === 4 ? resolver.resolve4(name) : resolver.resolve6(name))).map(canonicalIp);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code ?? String(err);
-  }
-}
 
 /** Completes a TLS handshake with `host` named (SNI) at address:port; the reason when it cannot. */
 function handshake(address: string, port: number, host: string, timeoutMs: number): Promise<string | undefined> {

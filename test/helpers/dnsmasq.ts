@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { resolveFamily } from '../../src/node/site-names-check.js';
+import { resolveFamily } from '../../src/base/addresses.js';
 
 export interface RunningDnsmasq {
   /** host:port to hand a resolver */
