@@ -18,10 +18,10 @@
  * OpenSSL does not, so such a certificate presented by the server is taken as trusted here too.
  */
 import { X509Certificate } from 'node:crypto';
-import { promises as dns } from 'node:dns';
 import http from 'node:http';
 import net, { isIP, type Socket } from 'node:net';
 import tls from 'node:tls';
+import { hostPort, resolveFamily } from '../base/addresses.js';
 import { certificatesIn } from '../base/pem.js';
 import type { Kube, KubeObject, ObjectRef } from '../ports/kube.js';
 import { CONFIG_NAMESPACE, INGRESS_CONTROLLER, ROUTE_API, ROUTER_NAMESPACE, type SecretObject } from './openshift.js';
@@ -217,7 +217,7 @@ function connectVia(proxy: URL | undefined, target: string, port: number, timeou
     if (!proxy) {
       const socket = net.connect(port, target, () => done(() => resolve(socket)));
       socket.once('error', (err: NodeJS.ErrnoException) =>
-        done(() => reject(new Error(`${target}:${port}: ${err.code ?? err.message}`))),
+        done(() => reject(new Error(`${hostPort(target, port)}: ${err.code ?? err.message}`))),
       );
       return;
     }
@@ -342,24 +342,44 @@ export async function checkEndpoint(endpoint: RouteEndpoint, path: ClusterPath):
   const timeoutMs = path.timeoutMs ?? TIMEOUT_MS;
   const proxy = path.httpsProxy && !bypassesProxy(host, path.noProxy) ? new URL(path.httpsProxy) : undefined;
   const say = (why: string) => `${endpoint.component}: ${endpoint.url}: ${why}`;
-  let target = host;
-  if (!proxy) {
-    // no nameserver to ask: the cluster's view cannot be taken from here, and the operator's own
-    // condition already says the endpoint fails
-    if (path.nameservers.length === 0) return undefined;
-    const resolver = new dns.Resolver({ timeout: timeoutMs, tries: 1 });
-    resolver.setServers(path.nameservers);
-    try {
-      target = (await resolver.resolve4(host))[0]!;
-    } catch (err) {
-      return say(
-        `${host} does not resolve through the cluster's DNS (${path.nameservers.join(', ')}: ${(err as NodeJS.ErrnoException).code ?? String(err)})`,
-      );
-    }
+  if (proxy) return fetchOver(() => connectVia(proxy, host, port, timeoutMs), endpoint, url, timeoutMs, say);
+  // no nameserver to ask: the cluster's view cannot be taken from here, and the operator's own
+  // condition already says the endpoint fails
+  if (path.nameservers.length === 0) return undefined;
+  // Go's resolver asks for both families; RFC 6724's default policy puts IPv6 first
+  const [v6, v4] = await Promise.all([
+    resolveFamily(path.nameservers, host, 6, timeoutMs),
+    resolveFamily(path.nameservers, host, 4, timeoutMs),
+  ]);
+  const addresses = [v6, v4].flatMap((got) => (Array.isArray(got) ? got : []));
+  const why = (got: string[] | string) => (Array.isArray(got) ? 'no address' : got);
+  if (addresses.length === 0)
+    return say(
+      `${host} does not resolve through the cluster's DNS (${path.nameservers.join(', ')}: A ${why(v4)}, AAAA ${why(v6)})`,
+    );
+  // net.Dialer dials the addresses in turn until one connects (net/dial.go dialSerial)
+  const refused: string[] = [];
+  for (const address of addresses) {
+    const socket = await connectVia(undefined, address, port, timeoutMs).catch((err: unknown) => {
+      refused.push(err instanceof Error ? err.message : String(err));
+      return undefined;
+    });
+    if (socket) return fetchOver(async () => socket, endpoint, url, timeoutMs, say);
   }
+  return say(refused.join('; '));
+}
+
+/** The GET over TLS on the socket `open` gives, verified as the operator verifies it: why it fails. */
+async function fetchOver(
+  open: () => Promise<Socket>,
+  endpoint: RouteEndpoint,
+  url: URL,
+  timeoutMs: number,
+  say: (why: string) => string,
+): Promise<string | undefined> {
   let secure: tls.TLSSocket | undefined;
   try {
-    secure = await handshake(await connectVia(proxy, target, port, timeoutMs), host, endpoint.trusted, timeoutMs);
+    secure = await handshake(await open(), url.hostname, endpoint.trusted, timeoutMs);
     const status = await get(secure, url, timeoutMs);
     const ok = endpoint.component === 'console' ? status === 200 : status >= 200 && status < 300;
     return ok ? undefined : say(`answered ${status}`);
