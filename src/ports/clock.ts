@@ -39,3 +39,34 @@ export async function pollUntil<T>(
     wait = Math.min(wait * 2, maxIntervalMs);
   }
 }
+
+/**
+ * Polls `probe` until it has returned a value at every poll for `heldMs` on end (a poll that
+ * returns undefined starts the count again, after `onLost` when it had begun), or the deadline
+ * passes; the last value, or undefined.
+ */
+export async function pollHeld<T>(
+  clock: Clock,
+  probe: () => Promise<T | undefined>,
+  {
+    heldMs,
+    onLost,
+    ...poll
+  }: { heldMs: number; onLost?: () => void; timeoutMs: number; intervalMs?: number; maxIntervalMs?: number },
+): Promise<T | undefined> {
+  let since: number | undefined;
+  return pollUntil(
+    clock,
+    async () => {
+      const value = await probe();
+      if (value === undefined) {
+        if (since !== undefined) onLost?.();
+        since = undefined;
+        return undefined;
+      }
+      since ??= clock.monotonic();
+      return clock.monotonic() - since >= heldMs ? value : undefined;
+    },
+    poll,
+  );
+}

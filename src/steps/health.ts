@@ -13,7 +13,7 @@
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from '../config/site.js';
-import { pollUntil } from '../ports/clock.js';
+import { pollHeld } from '../ports/clock.js';
 import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
 import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
@@ -220,21 +220,20 @@ export const healthStep: Step<HealthView> = {
     const stableMs = ctx.options.healthStableSeconds * 1000;
     await withView(ctx, async (view) => {
       let last: string[] = [];
-      let since: number | undefined;
-      const healthy = await pollUntil(
+      const healthy = await pollHeld(
         ctx.clock,
         async () => {
           const { findings, blocking } = await blockers(ctx, view);
           last = blocking;
-          if (blocking.length > 0) {
-            if (since !== undefined) ctx.log.info({ blocking: blocking.slice(0, SHOWN) }, 'health: unsettled again');
-            since = undefined;
-            return undefined;
-          }
-          since ??= ctx.clock.monotonic();
-          return ctx.clock.monotonic() - since >= stableMs ? findings : undefined;
+          return blocking.length > 0 ? undefined : findings;
         },
-        { timeoutMs, intervalMs: 1000, maxIntervalMs: 5000 },
+        {
+          heldMs: stableMs,
+          onLost: () => ctx.log.info({ blocking: last.slice(0, SHOWN) }, 'health: unsettled again'),
+          timeoutMs,
+          intervalMs: 1000,
+          maxIntervalMs: 5000,
+        },
       );
       if (!healthy)
         throw new VerificationError(

@@ -65,10 +65,12 @@ describe('in-service step', () => {
 describe('in-service decisions', () => {
   const spec = { workloads: [{ kind: 'Deployment' as const, namespace: 'vdu', name: 'du-app' }], timeoutSeconds: 600 };
   it.each([
-    ['no inService', [], undefined, 'noop'],
-    ['every workload ready', [], spec, 'noop'],
-    ['one rolling out', [{ what: 'Deployment vdu/du-app', why: '1 of 3 replicas available' }], spec, 'change'],
-  ] as const)('%s', (_, waiting, inService, action) => {
-    expect(inServiceStep.plan([...waiting], testSite(inService ? { inService } : {})).action).toBe(action);
+    ['no inService', [], true, undefined, 'noop'],
+    ['every workload ready', [], true, spec, 'noop'],
+    ['every workload ready, as reported before the run started', [], false, spec, 'change'],
+    ['one rolling out', [{ what: 'Deployment vdu/du-app', why: '1 of 3 replicas available' }], true, spec, 'change'],
+  ] as const)('%s', (_, waiting, seen, inService, action) => {
+    const view = { waiting: [...waiting], seen, stableSeconds: 30 };
+    expect(inServiceStep.plan(view, testSite(inService ? { inService } : {})).action).toBe(action);
   });
 });

@@ -13,7 +13,7 @@ import { errorMessage, VerificationError } from '../base/errors.js';
 import type { Step, StepContext } from '../config/site.js';
 import type { PlanResult } from '../engine/step.js';
 import { workloadNotReady, type WorkloadObject } from '../kube/workloads.js';
-import { pollUntil } from '../ports/clock.js';
+import { pollHeld } from '../ports/clock.js';
 import type { Kube } from '../ports/kube.js';
 
 const APPS = 'apps/v1';
@@ -83,23 +83,49 @@ async function waiting(ctx: StepContext, spec: InService): Promise<Waiting[]> {
 
 const line = (w: Waiting) => `${w.what}: ${w.why}`;
 
-export const inServiceStep: Step<Waiting[]> = {
+interface InServiceView {
+  waiting: Waiting[];
+  /**
+   * whether readiness as it is now may be taken as the run's own view: outside `run` (plan), or when
+   * an earlier run saw it hold for the same inputs; else readiness reported before the run started
+   * may predate its writes, and counts only once seen holding through the stability window
+   */
+  seen: boolean;
+  stableSeconds: number;
+}
+
+/** whether the context may take readiness as it is now (see InServiceView.seen) */
+const seenInRun = (ctx: StepContext) => ctx.runStartedAt === undefined || ctx.doneAt !== undefined;
+
+export const inServiceStep: Step<InServiceView> = {
   name: 'in-service',
   group: 'cluster',
   description: "the site's own workloads (and URL) ready within the site-config's time budget",
   inputs: (site) => site.inService ?? null,
 
   async survey(ctx) {
-    return ctx.site.inService ? waiting(ctx, ctx.site.inService) : [];
+    return {
+      waiting: ctx.site.inService ? await waiting(ctx, ctx.site.inService) : [],
+      seen: seenInRun(ctx),
+      stableSeconds: ctx.options.healthStableSeconds,
+    };
   },
 
-  plan(now, site): PlanResult {
+  plan({ waiting: now, seen, stableSeconds }, site): PlanResult {
     const spec = site.inService;
     if (!spec) return { action: 'noop', reason: 'the site-config names no workloads to wait for' };
-    if (now.length === 0) return { action: 'noop', reason: 'every workload the site-config names is ready' };
+    if (now.length === 0 && seen) return { action: 'noop', reason: 'every workload the site-config names is ready' };
+    if (now.length === 0)
+      return {
+        action: 'change',
+        summary: `watch for ${stableSeconds}s that ${spec.workloads.length} workload(s) stay ready: their status was reported before this run started`,
+        changes: [
+          { action: 'apply', target: 'workloads', summary: `seen ready through ${stableSeconds}s by this run` },
+        ],
+      };
     return {
       action: 'change',
-      summary: `wait up to ${spec.timeoutSeconds}s for ${now.length} workload(s) to be ready`,
+      summary: `wait up to ${spec.timeoutSeconds}s for ${now.length} workload(s) to be ready${seen ? '' : `, then ${stableSeconds}s ready`}`,
       changes: now.map((w) => ({ action: 'apply', target: w.what, summary: `wait until ready: ${w.why}` })),
     };
   },
@@ -107,8 +133,9 @@ export const inServiceStep: Step<Waiting[]> = {
   // nothing to apply: the site's workloads roll out by themselves, and settle waits for them
   async settle(ctx) {
     const spec = ctx.site.inService!;
+    const stableSeconds = seenInRun(ctx) ? 0 : ctx.options.healthStableSeconds;
     let last: Waiting[] = [];
-    const ready = await pollUntil(
+    const ready = await pollHeld(
       ctx.clock,
       async () => {
         const now = await waiting(ctx, spec);
@@ -117,13 +144,30 @@ export const inServiceStep: Step<Waiting[]> = {
         last = now;
         return now.length === 0 ? true : undefined;
       },
-      { timeoutMs: spec.timeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
+      {
+        heldMs: stableSeconds * 1000,
+        timeoutMs: (spec.timeoutSeconds + stableSeconds) * 1000,
+        intervalMs: 1000,
+        maxIntervalMs: 5000,
+      },
     );
     if (!ready)
       throw new VerificationError(
-        `in-service: ${last[0]!.what} not ready after ${spec.timeoutSeconds}s: ${last[0]!.why}${last.length > 1 ? ` (and ${last.length - 1} more)` : ''}`,
+        last[0]
+          ? `in-service: ${last[0].what} not ready after ${spec.timeoutSeconds}s: ${last[0].why}${last.length > 1 ? ` (and ${last.length - 1} more)` : ''}`
+          : `in-service: workloads not ready for ${stableSeconds}s on end within ${spec.timeoutSeconds + stableSeconds}s`,
         { step: 'in-service', retryable: true },
       );
     ctx.log.info({ workloads: spec.workloads.length }, 'every workload the site-config names is ready');
+  },
+
+  /**
+   * Its own: settle has seen the workloads hold through the window, which readiness older than the
+   * run cannot show again in a fresh survey; what must still hold is that every one is ready now.
+   */
+  async verify(ctx) {
+    const spec = ctx.site.inService;
+    const now = spec ? await waiting(ctx, spec) : [];
+    if (now[0]) throw new VerificationError(`in-service: ${line(now[0])}`, { step: 'in-service', retryable: true });
   },
 };

@@ -102,8 +102,10 @@ describe.skipIf(kubeSkipped)('in-service step on a real API', () => {
     },
   };
 
-  async function run(timeoutSeconds: number) {
-    const a = await agent(env, storeSite({ inService: spec(timeoutSeconds) }));
+  async function run(timeoutSeconds: number, stableSeconds = 1) {
+    const a = await agent(env, storeSite({ inService: spec(timeoutSeconds) }), undefined, undefined, {
+      healthStableSeconds: stableSeconds,
+    });
     const console = path.join(mkdtempSync(path.join(tmpdir(), 'in-service-console-')), 'console');
     const result = runSteps({
       steps: STEPS,
@@ -165,4 +167,28 @@ describe.skipIf(kubeSkipped)('in-service step on a real API', () => {
     expect(state.result).toBe('succeeded');
     expect(console().trim().split('\n').at(-1)).toBe('sno-relocate: done: site store-0042 is configured');
   });
+
+  it('readiness reported before the run counts only once seen holding: a workload that goes unready after the run started is waited for', async () => {
+    // every workload ready, as reported before this run started
+    await rollOut.deployment();
+    await rollOut.statefulSet();
+    await rollOut.daemonSet('ptp-a', 1);
+    await rollOut.daemonSet('ptp-b', 1);
+    const STABLE = 10;
+    const { a, result } = await run(120, STABLE);
+    let finished: number | undefined;
+    void result.then(
+      () => (finished = Date.now()),
+      () => (finished = Date.now()),
+    );
+    // its kubelet restarted with the run: the DaemonSet's pod is not available for a while
+    await rollOut.daemonSet('ptp-b', 0);
+    await expect.poll(() => a.logs.some((l) => l.includes(`DaemonSet ${NS}/ptp-b`)), { timeout: 30_000 }).toBe(true);
+    expect(finished, 'in-service said done while ptp-b was not available').toBeUndefined();
+    const back = Date.now();
+    await rollOut.daemonSet('ptp-b', 1);
+    const state = await result;
+    expect(state.result).toBe('succeeded');
+    expect(Date.parse(state.finishedAt!)).toBeGreaterThanOrEqual(back + (STABLE - 1) * 1000);
+  }, 180_000);
 });
