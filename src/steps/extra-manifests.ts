@@ -85,6 +85,23 @@ function content(obj: KubeObject): Record<string, unknown> {
 const refusal = (m: ExtraManifest, err: StepError): string =>
   `${manifestAt(m)}: ${withoutSecretValues(err.message, m.object)}`;
 
+/** how many times the two reads of one object are made again when it changed between them */
+const CONSISTENT_READS = 5;
+
+/**
+ * The server's dry run of the manifest and the object as it is, both of the same version of it: a
+ * write between the two reads (a controller's, a server's default set after the create) would show
+ * as a change the apply did not make, so they are read again.
+ */
+async function dryRunAndCurrent(kube: Kube, object: KubeObject): Promise<{ next: KubeObject; current?: KubeObject }> {
+  for (let attempt = 1; ; attempt++) {
+    const next = await kube.apply(object, { force: FORCE, dryRun: true });
+    const current = await kube.get(refOf(next));
+    const read = (o: KubeObject | undefined) => o?.metadata.resourceVersion || undefined;
+    if (read(next) === read(current) || attempt === CONSISTENT_READS) return { next, ...(current && { current }) };
+  }
+}
+
 async function survey(ctx: StepContext, kube: Kube): Promise<Surveyed[]> {
   const manifests = ctx.site.extraManifests;
   const namespaces = new Map<string, boolean>();
@@ -120,9 +137,7 @@ async function survey(ctx: StepContext, kube: Kube): Promise<Surveyed[]> {
       }
     }
     try {
-      const next = await kube.apply(object, { force: FORCE, dryRun: true });
-      const current = await kube.get(refOf(next));
-      out.push({ manifest, next, ...(current && { current }) });
+      out.push({ manifest, ...(await dryRunAndCurrent(kube, object)) });
     } catch (err) {
       // the API refused it: a transient failure goes up and the step is tried again
       if (!(err instanceof StepError) || err.retryable) throw err;
