@@ -115,6 +115,45 @@ async function poolProblems(ctx: CheckContext, wanted: string[]): Promise<string
   return out;
 }
 
+/**
+ * OpenShift asks for 24 hours between installation and a shutdown: the short-lived certificates of
+ * the installation (kubelet's bootstrap client certificate, the kube-apiserver-to-kubelet and
+ * control-plane signers' first leaves) are first rotated in that time, and a cluster shut down before
+ * cannot rotate them when it comes back (OpenShift documentation, "Shutting down the cluster
+ * gracefully", prerequisites). Installation ends when the cluster version operator records the
+ * first release as Completed: the oldest entry of ClusterVersion status.history.
+ */
+export const SETTLE_AFTER_INSTALL_MS = 24 * 3_600_000;
+
+interface ClusterVersion extends KubeObject {
+  status?: { history?: { state?: string; completionTime?: string | null }[] };
+}
+
+/** When the installation completed, from ClusterVersion status.history; undefined while it has not. */
+export async function installedAt(kube: Kube): Promise<Date | undefined> {
+  const cv = await kube.get<ClusterVersion>({
+    apiVersion: 'config.openshift.io/v1',
+    kind: 'ClusterVersion',
+    name: 'version',
+  });
+  if (!cv) throw new Error('ClusterVersion version not found');
+  const first = cv.status?.history?.at(-1);
+  return first?.state === 'Completed' && first.completionTime ? new Date(first.completionTime) : undefined;
+}
+
+const minute = (d: Date) => `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+async function installationAge(ctx: CheckContext): Promise<string[]> {
+  const at = await installedAt(ctx.kube);
+  if (!at) return ['the installation has not completed (ClusterVersion status.history has no Completed release)'];
+  const fit = new Date(at.getTime() + SETTLE_AFTER_INSTALL_MS);
+  return ctx.clock.now() < fit
+    ? [
+        `installed ${minute(at)}, less than 24 hours ago: its first certificate rotation has not happened; fit to ship from ${minute(fit)}`,
+      ]
+    : [];
+}
+
 async function clusterChecks(ctx: CheckContext, wanted: string[]): Promise<CheckItem[]> {
   const guarded = async (check: string, okDetail: string, run: () => Promise<string[]>): Promise<CheckItem> => {
     try {
@@ -124,6 +163,9 @@ async function clusterChecks(ctx: CheckContext, wanted: string[]): Promise<Check
     }
   };
   return [
+    await guarded('installation age', 'installed more than 24 hours ago: its first certificate rotation is done', () =>
+      installationAge(ctx),
+    ),
     await guarded('watcher', "the watcher's checks find no error", () => watcherErrors(ctx)),
     await guarded('cluster operators', 'every ClusterOperator Available and not Degraded', () =>
       operatorProblems(ctx.kube),

@@ -309,6 +309,39 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     }
   });
 
+  it('fails and seal refuses within 24 hours of installation, naming when the node is fit to ship', async () => {
+    const custom = env.cluster.kubeConfig().makeApiClient(CustomObjectsApi);
+    const completed = (at: string) =>
+      custom.patchClusterCustomObjectStatus({
+        group: 'config.openshift.io',
+        version: 'v1',
+        plural: 'clusterversions',
+        name: 'version',
+        body: [{ op: 'replace', path: '/status/history/0/completionTime', value: at }],
+      });
+    const before = readdirSync(path.join(root, STATE)).sort();
+    // as the cluster version operator records an installation that completed two hours ago
+    const installed = new Date(Date.now() - 2 * 3_600_000);
+    await completed(installed.toISOString().replace(/\.\d+Z$/, 'Z'));
+    try {
+      const fit = new Date(Math.floor(installed.getTime() / 1000) * 1000 + 24 * 3_600_000);
+      const r = check(20);
+      expect(r.code).toBe(1);
+      expect(lineOf(r.stdout, 'installation age')).toBe(
+        `FAIL    installation age: installed ${installed.toISOString().slice(0, 16).replace('T', ' ')} UTC, less than 24 hours ago: its first certificate rotation has not happened; fit to ship from ${fit.toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+      );
+      const sealed = cli(['factory', 'seal', '--shelf-days', '20']);
+      expect(sealed.code).toBe(1);
+      expect(sealed.stdout).toContain('not sealed: nothing on the node was changed');
+      expect(readdirSync(path.join(root, STATE)).sort()).toEqual(before);
+    } finally {
+      await completed('2025-01-01T01:00:00Z');
+    }
+    expect(lineOf(check(20).stdout, 'installation age')).toMatch(
+      /^ok +installation age: installed more than 24 hours ago/,
+    );
+  });
+
   it('seal refuses an unfit node and changes nothing', () => {
     const before = readdirSync(path.join(root, STATE)).sort();
     const r = cli(['factory', 'seal', '--shelf-days', '60']);
