@@ -42,6 +42,8 @@ export interface CertificateReport {
   /** expired before the node arrives */
   expiredOnArrival: boolean;
   fate: Fate;
+  /** what becomes of it once expired: who renews it, if anybody */
+  whenExpired: Exclude<Fate, 'valid'>;
 }
 
 export interface CertificateScan {
@@ -57,7 +59,7 @@ export const KUBELET_FILES = [
 ] as const;
 
 /** kubeconfigs whose embedded client certificates matter, and who renews them once expired */
-export const KUBECONFIGS: readonly { file: string; whenExpired: Fate }[] = [
+export const KUBECONFIGS: readonly { file: string; whenExpired: Renewal }[] = [
   // kubelet's own, once bootstrapped: its client certificate (usually a file reference instead)
   { file: '/var/lib/kubelet/kubeconfig', whenExpired: 'agent approves renewal' },
   // the bootstrap credential kubelet re-bootstraps with: nothing renews it
@@ -90,7 +92,9 @@ export const REGENERATED_AT_START: readonly string[] = [
 /** the kube-apiserver's certificates its cert syncer copies from the secrets (not a revision's) */
 const KAS_CERTS = 'kube-apiserver-certs';
 
-function report(source: string, pem: string, arrival: Date, whenExpired: Fate): CertificateReport | undefined {
+type Renewal = Exclude<Fate, 'valid'>;
+
+function report(source: string, pem: string, arrival: Date, whenExpired: Renewal): CertificateReport | undefined {
   const [leaf] = certificatesIn(pem);
   if (!leaf) return undefined;
   const notAfter = new Date(leaf.validTo);
@@ -101,6 +105,7 @@ function report(source: string, pem: string, arrival: Date, whenExpired: Fate): 
     notAfter: notAfter.toISOString(),
     expiredOnArrival,
     fate: expiredOnArrival ? whenExpired : 'valid',
+    whenExpired,
   };
 }
 
@@ -114,9 +119,9 @@ interface Kubeconfig {
 }
 
 /** One node file's certificates as PEM texts, each with its source name; undefined when the file is not there. */
-type NodeSource = { source: string; pem: string; whenExpired: Fate }[];
+type NodeSource = { source: string; pem: string; whenExpired: Renewal }[];
 
-async function kubeconfigCertificates(fs: RootFs, file: string, whenExpired: Fate): Promise<NodeSource | undefined> {
+async function kubeconfigCertificates(fs: RootFs, file: string, whenExpired: Renewal): Promise<NodeSource | undefined> {
   const bytes = await fs.read(file);
   if (bytes === undefined) return undefined;
   const config = parseYamlDocument(bytes, file) as Kubeconfig;
@@ -139,8 +144,8 @@ async function entries(fs: RootFs, dir: string): Promise<string[]> {
 }
 
 /** Every certificate file a static pod reads from its secrets, with who renews it. */
-async function staticPodFiles(fs: RootFs): Promise<{ file: string; whenExpired: Fate }[]> {
-  const out: { file: string; whenExpired: Fate }[] = [];
+async function staticPodFiles(fs: RootFs): Promise<{ file: string; whenExpired: Renewal }[]> {
+  const out: { file: string; whenExpired: Renewal }[] = [];
   for (const resources of await entries(fs, STATIC_POD_RESOURCES)) {
     const secrets = path.posix.join(STATIC_POD_RESOURCES, resources, 'secrets');
     for (const secret of await entries(fs, secrets)) {
@@ -158,7 +163,7 @@ async function staticPodFiles(fs: RootFs): Promise<{ file: string; whenExpired: 
 
 /** Each node source by its name, and how to read its certificates. */
 async function nodeSources(fs: RootFs): Promise<{ name: string; read: () => Promise<NodeSource | undefined> }[]> {
-  const file = (name: string, whenExpired: Fate) => ({
+  const file = (name: string, whenExpired: Renewal) => ({
     name,
     read: async (): Promise<NodeSource | undefined> => {
       const pem = await fs.readText(name);
@@ -181,7 +186,7 @@ export async function certificateReports(
   const arrival = new Date(now.getTime() + shelfDays * DAY_MS);
   const certificates: CertificateReport[] = [];
   const unreadable: string[] = [];
-  const add = (source: string, pem: string, whenExpired: Fate) => {
+  const add = (source: string, pem: string, whenExpired: Renewal) => {
     try {
       const r = report(source, pem, arrival, whenExpired);
       if (r) certificates.push(r);
@@ -211,8 +216,34 @@ export async function certificateReports(
   }
   for (const s of secrets.filter((x) => x.type === 'kubernetes.io/tls' && x.data?.['tls.crt'])) {
     const key = `${s.metadata.namespace}/${s.metadata.name}`;
-    const fate: Fate = REGENERATED_AT_START.includes(key) ? 'regenerated at start' : 'needs a person';
+    const fate: Renewal = REGENERATED_AT_START.includes(key) ? 'regenerated at start' : 'needs a person';
     add(`Secret ${key}`, Buffer.from(s.data!['tls.crt']!, 'base64').toString('utf8'), fate);
   }
   return { certificates, unreadable };
+}
+
+/**
+ * How long before the first expiry nobody renews the node should be powered on: a site without a
+ * time server runs on a clock that is only known to be plausible, and the first boot at the site
+ * may come days after the node was delivered.
+ */
+export const POWER_ON_MARGIN_DAYS = 7;
+
+/**
+ * The power-on-by date: the earliest expiry of a certificate nothing renews while the node is off
+ * (kubelet's are renewed through CSR approval, the kube-apiserver's regenerated at start), less the
+ * margin; undefined when none expires.
+ */
+export function powerOnByDate(
+  certificates: readonly CertificateReport[],
+): { date: string; expiry: string; certificate: string } | undefined {
+  const first = certificates
+    .filter((c) => c.whenExpired === 'needs a person')
+    .sort((a, b) => Date.parse(a.notAfter) - Date.parse(b.notAfter))[0];
+  if (!first) return undefined;
+  return {
+    date: new Date(Date.parse(first.notAfter) - POWER_ON_MARGIN_DAYS * DAY_MS).toISOString(),
+    expiry: first.notAfter,
+    certificate: `${first.source} (${first.subject})`,
+  };
 }

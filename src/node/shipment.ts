@@ -29,3 +29,7 @@ export async function readShipment(fs: RootFs, stateDir: string): Promise<Shipme
     advice: 'run factory seal again',
   });
 }
+
+/** The power-on-by date as the installer and `status` show it. */
+export const powerOnByLine = (p: NonNullable<Shipment['powerOnBy']>): string =>
+  `power on by ${p.date.slice(0, 10)}: ${p.certificate} expires ${p.expiry.slice(0, 10)} and nothing renews it while the node is off`;

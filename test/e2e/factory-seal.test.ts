@@ -241,6 +241,8 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     expect(status).toMatch(
       /^Shipped: {2}\d{4}-\d\d-\d\dT\S+ \(factory seal; certificates checked for 20 days on the shelf\)$/m,
     );
+    // the power-on-by date seal recorded, shown at the site
+    expect(status).toMatch(/^Shelf: {4}power on by \d{4}-\d\d-\d\d: Secret \S+ \(.+\) expires \d{4}-\d\d-\d\d /m);
     // the VM runs the node steps only (no cluster at the site here): a partial run, every node step done
     expect(status).toMatch(/^Result: {3}succeeded \(partial run\)$/m);
     expect(status).toMatch(/^kubelet +done +1 /m);

@@ -387,10 +387,25 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
     expect(readdirSync(path.join(root, STATE))).toEqual(['shipment.json']);
     expect(existsSync(path.join(root, STATE, 'kubelet-gate'))).toBe(false);
 
+    // the power-on-by date: the store application's certificate is the first that nothing renews
+    const expiry = opensslNotAfter(readFileSync(path.join(certs, 'shop.example.net.crt'), 'utf8'));
+    const date = new Date(Date.parse(expiry) - 7 * DAY_MS).toISOString();
+    const powerOnBy = `power on by ${date.slice(0, 10)}: Secret shop-app/storefront-tls (CN=shop.example.net) expires ${expiry.slice(0, 10)} and nothing renews it while the node is off`;
+    expect(r.stdout).toContain(`\n${powerOnBy}\n`);
+    const shipment = JSON.parse(readFileSync(path.join(root, STATE, 'shipment.json'), 'utf8')) as {
+      powerOnBy: unknown;
+    };
+    expect(shipment.powerOnBy).toEqual({
+      date,
+      expiry,
+      certificate: 'Secret shop-app/storefront-tls (CN=shop.example.net)',
+    });
+
     const status = runCli(['status', '--root', root]);
     expect(status.stdout).toMatch(
       /^Shipped: {2}\d{4}-\d\d-\d\dT\S+ \(factory seal; certificates checked for 20 days on the shelf\)$/m,
     );
+    expect(status.stdout).toContain(`\nShelf:    ${powerOnBy}\n`);
     const gate = runCli(['gate', '--root', root]);
     expect(gate.stdout).toBe('no site-config waiting; kubelet gate left closed\n');
   });

@@ -14,6 +14,8 @@ import { type AppliedConfig, installManifests, prepareNode, type PrepareResult }
 import { installConfigPreconditions } from '../../factory/preconditions.js';
 import { makeRecord, recordText } from '../../factory/record.js';
 import { sealNode } from '../../factory/seal.js';
+import { powerOnByDate } from '../../factory/certificates.js';
+import { powerOnByLine, type Shipment } from '../../node/shipment.js';
 import { FACTORY_RECORD, machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
 import { type Invocation, oneOf } from '../args.js';
@@ -177,15 +179,23 @@ const checkResult = (report: CheckReport, format: Format, extra = ''): CommandRe
 async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
   const { rt, report } = await check(inv);
   if (!report.fit) return checkResult(report, format, 'not sealed: nothing on the node was changed\n');
-  const shipment = {
+  const powerOnBy = powerOnByDate(report.certificates);
+  const early =
+    powerOnBy && Date.parse(powerOnBy.date) < Date.parse(report.arrival)
+      ? [
+          `power-on-by: ${powerOnBy.date.slice(0, 10)} comes before the planned arrival ${report.arrival.slice(0, 10)} (${report.shelfDays} days on the shelf)`,
+        ]
+      : [];
+  const shipment: Shipment = {
     shippedAt: rt.clock.now().toISOString(),
     shelfDays: report.shelfDays,
-    warnings: report.checks.filter((c) => c.verdict === 'warning').map((c) => `${c.check}: ${c.detail}`),
+    warnings: [...report.checks.filter((c) => c.verdict === 'warning').map((c) => `${c.check}: ${c.detail}`), ...early],
+    ...(powerOnBy && { powerOnBy }),
   };
   const cleared = await sealNode(rt.fs, rt.stateDir, shipment);
-  rt.log.info({ shippedAt: shipment.shippedAt }, 'factory seal: node sealed for shipment');
+  rt.log.info({ shippedAt: shipment.shippedAt, powerOnBy: powerOnBy?.date }, 'factory seal: node sealed for shipment');
   const powerOff = inv.flags['power-off'] === true;
-  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${powerOff ? 'powering off now: poweroff.target over D-Bus\n' : ''}`;
+  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${powerOnBy ? `${powerOnByLine(powerOnBy)}\n` : ''}${early.map((w) => `WARNING ${w}\n`).join('')}${powerOff ? 'powering off now: poweroff.target over D-Bus\n' : ''}`;
   return {
     exitCode: ExitCode.ok,
     stdout: format === 'json' ? json({ ...report, sealed: { ...shipment, cleared, powerOff } }) : text,

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { siteCaCertificate } from '../../certs/site-certs.js';
-import { readShipment } from '../../node/shipment.js';
+import { powerOnByLine, readShipment } from '../../node/shipment.js';
 import { safeLine } from '../../log/safe-text.js';
 import { AGENT_VERSION } from '../../base/version.js';
 import { StateStore, type RunState } from '../../engine/state.js';
@@ -80,7 +80,7 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const watch = await readWatchStatus(rt.fs, rt.stateDir);
   const shipment = (await readShipment(rt.fs, rt.stateDir)) ?? null;
   const shipped = shipment
-    ? `Shipped:  ${shipment.shippedAt} (factory seal; certificates checked for ${shipment.shelfDays} days on the shelf)\n`
+    ? `Shipped:  ${shipment.shippedAt} (factory seal; certificates checked for ${shipment.shelfDays} days on the shelf)\n${shipment.powerOnBy ? `Shelf:    ${powerOnByLine(shipment.powerOnBy)}\n` : ''}`
     : '';
   // the CA generated on the node signs the API certificate: a kubeconfig at the site must trust it
   const siteCA = (await siteCaCertificate(rt.fs, rt.stateDir)) ?? null;
