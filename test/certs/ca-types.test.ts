@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { certificatesIn } from '../../src/base/pem.js';
 import { loadSiteConfig } from '../../src/config/load.js';
+import { decideClock } from '../../src/base/true-time.js';
 import { issueServing, servingProblem, siteCaGiven } from '../../src/certs/site-certs.js';
 import { runAgent, writeSiteFolder } from '../node/cli.js';
 import { datedCa, intermediateCa, openssl, rootCa, type KeyKind, type OpensslCa } from './openssl-cas.js';
@@ -18,6 +19,7 @@ import { datedCa, intermediateCa, openssl, rootCa, type KeyKind, type OpensslCa 
 const work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-ca-types-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 const NAMES = ['console-openshift-console.apps.sno.store42.example.com'];
+const DAY_MS = 86_400_000;
 
 function siteFolder(name: string, site: { crt: string; key: string }, client: { crt: string }): string {
   return writeSiteFolder(
@@ -188,4 +190,33 @@ describe('CAs the agent cannot or must not sign with are refused, naming the fie
       'error: $.spec.access.siteCA.certFile: certificate 2 (O=Store Corp, CN=issuing) did not issue certificate 1 (O=Store Corp, CN=root)',
     );
   });
+
+  it.each([
+    ['six months behind: the CAs look not yet valid', -1],
+    ['six months ahead: the CAs look expired', 1],
+  ] as const)(
+    'a clock %s: on a clock chronyd has not synchronised both are deferred, and valid again on the synchronised clock',
+    async (_, direction) => {
+      // an RSA root and an EC issuing CA made a week ago for 90 days, as the site's PKI made them
+      const dir = path.join(work, `clock-${direction}`);
+      const day = (d: number) => new Date(Date.now() + d * DAY_MS).toISOString().replace(/[-:T]|\.\d+/g, '');
+      const root = datedCa(dir, 'dated-root', day(-7), day(83));
+      const site = intermediateCa(dir, 'dated-issuing', 'p256', root);
+      const folder = siteFolder(`clock-${direction}-site`, site, root);
+      const wrong = new Date(Date.now() + direction * 182 * DAY_MS);
+      const fields = ['$.spec.access.clientCAFile', '$.spec.access.siteCA.certFile'];
+      // synchronised (or no chronyd): refused at once, naming both fields
+      await expect(loadSiteConfig(folder, wrong)).rejects.toThrow(
+        new RegExp(fields.map((f) => f.replace(/[$.]/g, '\\$&')).join('[^]*')),
+      );
+      // not synchronised yet: warnings now, judged again by the clock step
+      const loaded = await loadSiteConfig(folder, wrong, true);
+      expect([...new Set(loaded.deferred!.map((f) => f.path))].sort()).toEqual(fields);
+      expect(loaded.findings.filter((f) => f.severity === 'error')).toEqual([]);
+      const judged = (now: Date) =>
+        decideClock({ now, bound: undefined, sync: 'synchronised', waited: true, deferred: loaded.deferred! });
+      expect(judged(new Date())).toMatchObject({ verdict: 'trusted' });
+      expect(judged(wrong)).toMatchObject({ verdict: 'refuse', reason: expect.stringContaining('$.spec.access.clientCAFile') });
+    },
+  );
 });
