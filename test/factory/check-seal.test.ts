@@ -115,6 +115,12 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
   const check = (days: number, prefix?: readonly string[]) =>
     cli(['factory', 'check', '--shelf-days', String(days)], prefix);
   const lineOf = (stdout: string, name: string) => stdout.split('\n').find((l) => l.includes(` ${name}: `));
+  /** a JSON patch of a config.openshift.io object's status, as its operator writes it */
+  const patchConfigStatus = (plural: string, name: string, body: object[]) =>
+    env.cluster
+      .kubeConfig()
+      .makeApiClient(CustomObjectsApi)
+      .patchClusterCustomObjectStatus({ group: 'config.openshift.io', version: 'v1', plural, name, body });
 
   beforeAll(async () => {
     env = await startFactory({ models: false, seed: { csrs: false }, users: [{ name: NO_SECRETS }] });
@@ -275,27 +281,20 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
   });
 
   it('fails while a ClusterOperator is Degraded or a site-config is left on the node', async () => {
-    const custom = env.cluster.kubeConfig().makeApiClient(CustomObjectsApi);
     const degrade = (status: string) =>
-      custom.patchClusterCustomObjectStatus({
-        group: 'config.openshift.io',
-        version: 'v1',
-        plural: 'clusteroperators',
-        name: 'console',
-        body: [
-          {
-            op: 'replace',
-            path: '/status/conditions/2',
-            value: {
-              type: 'Degraded',
-              status,
-              reason: 'Test',
-              message: 'x',
-              lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-            },
+      patchConfigStatus('clusteroperators', 'console', [
+        {
+          op: 'replace',
+          path: '/status/conditions/2',
+          value: {
+            type: 'Degraded',
+            status,
+            reason: 'Test',
+            message: 'x',
+            lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
           },
-        ],
-      });
+        },
+      ]);
     await degrade('True');
     writeFileSync(path.join(root, 'etc/sno-relocate/site-config.yaml'), 'left: behind\n');
     try {
@@ -310,15 +309,10 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory check and seal', () => 
   });
 
   it('fails and seal refuses within 24 hours of installation, naming when the node is fit to ship', async () => {
-    const custom = env.cluster.kubeConfig().makeApiClient(CustomObjectsApi);
     const completed = (at: string) =>
-      custom.patchClusterCustomObjectStatus({
-        group: 'config.openshift.io',
-        version: 'v1',
-        plural: 'clusterversions',
-        name: 'version',
-        body: [{ op: 'replace', path: '/status/history/0/completionTime', value: at }],
-      });
+      patchConfigStatus('clusterversions', 'version', [
+        { op: 'replace', path: '/status/history/0/completionTime', value: at },
+      ]);
     const before = readdirSync(path.join(root, STATE)).sort();
     // as the cluster version operator records an installation that completed two hours ago
     const installed = new Date(Date.now() - 2 * 3_600_000);
