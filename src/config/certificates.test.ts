@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Finding } from '../base/findings.js';
+import { outsideWindow } from '../base/true-time.js';
 import { opensslCa } from '../../test/helpers/openssl.js';
 import { caBundleProblem, checkPair, trustBundleProblem } from './certificates.js';
 
@@ -20,6 +21,8 @@ execFileSync('openssl', [
 ], { stdio: 'pipe' }); // prettier-ignore
 const now = new Date();
 const inAYear = new Date(now.getTime() + 400 * 86_400_000);
+/** a clock months behind, before the CAs were made */
+const monthsAgo = new Date(now.getTime() - 180 * 86_400_000);
 
 describe('checkPair', () => {
   const check = (certPem: string, keyPem: string, at = now) => {
@@ -61,6 +64,18 @@ describe('checkPair', () => {
       },
     ]);
   });
+
+  it('names a certificate not yet valid at the time passed in, as a clock months behind sees it', () => {
+    const { findings } = check(read(ca.crt), read(ca.key), monthsAgo);
+    expect(findings).toEqual([
+      {
+        severity: 'error',
+        path: '$.cert',
+        message: expect.stringMatching(/^certificate not valid before /) as string,
+        window: { notBefore: expect.any(String) as string, notAfter: expect.any(String) as string },
+      },
+    ]);
+  });
 });
 
 describe('caBundleProblem', () => {
@@ -68,13 +83,15 @@ describe('caBundleProblem', () => {
     ['CA certificates valid now', () => read(ca.crt) + read(other.crt), now, undefined],
     ['a certificate that is no CA', () => read(leaf), now, 'CN=api.store is not a CA certificate'],
     ['a CA expired at the time passed in', () => read(ca.crt), inAYear, /^CN=store-ca expired on /],
+    ['a CA not yet valid at the time passed in', () => read(ca.crt), monthsAgo, /^CN=store-ca not valid before /],
     ['text that is not PEM', () => 'just text', now, 'not PEM certificates'],
   ])('%s', (_name, pem, at, problem) => {
     const found = caBundleProblem(at, pem());
     if (problem instanceof RegExp) {
       expect(found?.message).toMatch(problem);
       // an expiry is the clock's call: the finding carries the window it can be judged again on
-      expect(Date.parse(found!.window!.notAfter!)).toBeLessThan(at.getTime());
+      expect(outsideWindow(found!.window!, at)).toBeDefined();
+      expect(outsideWindow(found!.window!, now)).toBeUndefined();
     } else expect(found?.message).toBe(problem);
   });
 });

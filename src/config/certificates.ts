@@ -5,6 +5,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { Finding } from '../base/findings.js';
 import { certWindow } from '../certs/chain.js';
+import { outsideWindow } from '../base/true-time.js';
 import { certificatesIn, pemBlockTypes } from '../base/pem.js';
 import type { CertificatePair } from './site.js';
 
@@ -31,17 +32,14 @@ export function checkPair(
     findings.push({ severity: 'error', path: keyPath, message: 'not a PEM private key' });
     return undefined;
   }
-  if (Date.parse(cert.validTo) < now.getTime())
-    findings.push({
-      severity: 'error',
-      path: certPath,
-      message: `certificate expired on ${cert.validTo}`,
-      window: certWindow(cert),
-    });
+  // a window the clock is outside of, either way: the clock's call once chronyd synchronised it
+  const window = certWindow(cert);
+  const outside = outsideWindow(window, now);
+  if (outside) findings.push({ severity: 'error', path: certPath, message: `certificate ${outside}`, window });
   return pair;
 }
 
-/** Why PEM text is not a bundle of CA certificates valid now (with the window of a CA out of it), or undefined. */
+/** Why PEM text is not a bundle of CA certificates valid now (with the window of a CA outside it), or undefined. */
 export function caBundleProblem(now: Date, pem: string): Pick<Finding, 'message' | 'window'> | undefined {
   let certs: X509Certificate[];
   try {
@@ -52,8 +50,9 @@ export function caBundleProblem(now: Date, pem: string): Pick<Finding, 'message'
   if (certs.length === 0) return { message: 'no PEM certificate in it' };
   for (const cert of certs) {
     if (!cert.ca) return { message: `${cert.subject.replace(/\n/g, ', ')} is not a CA certificate` };
-    if (Date.parse(cert.validTo) < now.getTime())
-      return { message: `${cert.subject.replace(/\n/g, ', ')} expired on ${cert.validTo}`, window: certWindow(cert) };
+    const window = certWindow(cert);
+    const outside = outsideWindow(window, now);
+    if (outside) return { message: `${cert.subject.replace(/\n/g, ', ')} ${outside}`, window };
   }
   return undefined;
 }
