@@ -237,11 +237,32 @@ EOF
 
 # dnsmasq stays off until a test lays out the single-node dnsmasq configuration and starts it
 chroot "$ROOT" systemctl disable -q dnsmasq.service
-# chronyd stays off too: with no reachable source it would hold every relocation in the clock
-# step's bounded wait; the ntp step starts it with the site's config. It keeps the name it has on
-# RHCOS, chronyd.service (Debian's alias link goes with the disable).
+# chronyd as RHCOS runs it: chrony's own examples/chronyd.service (as root: Debian's unit runs
+# it as _chrony through `ExecStart=!`, which a drop-in replacing ExecStart would lose). It stays
+# off: with no reachable source it would hold every relocation in the clock step's bounded wait;
+# a scenario enables it, and the ntp step restarts it with the site's config.
 chroot "$ROOT" systemctl disable -q chrony.service
-ln -sf /lib/systemd/system/chrony.service "$ROOT/etc/systemd/system/chronyd.service"
+chroot "$ROOT" systemctl mask -q chrony.service
+cat > "$ROOT/etc/systemd/system/chronyd.service" <<'EOF'
+[Unit]
+Description=NTP client/server
+Documentation=man:chronyd(8) man:chrony.conf(5)
+After=ntpdate.service sntp.service ntpd.service
+Conflicts=ntpd.service systemd-timesyncd.service
+ConditionCapability=CAP_SYS_TIME
+
+[Service]
+Type=forking
+PIDFile=/run/chrony/chronyd.pid
+EnvironmentFile=-/etc/sysconfig/chronyd
+ExecStart=/usr/sbin/chronyd $OPTIONS
+PrivateTmp=yes
+ProtectHome=yes
+ProtectSystem=full
+
+[Install]
+WantedBy=multi-user.target
+EOF
 
 # less background work under emulation
 for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer \
