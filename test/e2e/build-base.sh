@@ -46,12 +46,13 @@ command -v mcopy >/dev/null || need+=(mtools)
 command -v ssh >/dev/null || need+=(openssh-client)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v xorriso >/dev/null || need+=(xorriso)   # ISO 9660 sticks: 'relocation-config' is too long for ext4 and FAT
+command -v chronyd >/dev/null || need+=(chrony)     # the test network's time server, run unprivileged with -x
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "need root to install host packages: ${need[*]}"
   log "installing host packages: ${need[*]}"
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    qemu-system-x86 qemu-utils mmdebstrap dosfstools mtools e2fsprogs openssh-client xz-utils xorriso >&2
+    qemu-system-x86 qemu-utils mmdebstrap dosfstools mtools e2fsprogs openssh-client xz-utils xorriso chrony >&2
   log "host packages installed"
 fi
 
@@ -109,6 +110,8 @@ PACKAGES=systemd,systemd-sysv,dbus,udev,network-manager,iproute2,linux-image-amd
 PACKAGES=$PACKAGES,dosfstools,openssh-server,procps,iputils-ping,util-linux
 # dnsmasq: the single-node DNS of OpenShift's dnsmasq configuration; dig to query it
 PACKAGES=$PACKAGES,dnsmasq,bind9-dnsutils
+# chrony: the node's NTP client, as on RHCOS; off until a site's chrony config starts it
+PACKAGES=$PACKAGES,chrony
 
 log "mmdebstrap bookworm (minbase + $PACKAGES)"
 mmdebstrap --variant=minbase --mode=root --quiet \
@@ -234,6 +237,32 @@ EOF
 
 # dnsmasq stays off until a test lays out the single-node dnsmasq configuration and starts it
 chroot "$ROOT" systemctl disable -q dnsmasq.service
+# chronyd as RHCOS runs it: chrony's own examples/chronyd.service (as root: Debian's unit runs
+# it as _chrony through `ExecStart=!`, which a drop-in replacing ExecStart would lose). It stays
+# off: with no reachable source it would hold every relocation in the clock step's bounded wait;
+# a scenario enables it, and the ntp step restarts it with the site's config.
+chroot "$ROOT" systemctl disable -q chrony.service
+chroot "$ROOT" systemctl mask -q chrony.service
+cat > "$ROOT/etc/systemd/system/chronyd.service" <<'EOF'
+[Unit]
+Description=NTP client/server
+Documentation=man:chronyd(8) man:chrony.conf(5)
+After=ntpdate.service sntp.service ntpd.service
+Conflicts=ntpd.service systemd-timesyncd.service
+ConditionCapability=CAP_SYS_TIME
+
+[Service]
+Type=forking
+PIDFile=/run/chrony/chronyd.pid
+EnvironmentFile=-/etc/sysconfig/chronyd
+ExecStart=/usr/sbin/chronyd $OPTIONS
+PrivateTmp=yes
+ProtectHome=yes
+ProtectSystem=full
+
+[Install]
+WantedBy=multi-user.target
+EOF
 
 # less background work under emulation
 for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer \

@@ -84,7 +84,7 @@ const NODE_IP_FILES = [
 
 /** The agent holds at a named point (src/engine/hold.ts) through its unit's environment. */
 /**
- * the node steps with nothing to do here: the image has no chronyd, so the site names no NTP and
+ * the node steps with nothing to do here: chronyd is off in the image and the site names no NTP, so
  * the clock is judged as it is
  */
 const NOTHING_TO_DO: readonly string[] = ['ntp', 'clock'];

@@ -117,12 +117,19 @@ export async function signedSiteStick(
   spec: Record<string, unknown>,
   agent: string,
   key: string,
+  notAfter?: Date,
 ): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), 'sno-e2e-signed-'));
   try {
     const config = siteConfigYaml(spec);
     await writeFile(join(folder, 'site-config.yaml'), config);
-    await promisify(execFile)(agent, ['sign', '--key', key, folder]);
+    await promisify(execFile)(agent, [
+      'sign',
+      '--key',
+      key,
+      ...(notAfter ? ['--not-after', notAfter.toISOString()] : []),
+      folder,
+    ]);
     return await makeStick({
       dir,
       fileName,

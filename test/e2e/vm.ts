@@ -78,6 +78,12 @@ export interface BootOptions {
   kernelArgs?: string;
   /** -netdev user options of the uplink NIC (ens4) after `id=uplink,restrict=on,` */
   uplinkNet?: string;
+  /**
+   * restrict=off on the uplink: the guest reaches the host's loopback at the gateway address
+   * (192.0.2.1) by UDP too, e.g. a time server (guestfwd relays TCP only). The uplink then routes
+   * beyond the host as well; the guest has no DNS server there.
+   */
+  uplinkToHost?: boolean;
   smp?: number;
   memMiB?: number;
   accel?: string;
@@ -273,7 +279,7 @@ export class Vm {
       '-device',
       'virtio-net-pci,netdev=mgmt,addr=0x3,mac=52:54:00:12:34:56',
       '-netdev',
-      `user,id=uplink,restrict=on,${o.uplinkNet ?? DEFAULT_UPLINK}`,
+      `user,id=uplink,restrict=${o.uplinkToHost ? 'off' : 'on'},${o.uplinkNet ?? DEFAULT_UPLINK}`,
       '-device',
       'virtio-net-pci,netdev=uplink,addr=0x4,mac=52:54:00:12:34:57',
       '-device',
