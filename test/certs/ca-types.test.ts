@@ -216,7 +216,10 @@ describe('CAs the agent cannot or must not sign with are refused, naming the fie
       const judged = (now: Date) =>
         decideClock({ now, bound: undefined, sync: 'synchronised', waited: true, deferred: loaded.deferred! });
       expect(judged(new Date())).toMatchObject({ verdict: 'trusted' });
-      expect(judged(wrong)).toMatchObject({ verdict: 'refuse', reason: expect.stringContaining('$.spec.access.clientCAFile') });
+      expect(judged(wrong)).toMatchObject({
+        verdict: 'refuse',
+        reason: expect.stringContaining('$.spec.access.clientCAFile'),
+      });
     },
   );
 });
