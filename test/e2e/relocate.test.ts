@@ -484,6 +484,28 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       UnitFileState: 'enabled',
     });
     mcdTimings.driftRevertedUnder418BeforeDd559ec99 = Math.round(performance.now() - started);
+  });
+
+  it("an edit of a file only OpenShift's templates declare puts the node Degraded: content mismatch", async () => {
+    const started = performance.now();
+    const v = vm!;
+    // 00-master's NetworkManager defaults (templates/common/_base/files/NetworkManager-ipv6.conf.yaml)
+    const file = '/etc/NetworkManager/conf.d/01-ipv6.conf';
+    expect(openshiftMasterPaths(CONFIG_RELEASE)).toContain(file);
+    const declared = await v.sshOk(`cat ${file}`);
+    await v.sshOk(`echo ipv6.ip6-privacy=2 >> ${file}`);
+    await v.waitFor(`cat ${NODE_FILE}`, (r) => r.stdout.includes('"Degraded"'), 2 * MIN);
+    expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({
+      state: 'Degraded',
+      reason: expect.stringContaining(`content mismatch for file "${file}"`),
+    });
+    await v.sshOk(`cat > ${file}`, { input: declared });
+    await v.waitFor(
+      `cat ${NODE_FILE}`,
+      (r) => r.code === 0 && (JSON.parse(r.stdout) as Record<string, string>)[STATE_KEY] === 'Done',
+      3 * MIN,
+    );
+    mcdTimings.openshiftFileEdited = Math.round(performance.now() - started);
     await recordTimings('mcd-model', mcdTimings);
   });
 
