@@ -492,6 +492,9 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     // 00-master's NetworkManager defaults (templates/common/_base/files/NetworkManager-ipv6.conf.yaml)
     const file = '/etc/NetworkManager/conf.d/01-ipv6.conf';
     expect(openshiftMasterPaths(CONFIG_RELEASE)).toContain(file);
+    // the daemon of the branch: its recovery writes no unit, the file alone is at stake
+    await switchRelease(v, 'release-4.18');
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({ state: 'Done' });
     const declared = await v.sshOk(`cat ${file}`);
     await v.sshOk(`echo ipv6.ip6-privacy=2 >> ${file}`);
     await v.waitFor(`cat ${NODE_FILE}`, (r) => r.stdout.includes('"Degraded"'), 2 * MIN);
