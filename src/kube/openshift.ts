@@ -60,6 +60,10 @@ export const OPERATOR_ROUTES = [
     host: 'oauth-openshift',
   },
   { namespace: 'openshift-ingress-canary', name: 'canary', operator: 'ingress-operator', host: undefined },
+  // made from ingress.config's console and downloads componentRoutes, and kept at their hostname
+  // (console-operator pkg/console/controllers/route/controller.go, the custom route sync)
+  { namespace: 'openshift-console', name: 'console-custom', operator: 'console-operator', host: undefined },
+  { namespace: 'openshift-console', name: 'downloads-custom', operator: 'console-operator', host: undefined },
 ] as const;
 
 export const isOperatorRoute = (r: { namespace?: string; name: string }): boolean =>
