@@ -73,13 +73,17 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
     const state = await a.run([...CLUSTER_PHASE, 'health']);
     expect(state.result).toBe('succeeded');
     await env.models!.settled();
-    expect({ counts: counts(from), ledger: env.models!.ledger.since(from) }).toEqual({
-      // the OAuth metadata and the named certificate make a revision each, installed together; the OAuth
-      // server rolls out for the componentRoute, then again for the issuer once the new router admits it
+    // the OAuth server rolls out for the componentRoute, then again for the issuer once the new
+    // router admits it; when the router is quicker than the first rollout's start (a loaded
+    // machine), one rollout takes both: at most two
+    const { 'oauth-server': oauth, ...others } = counts(from);
+    expect(oauth, JSON.stringify(env.models!.ledger.since(from))).toBeGreaterThanOrEqual(1);
+    expect(oauth).toBeLessThanOrEqual(2);
+    expect({ counts: others, ledger: env.models!.ledger.since(from) }).toEqual({
+      // the OAuth metadata and the named certificate make a revision each, installed together
       counts: {
         'kube-apiserver': 1,
         'kube-apiserver revisions made': 2,
-        'oauth-server': 2,
         'openshift-apiserver': 1,
         router: 1,
         reboot: 0,
