@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ART=.artifacts
 mkdir -p "$ART"
-rm -f "$ART"/vitest-*.json "$ART"/e2e*.log "$ART/summary.txt"
+rm -f "$ART"/vitest-*.json "$ART/summary.txt"
 phase() { printf '\n=== [%4ss] %s\n' "$SECONDS" "$*"; }
 failures=0
 
@@ -52,21 +52,11 @@ if [ "${VM_E2E:-1}" = 0 ]; then
   phase "VM end-to-end suite SKIPPED (VM_E2E=0)"
 else
   phase "VM end-to-end suite started beside the other tiers (qemu; its output comes last)"
-  # Two lanes of one VM each: the relocation file, which alone takes as long as all the others,
-  # and the rest, one file after the other.
-  LONG_VM=test/e2e/relocate.test.ts
-  vm_lane() { # name, vitest arguments...
-    local name=$1
-    shift
-    nice -n 10 npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json \
-      --outputFile.json="$ART/vitest-e2e-$name.json" "$@" >"$ART/e2e-$name.log" 2>&1
-  }
   (
-    nice -n 10 bash test/e2e/build-base.sh >"$ART/e2e-base.log" 2>&1 || exit 1
-    vm_lane relocate "$LONG_VM" &
-    vm_lane others --exclude "$LONG_VM" &
-    wait
-  ) &
+    nice -n 10 bash test/e2e/build-base.sh &&
+      nice -n 10 npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json \
+        --outputFile.json="$ART/vitest-e2e.json"
+  ) >"$ART/e2e.log" 2>&1 &
   vm_pid=$!
 fi
 
@@ -89,11 +79,7 @@ cat "$ART/faults.log"
 
 if [ -n "$vm_pid" ]; then
   phase "VM end-to-end suite (started beside the other tiers; waiting for it to end)"
-  wait "$vm_pid" || failures=$((failures + 1))
-  cat "$ART"/e2e-{base,relocate,others}.log >"$ART/e2e.log" 2>/dev/null
-  for lane in relocate others; do
-    [ -f "$ART/vitest-e2e-$lane.json" ] || { echo "VM lane $lane wrote no report"; failures=$((failures + 1)); }
-  done
+  wait "$vm_pid" || [ -f "$ART/vitest-e2e.json" ] || failures=$((failures + 1))
   cat "$ART/e2e.log"
 fi
 
