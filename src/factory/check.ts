@@ -123,14 +123,14 @@ async function poolProblems(ctx: CheckContext, wanted: string[]): Promise<string
  * gracefully", prerequisites). Installation ends when the cluster version operator records the
  * first release as Completed: the oldest entry of ClusterVersion status.history.
  */
-export const SETTLE_AFTER_INSTALL_MS = 24 * 3_600_000;
+const SETTLE_AFTER_INSTALL_MS = DAY_MS;
 
 interface ClusterVersion extends KubeObject {
   status?: { history?: { state?: string; completionTime?: string | null }[] };
 }
 
 /** When the installation completed, from ClusterVersion status.history; undefined while it has not. */
-export async function installedAt(kube: Kube): Promise<Date | undefined> {
+async function installedAt(kube: Kube): Promise<Date | undefined> {
   const cv = await kube.get<ClusterVersion>({
     apiVersion: 'config.openshift.io/v1',
     kind: 'ClusterVersion',
