@@ -74,7 +74,6 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
   let dir = '';
   let firstStick = '';
   let secondStick = '';
-  let kubeletUnit = '';
   let versionN = '';
   let imageN = '';
   let versionNext = '';
@@ -89,7 +88,7 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
     const saved = process.env.SNO_RELOCATE_IMAGE;
     process.env.SNO_RELOCATE_IMAGE = agentImage;
     try {
-      return renderConfig(name, [...openshiftConfigs(kubeletUnit, PULL_SECRET), ...(await renderMachineConfigs())]);
+      return renderConfig(name, [...openshiftConfigs(PULL_SECRET), ...(await renderMachineConfigs())]);
     } finally {
       if (saved === undefined) delete process.env.SNO_RELOCATE_IMAGE;
       else process.env.SNO_RELOCATE_IMAGE = saved;
@@ -128,7 +127,6 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
     imageN = (await readDiskFile(image.disk, '/etc/sno-relocate/install.env'))!
       .toString()
       .match(/^SNO_RELOCATE_IMAGE=(.+)$/m)![1]!;
-    kubeletUnit = (await readDiskFile(image.disk, '/etc/systemd/system/kubelet.service'))!.toString();
     // only N+1 is in the registry: N comes back from the binary the installer kept, or not at all
     await installFiles(image.disk, [
       { path: '/usr/local/bin/podman', mode: 0o755, contents: PODMAN_STANDIN },

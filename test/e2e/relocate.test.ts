@@ -47,6 +47,7 @@ import {
 import { expectSiteNames, laySingleNodeDnsmasq } from './sno-dnsmasq.js';
 import { INTERNAL_IP, newSecret, SITE_ADDRESS, SITE_HOSTNAME, SITE_SSH_KEY, siteSpec, siteStick } from './sites.js';
 import {
+  CONFIG_RELEASE,
   dropConfig,
   FACTORY_SSH_KEY,
   type FactoryNode,
@@ -204,7 +205,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     expect(await loginAsCore(v)).toBe('core\n');
     // none of the files and units OpenShift's rendered master config declares (release-4.18, from the
     // machine-config operator's templates) was written while the agent ran
-    const declared = openshiftMasterPaths('release-4.18');
+    const declared = openshiftMasterPaths(CONFIG_RELEASE);
     expect(declared.length).toBeGreaterThan(60);
     const writtenByAgent = await v.sshOk(
       `since=$(date -d "$(systemctl show -p ExecMainStartTimestamp --value ${AGENT_UNIT})" +%s); ` +
@@ -213,7 +214,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     );
     expect(writtenByAgent).toBe('');
     // the node's pull secret is the machine-config daemon's to write, from the cluster's: not the agent's
-    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(FACTORY_PULL_SECRET);
+    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(`${FACTORY_PULL_SECRET}\n`);
 
     expect((await unitProps(v, KUBELET, ['UnitFileState'])).UnitFileState).toBe('enabled');
     const state = (await readState(v))!;
@@ -297,7 +298,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       state: 'Done',
       currentConfig: update.metadata.name,
     });
-    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(sitePullSecret());
+    expect(await v.sshOk(`cat ${KUBELET_AUTH_FILE}`)).toBe(`${sitePullSecret()}\n`);
     const mcdEventsSeen = await mcdEvents(v);
     expect(mcdEventsSeen.filter((e) => e.type === 'Warning')).toEqual([]);
     expect(mcdEventsSeen.map((e) => e.reason)).toContain('SkipReboot');
@@ -483,6 +484,31 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       UnitFileState: 'enabled',
     });
     mcdTimings.driftRevertedUnder418BeforeDd559ec99 = Math.round(performance.now() - started);
+  });
+
+  it("an edit of a file only OpenShift's templates declare puts the node Degraded: content mismatch", async () => {
+    const started = performance.now();
+    const v = vm!;
+    // 00-master's NetworkManager defaults (templates/common/_base/files/NetworkManager-ipv6.conf.yaml)
+    const file = '/etc/NetworkManager/conf.d/01-ipv6.conf';
+    expect(openshiftMasterPaths(CONFIG_RELEASE)).toContain(file);
+    // the daemon of the branch: its recovery writes no unit, the file alone is at stake
+    await switchRelease(v, 'release-4.18');
+    expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({ state: 'Done' });
+    const declared = await v.sshOk(`cat ${file}`);
+    await v.sshOk(`echo ipv6.ip6-privacy=2 >> ${file}`);
+    await v.waitFor(`cat ${NODE_FILE}`, (r) => r.stdout.includes('"Degraded"'), 2 * MIN);
+    expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({
+      state: 'Degraded',
+      reason: expect.stringContaining(`content mismatch for file "${file}"`),
+    });
+    await v.sshOk(`cat > ${file}`, { input: declared });
+    await v.waitFor(
+      `cat ${NODE_FILE}`,
+      (r) => r.code === 0 && (JSON.parse(r.stdout) as Record<string, string>)[STATE_KEY] === 'Done',
+      3 * MIN,
+    );
+    mcdTimings.openshiftFileEdited = Math.round(performance.now() - started);
     await recordTimings('mcd-model', mcdTimings);
   });
 

@@ -15,19 +15,23 @@
  * plain values, keeps the parent's keys and adds the child's new ones (coreos/ignition
  * config/merge/merge.go, lists without a key field merged by value).
  *
- * OpenShift's own MachineConfigs are represented by what of them touches the node parts the
- * project's MachineConfigs meet: 00-master's pull secret (templates/common/_base/files/
- * pull-secret.yaml: /var/lib/kubelet/config.json, 0600, the cluster pull secret) and
- * 01-master-kubelet's kubelet.service (templates/master/01-master-kubelet/_base/units/
- * kubelet.service.yaml: enabled: true; its contents here are the VM's stand-in kubelet unit), and
- * the installer's 99-master-ssh (openshift/installer pkg/asset/machines/machineconfig/authorizedkeys.go:
- * user core with the install-config's sshKey), which the cluster admin edits to change the keys.
+ * OpenShift's own MachineConfigs are the ones its templates give a master of this cluster
+ * (00-master, 01-master-container-runtime, 01-master-kubelet, from openshift-master.json: every
+ * file with its mode and contents, every unit with its contents, enablement and drop-ins, rendered
+ * for a single-node cluster on platform None by scripts/openshift-master-templates.ts from the
+ * MCO's templates at the release branch), the cluster's pull secret in 00-master's
+ * /var/lib/kubelet/config.json (templates/common/_base/files/pull-secret.yaml: `inline: |` with
+ * `{{.PullSecret}}`, so the secret and a newline), and the installer's 99-master-ssh (openshift/
+ * installer pkg/asset/machines/machineconfig/authorizedkeys.go: user core with the install-config's
+ * sshKey), which the cluster admin edits to change the keys. The MachineConfigs the operator's
+ * controllers generate from cluster resources (98-master-generated-kubelet's feature gates,
+ * 99-master-generated-registries) are not here.
  */
 import { readFileSync } from 'node:fs';
 import { posix } from 'node:path';
 import { build } from 'esbuild';
 import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile } from '../disk.js';
-import { installTargets, type MachineConfig, VM_MASKED } from '../node-image.js';
+import { installTargets, type MachineConfig, machineConfigPayload, VM_MASKED } from '../node-image.js';
 import { shq } from '../node-checks.js';
 import type { Vm } from '../vm.js';
 import {
@@ -54,28 +58,48 @@ import {
 
 const DAEMON = '/usr/local/libexec/mcd-model.mjs';
 
+/** The release whose templates give OpenShift's part of the node's rendered config. */
+export const CONFIG_RELEASE = 'release-4.18';
+
+interface FixtureFile {
+  path: string;
+  mode: number;
+  machineConfig: string;
+  /** absent where the file holds a value of the scenario's (`scenario`) */
+  contents?: string;
+  scenario?: boolean;
+}
+interface FixtureUnit {
+  machineConfig: string;
+  name: string;
+  enabled?: boolean;
+  mask?: boolean;
+  contents?: string;
+  dropins: { name: string; contents: string }[];
+}
 interface TemplateFixture {
-  releases: Record<
-    string,
-    { files: { path: string }[]; units: { name: string; contents?: boolean; dropins: string[] }[] }
-  >;
+  releases: Record<string, { files: FixtureFile[]; units: FixtureUnit[] }>;
 }
 
-/**
- * Every path OpenShift's rendered master config declares at `release` for a single-node cluster on
- * platform None (openshift-master.json, written by scripts/openshift-master-templates.ts from the
- * machine-config operator's templates): its files, the units it gives contents, their drop-ins.
- */
-export function openshiftMasterPaths(release: string): string[] {
+function templates(release: string): { files: FixtureFile[]; units: FixtureUnit[] } {
   const fixture = JSON.parse(
     readFileSync(new URL('./openshift-master.json', import.meta.url), 'utf8'),
   ) as TemplateFixture;
   const r = fixture.releases[release];
   if (!r) throw new Error(`openshift-master.json has no ${release}`);
+  return r;
+}
+
+/**
+ * Every path OpenShift's rendered master config declares at `release` for a single-node cluster on
+ * platform None: its files, the units it gives contents, their drop-ins.
+ */
+export function openshiftMasterPaths(release: string): string[] {
+  const r = templates(release);
   return [
     ...r.files.map((f) => f.path),
     ...r.units.filter((u) => u.contents).map((u) => posix.join(UNIT_DIR, u.name)),
-    ...r.units.flatMap((u) => u.dropins.map((d) => posix.join(UNIT_DIR, `${u.name}.d`, d))),
+    ...r.units.flatMap((u) => u.dropins.map((d) => posix.join(UNIT_DIR, `${u.name}.d`, d.name))),
   ];
 }
 const UNIT_DIR = '/etc/systemd/system';
@@ -154,30 +178,47 @@ const dataUrl = (text: string): string => `data:,${encodeURIComponent(text)}`;
 export const FACTORY_SSH_KEY =
   'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVhkPb1l2l7yV0Hm4GkD0sZ3o0yXk2v0m1dWq8pYt4N factory@install-config';
 
-/** OpenShift's parts of the rendered config: the cluster pull secret, kubelet.service, core's SSH keys. */
-export function openshiftConfigs(
-  kubeletUnit: string,
-  pullSecret: string,
-  sshKeys: readonly string[] = [FACTORY_SSH_KEY],
-): MachineConfig[] {
+/**
+ * OpenShift's MachineConfigs of a master at CONFIG_RELEASE, as its templates render them for this
+ * cluster, with the cluster's pull secret, and core's SSH keys (99-master-ssh).
+ */
+export function openshiftConfigs(pullSecret: string, sshKeys: readonly string[] = [FACTORY_SSH_KEY]): MachineConfig[] {
   const labels = { 'machineconfiguration.openshift.io/role': 'master' };
+  const { files, units } = templates(CONFIG_RELEASE);
+  const contents = (f: FixtureFile): string => {
+    if (f.contents !== undefined) return f.contents;
+    if (f.path === KUBELET_AUTH_FILE) return `${pullSecret}\n`;
+    throw new Error(`${f.path}: a value of the cluster's this model does not have`);
+  };
+  const names = [...new Set([...files, ...units].map((x) => x.machineConfig))].sort();
   return [
     {
       metadata: { name: '99-master-ssh', labels },
       spec: { config: { passwd: { users: [{ name: 'core', sshAuthorizedKeys: [...sshKeys] }] } } },
     },
-    {
-      metadata: { name: '00-master', labels },
+    ...names.map((name): MachineConfig => ({
+      metadata: { name, labels },
       spec: {
         config: {
-          storage: { files: [{ path: KUBELET_AUTH_FILE, mode: 0o600, contents: { source: dataUrl(pullSecret) } }] },
+          storage: {
+            files: files
+              .filter((f) => f.machineConfig === name)
+              .map((f) => ({ path: f.path, mode: f.mode, contents: { source: dataUrl(contents(f)) } })),
+          },
+          systemd: {
+            units: units
+              .filter((u) => u.machineConfig === name)
+              .map(({ name: unit, enabled, mask, contents: text, dropins }) => ({
+                name: unit,
+                ...(enabled !== undefined && { enabled }),
+                ...(mask !== undefined && { mask }),
+                ...(text !== undefined && { contents: text }),
+                ...(dropins.length > 0 && { dropins }),
+              })),
+          },
         },
       },
-    },
-    {
-      metadata: { name: '01-master-kubelet', labels },
-      spec: { config: { systemd: { units: [{ name: 'kubelet.service', enabled: true, contents: kubeletUnit }] } } },
-    },
+    })),
   ];
 }
 
@@ -230,6 +271,63 @@ const HELD_DROP_IN = `# Test only: no cluster in this VM, so nothing for this un
 ConditionPathExists=/nonexistent/sno-relocate-vm-cluster
 `;
 
+/*
+ * OpenShift's files and units are laid as declared, enabled as declared. What the Debian guest
+ * needs beyond them is added under names no config declares, so the daemon never sees it:
+ *   - every OpenShift service with contents but kubelet.service is held (HELD_DROP_IN): their
+ *     programs (podman, ovs-vsctl, nmstatectl, the daemon's own binary, rpm-ostree) are not in
+ *     this guest, and some would rewrite the network the agent configures (configure-ovs.sh,
+ *     nmstate-configuration.sh) or the hostname (mco-hostname). Targets are laid as they are.
+ *   - kubelet.service is OpenShift's unit with a stand-in's Type and ExecStart (KUBELET_STAND_IN):
+ *     its dependencies, drop-ins and environment files stay in force.
+ *   - /etc/node-sizing.env, which kubelet.service requires, as the held kubelet-auto-node-size
+ *     writes it with node sizing off (dynamic-system-reserved-calc.sh static_node_sizing).
+ *   - stand-ins for the units the config names without giving their contents, which RHCOS's
+ *     packages provide: CRI-O's (kubelet.service Requires=crio.service) and Open vSwitch's two,
+ *     which 00-master enables (PACKAGED_UNITS).
+ *   - NetworkManager's plugins as Debian has them: 20-keyfiles.conf asks for ifcfg-rh, a plugin
+ *     of Red Hat's NetworkManager only (VM_NM_PLUGINS).
+ *   - the group dnsmasq, which RHCOS's dnsmasq package creates and 00-master's /etc/dnsmasq.conf
+ *     names (group=dnsmasq); Debian's has the user only.
+ */
+const KUBELET_STAND_IN = `# Test only: no kubelet in this VM; OpenShift's kubelet.service runs a stand-in
+[Service]
+Type=simple
+ExecStart=
+ExecStart=/bin/sleep infinity
+`;
+const standIn = (what: string, install: boolean): string =>
+  `# Test only: stands in for ${what}, which this VM does not have\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n${install ? '\n[Install]\nWantedBy=multi-user.target\n' : ''}`;
+const PACKAGED_UNITS: Record<string, string> = {
+  'crio.service': standIn("CRI-O's unit (cri-o package)", false),
+  'openvswitch.service': standIn("Open vSwitch's unit (openvswitch package)", true),
+  'ovsdb-server.service': standIn("Open vSwitch's database unit (openvswitch package)", true),
+};
+const PACKAGED_DIR = '/usr/lib/systemd/system';
+const NODE_SIZING_ENABLED = '/etc/node-sizing-enabled.env';
+
+/** Debian's own NetworkManager plugins, restored after 20-keyfiles.conf (a later conf.d file wins). */
+async function vmNetworkManagerPlugins(disk: string): Promise<DiskEntry> {
+  const conf = (await readDiskFile(disk, '/etc/NetworkManager/NetworkManager.conf'))?.toString() ?? '';
+  const plugins = /^plugins=(.*)$/m.exec(conf)?.[1];
+  if (!plugins) throw new Error('the node image has no NetworkManager plugins= line');
+  return {
+    path: '/etc/NetworkManager/conf.d/99-vm-debian-plugins.conf',
+    mode: 0o644,
+    contents: `# Test only: Debian's NetworkManager has no ifcfg-rh plugin (20-keyfiles.conf)\n[main]\nplugins=${plugins}\n`,
+  };
+}
+
+/** /etc/group with the group dnsmasq, as RHCOS's dnsmasq package makes it (a free system gid). */
+async function vmDnsmasqGroup(disk: string): Promise<DiskEntry[]> {
+  const group = (await readDiskFile(disk, '/etc/group'))?.toString() ?? '';
+  if (/^dnsmasq:/m.test(group)) return [];
+  const used = new Set(group.split('\n').map((l) => Number(l.split(':')[2])));
+  let gid = 999;
+  while (used.has(gid)) gid--;
+  return [{ path: '/etc/group', mode: 0o644, contents: `${group.trimEnd()}\ndnsmasq:x:${gid}:\n` }];
+}
+
 /** /home/core/.ssh/authorized_keys.d/ignition as Ignition and the daemon leave it: core's, 0700/0600. */
 function coreSshEntries(keys: string): DiskEntry[] {
   const owner = { uid: 1000, gid: 1000 };
@@ -261,19 +359,42 @@ export async function installMcdModel(
   factoryPullSecret: string,
   release: Release,
 ): Promise<FactoryNode> {
-  const kubeletUnit = (await readDiskFile(disk, posix.join(UNIT_DIR, 'kubelet.service')))?.toString();
-  if (kubeletUnit === undefined) throw new Error('the node image has no kubelet.service');
   const render = (name: string, pullSecret: string, sshKeys?: readonly string[]) =>
-    renderConfig(name, [...openshiftConfigs(kubeletUnit, pullSecret, sshKeys), ...projectConfigs]);
+    renderConfig(name, [...openshiftConfigs(pullSecret, sshKeys), ...projectConfigs]);
   const factory = render('rendered-master-factory', factoryPullSecret);
   const json = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
-  const held = (factory.spec.config.systemd?.units ?? []).filter((u) => VM_MASKED.includes(u.name) && u.contents);
+  const openshift = renderConfig('openshift', openshiftConfigs(factoryPullSecret));
+  const declared = await machineConfigPayload([openshift as MachineConfig]);
+  const openshiftUnits = openshift.spec.config.systemd?.units ?? [];
+  const held = [
+    ...openshiftUnits.filter((u) => u.contents && u.name.endsWith('.service') && u.name !== 'kubelet.service'),
+    ...(factory.spec.config.systemd?.units ?? []).filter((u) => VM_MASKED.includes(u.name) && u.contents),
+  ];
+  const sizing = (openshift.spec.config.storage?.files ?? []).find((f) => f.path === NODE_SIZING_ENABLED);
+  const sizingEnv = decodeURIComponent(sizing?.contents?.source?.replace(/^data:,/, '') ?? '');
+  if (!/^NODE_SIZING_ENABLED=false$/m.test(sizingEnv))
+    throw new Error(`${NODE_SIZING_ENABLED}: the stand-in for kubelet-auto-node-size knows static sizing only`);
+  const packaged = Object.keys(PACKAGED_UNITS).filter((n) => openshiftUnits.some((u) => u.name === n && !u.contents));
   const entries: DiskEntry[] = [
-    ...held.flatMap((u): DiskEntry[] => [
-      { path: posix.join(UNIT_DIR, u.name), mode: 0o644, contents: u.contents! },
-      { path: posix.join(UNIT_DIR, `${u.name}.d`, '90-vm-no-cluster.conf'), mode: 0o644, contents: HELD_DROP_IN },
-    ]),
-    { path: KUBELET_AUTH_FILE, mode: 0o600, contents: factoryPullSecret },
+    ...declared.entries,
+    // the project's units the node image masks, laid as declared
+    ...held
+      .filter((u) => VM_MASKED.includes(u.name))
+      .map((u): DiskEntry => ({ path: posix.join(UNIT_DIR, u.name), mode: 0o644, contents: u.contents! })),
+    ...held.map((u): DiskEntry => ({
+      path: posix.join(UNIT_DIR, `${u.name}.d`, '90-vm-no-cluster.conf'),
+      mode: 0o644,
+      contents: HELD_DROP_IN,
+    })),
+    { path: posix.join(UNIT_DIR, 'kubelet.service.d', '90-vm-stand-in.conf'), mode: 0o644, contents: KUBELET_STAND_IN },
+    { path: '/etc/node-sizing.env', mode: 0o644, contents: sizingEnv.replace(/^NODE_SIZING_ENABLED=.*\n/m, '') },
+    ...packaged.map((n): DiskEntry => ({
+      path: posix.join(PACKAGED_DIR, n),
+      mode: 0o644,
+      contents: PACKAGED_UNITS[n]!,
+    })),
+    await vmNetworkManagerPlugins(disk),
+    ...(await vmDnsmasqGroup(disk)),
     // Ignition's first boot wrote the installer's key where RHCOS 9 reads it (ssh-key-dir)
     ...coreSshEntries(`${FACTORY_SSH_KEY}\n`),
     { path: DAEMON, mode: 0o644, contents: await bundleDaemon() },
@@ -299,6 +420,9 @@ export async function installMcdModel(
     },
   ];
   await installFiles(disk, entries);
+  for (const { unit, targets } of declared.enable)
+    for (const t of targets.length > 0 ? targets : installTargets(PACKAGED_UNITS[unit] ?? ''))
+      await enableUnit(disk, unit, t);
   for (const u of held) for (const t of installTargets(u.contents!)) if (u.enabled) await enableUnit(disk, u.name, t);
   return { factory, render };
 }
