@@ -27,6 +27,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
+import { factoryTimeSource, startTimeServer, type TimeServer } from './time-server.js';
 import { AGENT_BINARY, buildNodeImage, INSTALL_LIB, type NodeImage, renderMachineConfigs } from './node-image.js';
 import { STATE_FILE } from './node-checks.js';
 import {
@@ -71,6 +72,7 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
   let image: NodeImage | undefined;
   let vm: Vm | undefined;
   let mcd: FactoryNode | undefined;
+  let timeServer: TimeServer | undefined;
   let dir = '';
   let firstStick = '';
   let secondStick = '';
@@ -132,16 +134,21 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
       { path: '/usr/local/bin/podman', mode: 0o755, contents: PODMAN_STANDIN },
       { path: posix.join(REGISTRY_DIR, imageNext.split('@sha256:')[1]!, 'sno-relocate'), mode: 0o755, contents: next },
     ]);
+    timeServer = await startTimeServer();
+    await installFiles(image.disk, [factoryTimeSource(timeServer)]);
     mcd = await installMcdModel(image.disk, image.machineConfigs, PULL_SECRET, 'release-4.18');
     firstStick = await siteStick(dir, 'first.img', siteSpec(newSecret()));
     secondStick = await siteStick(dir, 'second.img', siteSpec(newSecret()));
   }, 15 * MIN);
 
-  afterAll(() => endScenario(vm, image, dir, { scenario: 'agent-upgrade', timings }), 5 * MIN);
+  afterAll(async () => {
+    await endScenario(vm, image, dir, { scenario: 'agent-upgrade', timings });
+    await timeServer?.stop();
+  }, 5 * MIN);
 
   it('version N, installed as the factory installs it, relocates the node', async () => {
     const started = performance.now();
-    vm = await bootVm({ name: 'agent-upgrade', disk: image!.disk, sticks: [firstStick] });
+    vm = await bootVm({ name: 'agent-upgrade', uplinkToHost: true, disk: image!.disk, sticks: [firstStick] });
     await vm.waitSsh();
     await waitKubeletActive(vm);
     await waitAgentSucceeded(vm);

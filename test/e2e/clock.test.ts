@@ -6,16 +6,14 @@
 // waits for chronyd, steps the clock and judges it again. Behind, the clock is before the agent's
 // lower bound (the signature's signing time): known wrong until the sync. In both the node ends
 // relocated, on the true time.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import dgram from 'node:dgram';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enableUnit, installFiles } from './disk.js';
 import { AGENT_UNIT, buildNodeImage, ensureAgentBuild, type NodeImage } from './node-image.js';
-import { killAndWait, track } from './processes.js';
 import {
   announceSkip,
   expectSiteNetwork,
@@ -25,7 +23,8 @@ import {
   waitAgentSucceeded,
   waitKubeletActive,
 } from './scenario.js';
-import { GATEWAY, newSecret, SITE_HOSTNAME, siteSpec, signedSiteStick } from './sites.js';
+import { newSecret, SITE_HOSTNAME, siteSpec, signedSiteStick } from './sites.js';
+import { startTimeServer, type TimeServer } from './time-server.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('clock scenarios');
@@ -34,42 +33,9 @@ const DAY_MS = 86_400_000;
 const SHIFT_DAYS = 182;
 const TRUST_ANCHOR = '/etc/sno-relocate/trust/factory.pub';
 
-/** a free UDP port of the host's loopback for the time server */
-function freeUdpPort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const sock = dgram.createSocket('udp4');
-    sock.once('error', rej);
-    sock.bind(0, '127.0.0.1', () => {
-      const { port } = sock.address();
-      sock.close(() => res(port));
-    });
-  });
-}
-
-/**
- * chronyd as the site's time server: on the host's loopback, -x (the host's clock is never
- * adjusted), serving the host's clock at stratum 8 (`local`), no command socket, state in `dir`.
- */
-async function startTimeServer(dir: string, port: number): Promise<ChildProcess> {
-  const conf = join(dir, 'server.conf');
-  await writeFile(
-    conf,
-    [
-      `port ${port}`,
-      'bindaddress 127.0.0.1',
-      'cmdport 0',
-      'local stratum 8',
-      'allow 127.0.0.1',
-      `pidfile ${dir}/chronyd.pid`,
-      '',
-    ].join('\n'),
-  );
-  return track(spawn('chronyd', ['-x', '-d', '-u', 'root', '-f', conf], { stdio: ['ignore', 'ignore', 'inherit'] }));
-}
-
 describe.skipIf(skipVm)('a wrong clock at power-on, a time server at the site', () => {
   let image: NodeImage | undefined;
-  let server: ChildProcess | undefined;
+  let server: TimeServer | undefined;
   let dir = '';
   let stick = '';
   const vms: Vm[] = [];
@@ -77,8 +43,7 @@ describe.skipIf(skipVm)('a wrong clock at power-on, a time server at the site', 
   beforeAll(async () => {
     image = await buildNodeImage();
     dir = await mkdtemp(join(tmpdir(), 'sno-e2e-clock-'));
-    const port = await freeUdpPort();
-    server = await startTimeServer(dir, port);
+    server = await startTimeServer();
     const agent = await ensureAgentBuild();
     await promisify(execFile)(agent, ['keygen', '--out', join(dir, 'factory')]);
     await installFiles(image.disk, [
@@ -86,7 +51,7 @@ describe.skipIf(skipVm)('a wrong clock at power-on, a time server at the site', 
     ]);
     // chronyd runs from boot, as on RHCOS, with the factory's chrony.conf (sources it cannot reach)
     await enableUnit(image.disk, 'chronyd.service');
-    const spec = { ...siteSpec(newSecret()), chronyConfig: `server ${GATEWAY} port ${port} iburst\n` };
+    const spec = { ...siteSpec(newSecret()), chronyConfig: `${server.serverLine}\n` };
     stick = await signedSiteStick(
       dir,
       'site.img',
@@ -102,7 +67,7 @@ describe.skipIf(skipVm)('a wrong clock at power-on, a time server at the site', 
       await v.collectArtifacts().catch((e: Error) => console.log(`artifacts: ${e.message}`));
       await v.dispose();
     }
-    await killAndWait(server, 'SIGTERM');
+    await server?.stop();
     await image?.dispose();
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 5 * MIN);

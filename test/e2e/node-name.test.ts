@@ -1,17 +1,20 @@
-// The node keeps its Kubernetes name on a real node: the VM's stand-in kubelet decides its node
-// name as kubelet does under OpenShift's unit (EnvironmentFile=-/etc/kubernetes/kubelet-env,
+// The node keeps its Kubernetes name on a real node: OpenShift's kubelet.service, as the daemon's
+// model lays it (test/e2e/mcd-model), runs a stand-in with kubelet's arguments, which names its
+// node as kubelet does (EnvironmentFile=-/etc/kubernetes/kubelet-env,
 // --hostname-override=${KUBELET_NODE_NAME}: machine-config-operator release-4.14..4.18
 // templates/master/01-master-kubelet/_base/units/kubelet.service.yaml; kubelet takes the override
-// when it is not empty, else the kernel's hostname lowercased). The stick gives the site hostname:
-// the OS hostname changes, kubelet registers under the factory name, and the machine-config
-// daemon's model (test/e2e/mcd-model), whose rendered config carries this kubelet unit, finds no
-// drift; after a reboot without the stick, the same. Then, in the same boot, a rename: the node's
-// kubeconfig reaches a real kube-apiserver on the host (the factory cluster's Node under the node's
-// factory name), `run --only node-rename` with spec.nodeName: rename finds nothing to refuse, stops
-// the kubelet unit through systemd, clears the OVN databases and the ovnkube-node and multus
-// certificates, copies the etcd certificate files, writes the new KUBELET_NODE_NAME and starts the
-// unit, which registers under the new name; the host plays kubelet's requests for it (the client one
-// as the former node), which the agent approves.
+// when it is not empty, else the kernel's hostname lowercased). The factory's time server is on
+// the test network, so kubelet-dependencies.target's chrony-wait.service returns at the first
+// sync. The stick gives the site hostname: the OS hostname changes, kubelet registers under the
+// factory name, and the machine-config daemon's model (test/e2e/mcd-model), whose rendered config
+// carries this kubelet unit, finds no drift; after a reboot without the stick, the same. Then, in
+// the same boot, a rename: the node's kubeconfig reaches a real kube-apiserver on the host (the
+// factory cluster's Node under the node's factory name), `run --only node-rename` with
+// spec.nodeName: rename finds nothing to refuse, stops the kubelet unit through systemd, clears
+// the OVN databases and the ovnkube-node and multus certificates, copies the etcd certificate
+// files, writes the new KUBELET_NODE_NAME and starts the unit, which registers under the new name;
+// the host plays kubelet's requests for it (the client one as the former node), which the agent
+// approves.
 import { mkdtemp } from 'node:fs/promises';
 import { CertificatesV1Api } from '@kubernetes/client-node';
 import { tmpdir } from 'node:os';
@@ -26,7 +29,14 @@ import { guestApiForward, guestKubeconfig } from './guest-api.js';
 import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { announceSkip, endScenario, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
 import { INTERNAL_IP, newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick } from './sites.js';
-import { installMcdModel, mcdJournal, pullSecretJson, waitMcdStarted } from './mcd-model/install.js';
+import {
+  installMcdModel,
+  KUBELET_REGISTERED,
+  mcdJournal,
+  pullSecretJson,
+  waitMcdStarted,
+} from './mcd-model/install.js';
+import { factoryTimeSource, startTimeServer, type TimeServer } from './time-server.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('node name scenarios');
@@ -36,28 +46,6 @@ const RENAME_CONFIG = '/var/tmp/rename-site-config.yaml';
 
 /** the base image's static hostname (build-base.sh), the name the node was installed under */
 const FACTORY_HOSTNAME = 'sno-factory';
-const REGISTERED = '/run/kubelet-standin/node-name';
-const STANDIN = '/usr/local/bin/kubelet-standin';
-const KUBELET_UNIT = `[Unit]
-Description=Kubernetes Kubelet (test stand-in: names its node as kubelet does)
-
-[Service]
-Type=simple
-EnvironmentFile=-/etc/kubernetes/kubelet-env
-ExecStart=${STANDIN} --hostname-override=\${KUBELET_NODE_NAME}
-
-[Install]
-WantedBy=multi-user.target
-`;
-// k8s.io/component-helpers node/util GetHostname: the override when not empty, else os.Hostname(),
-// trimmed and lowercased; the stand-in "registers" by writing the name where the test reads it
-const KUBELET_STANDIN = `#!/bin/sh
-name="\${1#--hostname-override=}"
-[ -n "$name" ] || name="$(cat /proc/sys/kernel/hostname)"
-mkdir -p ${posix.dirname(REGISTERED)}
-printf '%s\\n' "$name" | tr 'A-Z' 'a-z' > ${REGISTERED}
-exec sleep infinity
-`;
 
 describe.skipIf(skipVm)('the node name on a real node', () => {
   let image: NodeImage | undefined;
@@ -65,17 +53,15 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
   let stickDir = '';
   let stick = '';
   let env: ClusterEnv | undefined;
+  let timeServer: TimeServer | undefined;
   const timings: Record<string, number> = {};
 
   beforeAll(async () => {
     // the factory cluster, its Node named as the base image's hostname: the rename's preflight reads it
     if (!kubeSkipped) env = await startFactory({ models: false });
     image = await buildNodeImage();
-    await installFiles(image.disk, [
-      { path: '/etc/systemd/system/kubelet.service', mode: 0o644, contents: KUBELET_UNIT },
-      { path: STANDIN, mode: 0o755, contents: KUBELET_STANDIN },
-    ]);
-    // after the kubelet unit: the daemon's rendered config declares the unit as the node has it
+    timeServer = await startTimeServer();
+    await installFiles(image.disk, [factoryTimeSource(timeServer)]);
     await installMcdModel(image.disk, image.machineConfigs, pullSecretJson({}), 'release-4.18');
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-node-name-'));
     stick = await siteStick(stickDir, 'site.img', siteSpec(newSecret()));
@@ -84,13 +70,14 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
   afterAll(async () => {
     await endScenario(vm, image, stickDir, { scenario: 'node-name', timings });
     await env?.stop();
+    await timeServer?.stop();
   }, 5 * MIN);
 
   const expectKeptName = async (v: Vm) => {
     expect(await v.sshOk('cat /etc/hostname')).toBe(`${SITE_HOSTNAME}\n`);
     expect(await v.sshOk('hostname')).toBe(`${SITE_HOSTNAME}\n`);
     expect(await v.sshOk('cat /etc/kubernetes/kubelet-env')).toBe(`KUBELET_NODE_NAME=${FACTORY_HOSTNAME}\n`);
-    expect(await v.sshOk(`cat ${REGISTERED}`)).toBe(`${FACTORY_HOSTNAME}\n`);
+    expect(await v.sshOk(`cat ${KUBELET_REGISTERED}`)).toBe(`${FACTORY_HOSTNAME}\n`);
     expect(await waitMcdStarted(v), await mcdJournal(v)).toMatchObject({
       state: 'Done',
       currentConfig: 'rendered-master-factory',
@@ -102,6 +89,7 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
       name: 'node-name-kept',
       disk: image!.disk,
       sticks: [stick],
+      uplinkToHost: true,
       ...(env && { hostForwards: [guestApiForward(env)] }),
     });
     await vm.waitSsh();
@@ -151,7 +139,7 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
 
       // kubelet, restarted under the new name with its certificate of the former, asks as the former node
       const ended = await Promise.race([
-        v.waitFor(`cat ${REGISTERED}`, (r) => r.stdout === `${SITE_HOSTNAME}\n`, 5 * MIN).then(() => undefined),
+        v.waitFor(`cat ${KUBELET_REGISTERED}`, (r) => r.stdout === `${SITE_HOSTNAME}\n`, 5 * MIN).then(() => undefined),
         run,
       ]);
       if (ended)
@@ -176,7 +164,7 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
       expect(await approved(serving.name)).toBe(true);
 
       expect(await v.sshOk('cat /etc/kubernetes/kubelet-env')).toBe(`KUBELET_NODE_NAME=${SITE_HOSTNAME}\n`);
-      expect(await v.sshOk(`cat ${REGISTERED}`)).toBe(`${SITE_HOSTNAME}\n`);
+      expect(await v.sshOk(`cat ${KUBELET_REGISTERED}`)).toBe(`${SITE_HOSTNAME}\n`);
       expect(await invocation()).not.toBe(before);
       expect(await v.sshOk(`systemctl is-active ${KUBELET}`)).toBe('active\n');
       const renamed = `${ETCD_CERTS_DIR}/etcd-peer-${SITE_HOSTNAME}`;

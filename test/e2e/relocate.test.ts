@@ -63,6 +63,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
+import { factoryTimeSource, startTimeServer, type TimeServer } from './time-server.js';
 import { MODEL_UNIT, NODE_FILE, STATE_KEY } from './mcd-model/ignition.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -120,6 +121,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
   let clusterKeys = [FACTORY_SSH_KEY];
   /** wall-clock ms of each machine-config daemon scenario, for bench/e2e.ts */
   const mcdTimings: Record<string, number> = {};
+  let timeServer: TimeServer | undefined;
   const secret = newSecret();
   /** the cluster's pull secret once the cluster-pull-secret step changed it */
   const sitePullSecret = () => pullSecretJson({ [secret.registry]: { auth: secret.auth } });
@@ -135,6 +137,8 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
   beforeAll(async () => {
     image = await buildNodeImage();
     await laySingleNodeDnsmasq(image.disk);
+    timeServer = await startTimeServer();
+    await installFiles(image.disk, [factoryTimeSource(timeServer)]);
     mcd = await installMcdModel(image.disk, image.machineConfigs, FACTORY_PULL_SECRET, 'release-4.18');
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-relocate-'));
     const keyPath = join(stickDir, 'site-login');
@@ -152,12 +156,13 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       await v.dispose();
     }
     await image?.dispose();
+    await timeServer?.stop();
     if (stickDir) await rm(stickDir, { recursive: true, force: true });
   }, 5 * MIN);
 
   it('boots with the stick: site network on br-ex, internal IP, hostname over D-Bus, then kubelet', async () => {
     const started = performance.now();
-    vm = await bootVm({ name: 'stick-at-boot', disk: image!.disk, sticks: [stick] });
+    vm = await bootVm({ name: 'stick-at-boot', uplinkToHost: true, disk: image!.disk, sticks: [stick] });
     const v = vm;
     const sshMs = await v.waitSsh();
     await waitKubeletActive(v);
@@ -546,7 +551,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       ];
       const pointAfter = (i: number) => CUTS.slice(i + 1).find((c) => c.point)?.point;
       await installFiles(disk, [{ path: DROP_IN, contents: holdDropIn(CUTS[0]!.point!) }]);
-      cutVm = await bootVm({ name: 'power-cut', disk, diskMode: 'direct', sticks: [stick] });
+      cutVm = await bootVm({ name: 'power-cut', uplinkToHost: true, disk, diskMode: 'direct', sticks: [stick] });
       const v = cutVm;
       const stateOnDisk = async (): Promise<RunState> =>
         JSON.parse((await readFileAfterCrash(disk, STATE_FILE))!.toString()) as RunState;

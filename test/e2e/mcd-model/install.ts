@@ -278,7 +278,8 @@ ConditionPathExists=/nonexistent/sno-relocate-vm-cluster
  *     programs (podman, ovs-vsctl, nmstatectl, the daemon's own binary, rpm-ostree) are not in
  *     this guest, and some would rewrite the network the agent configures (configure-ovs.sh,
  *     nmstate-configuration.sh) or the hostname (mco-hostname). Targets are laid as they are.
- *   - kubelet.service is OpenShift's unit with a stand-in's Type and ExecStart (KUBELET_STAND_IN):
+ *   - kubelet.service is OpenShift's unit with a stand-in's Type and ExecStart (kubeletStandIn),
+ *     run with kubelet's own arguments:
  *     its dependencies, drop-ins and environment files stay in force.
  *   - /etc/node-sizing.env, which kubelet.service requires, as the held kubelet-auto-node-size
  *     writes it with node sizing off (dynamic-system-reserved-calc.sh static_node_sizing).
@@ -290,12 +291,35 @@ ConditionPathExists=/nonexistent/sno-relocate-vm-cluster
  *   - the group dnsmasq, which RHCOS's dnsmasq package creates and 00-master's /etc/dnsmasq.conf
  *     names (group=dnsmasq); Debian's has the user only.
  */
-const KUBELET_STAND_IN = `# Test only: no kubelet in this VM; OpenShift's kubelet.service runs a stand-in
+/** where the stand-in kubelet records the node name it registers under */
+export const KUBELET_REGISTERED = '/run/kubelet-standin/node-name';
+const KUBELET_STAND_IN_BIN = '/usr/local/libexec/kubelet-standin';
+// k8s.io/component-helpers node/util GetHostname: --hostname-override when not empty, else the
+// kernel's hostname, trimmed and lowercased; the stand-in "registers" by writing that name down
+const KUBELET_STAND_IN_SCRIPT = `#!/bin/sh
+# Test only: no kubelet in this VM; takes OpenShift's kubelet arguments and names its node as kubelet
+name=
+for a in "$@"; do
+  case "$a" in --hostname-override=*) name="\${a#--hostname-override=}" ;; esac
+done
+[ -n "$name" ] || name="$(cat /proc/sys/kernel/hostname)"
+mkdir -p ${posix.dirname(KUBELET_REGISTERED)}
+printf '%s\\n' "$name" | tr 'A-Z' 'a-z' > ${KUBELET_REGISTERED}
+exec sleep infinity
+`;
+
+/** OpenShift's kubelet ExecStart with the stand-in in kubelet's place: the same arguments, the same environment. */
+function kubeletStandIn(unit: string): string {
+  const exec = /^ExecStart=((?:.*\\\n)*.*)$/m.exec(unit)?.[1];
+  const args = exec?.split(/\s+\/usr\/bin\/kubelet\s/)[1];
+  if (!args) throw new Error("OpenShift's kubelet.service: no ExecStart running /usr/bin/kubelet");
+  return `# Test only: no kubelet in this VM; OpenShift's kubelet.service runs a stand-in
 [Service]
 Type=simple
 ExecStart=
-ExecStart=/bin/sleep infinity
+ExecStart=${KUBELET_STAND_IN_BIN} ${args}
 `;
+}
 const standIn = (what: string, install: boolean): string =>
   `# Test only: stands in for ${what}, which this VM does not have\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n${install ? '\n[Install]\nWantedBy=multi-user.target\n' : ''}`;
 const PACKAGED_UNITS: Record<string, string> = {
@@ -386,7 +410,12 @@ export async function installMcdModel(
       mode: 0o644,
       contents: HELD_DROP_IN,
     })),
-    { path: posix.join(UNIT_DIR, 'kubelet.service.d', '90-vm-stand-in.conf'), mode: 0o644, contents: KUBELET_STAND_IN },
+    {
+      path: posix.join(UNIT_DIR, 'kubelet.service.d', '90-vm-stand-in.conf'),
+      mode: 0o644,
+      contents: kubeletStandIn(openshiftUnits.find((u) => u.name === 'kubelet.service')?.contents ?? ''),
+    },
+    { path: KUBELET_STAND_IN_BIN, mode: 0o755, contents: KUBELET_STAND_IN_SCRIPT },
     { path: '/etc/node-sizing.env', mode: 0o644, contents: sizingEnv.replace(/^NODE_SIZING_ENABLED=.*\n/m, '') },
     ...packaged.map((n): DiskEntry => ({
       path: posix.join(PACKAGED_DIR, n),
