@@ -3,7 +3,7 @@
  * operator's templates declare for a master of a single-node cluster on platform None, per release
  * branch 4.14 to 4.18, read from a clone of openshift/machine-config-operator:
  *
- *   npx tsx scripts/openshift-master-templates.ts <machine-config-operator .git or clone>
+ *   npx tsx scripts/openshift-master-templates.ts <machine-config-operator clone> <openshift/api clone>
  *
  * It picks the templates as the operator does (pkg/controller/template/render.go, release-4.18
  * :104-300, the same in 4.14-4.17): templates/common goes into 00-master; for each
@@ -18,15 +18,24 @@
  * use (if / else if / else, range, values, trim markers) and stops on any other: a new condition or
  * value in a later release is added here by hand, read from render.go. The cluster's secrets are
  * the scenario's (SCENARIO_VALUES): such a file is marked `scenario` instead of having contents.
+ *
+ * Then the MachineConfigs the operator's controllers generate for this cluster
+ * (mco-generated-configs.ts): 97- and 98-master-generated-kubelet's /etc/kubernetes/kubelet.conf,
+ * the template's with the Default feature set's gates re-encoded as the controller does, and
+ * 99-master-generated-registries, which declares nothing here. A generated file is an entry like a
+ * template's, its `machineConfig` the generated MachineConfig's name, so a path may appear once per
+ * MachineConfig; `generated` lists the generated MachineConfigs with their kernel arguments.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
+import { cgroupKernelArguments, generatedKubeletConf } from './mco-generated-configs.js';
 
 const BRANCHES = ['release-4.14', 'release-4.15', 'release-4.16', 'release-4.17', 'release-4.18'];
 const PLATFORM_DIRS = ['_base', 'none', 'sno'];
+const KUBELET_CONF = '/etc/kubernetes/kubelet.conf';
 const OUT = new URL('../test/e2e/mcd-model/openshift-master.json', import.meta.url).pathname;
 
 /**
@@ -200,7 +209,7 @@ interface Template {
   dropins?: { name: string; contents?: string }[];
 }
 
-function releaseOf(dir: string, branch: string) {
+function releaseOf(dir: string, api: string, branch: string) {
   const all = git(dir, 'ls-tree', '-r', '--name-only', branch, 'templates/').split('\n');
   const exists = (folder: string) => all.some((p) => p.startsWith(`${folder}/`));
   const names = [...new Set(all.flatMap((p) => /^templates\/master\/([^/]+)\//.exec(p)?.[1] ?? []))].sort();
@@ -253,23 +262,41 @@ function releaseOf(dir: string, branch: string) {
       }
     }
   });
+  const kubeletConf = files.get(KUBELET_CONF);
+  if (typeof kubeletConf?.contents !== 'string') throw new Error(`${branch}: no ${KUBELET_CONF} template`);
+  const kubelet = generatedKubeletConf(dir, api, branch, kubeletConf.contents);
+  const generated = [
+    { name: '97-master-generated-kubelet', kernelArguments: cgroupKernelArguments(dir, branch) },
+    { name: '98-master-generated-kubelet', featureGates: kubelet.featureGates },
+    { name: '99-master-generated-registries' },
+  ];
+  const generatedFiles = generated
+    .filter((g) => g.name.endsWith('-generated-kubelet'))
+    .map((g) => ({ path: KUBELET_CONF, mode: 0o644, machineConfig: g.name, contents: kubelet.contents }));
   return {
     commit: git(dir, 'rev-parse', branch).trim(),
-    files: [...files.values()].sort((a, b) => String(a.path).localeCompare(String(b.path))),
+    generated,
+    files: [...files.values(), ...generatedFiles].sort(
+      (a, b) =>
+        String(a.path).localeCompare(String(b.path)) || String(a.machineConfig).localeCompare(String(b.machineConfig)),
+    ),
     units: [...units.values()].sort((a, b) =>
       `${String(a.name)}/${String(a.machineConfig)}`.localeCompare(`${String(b.name)}/${String(b.machineConfig)}`),
     ),
   };
 }
 
-const dir = process.argv[2];
-if (!dir) throw new Error('usage: openshift-master-templates.ts <machine-config-operator clone or git dir>');
-const releases = Object.fromEntries(BRANCHES.map((b) => [b, releaseOf(dir, b)]));
+const [dir, api] = process.argv.slice(2);
+if (!dir || !api)
+  throw new Error('usage: openshift-master-templates.ts <machine-config-operator clone> <openshift/api clone>');
+const releases = Object.fromEntries(BRANCHES.map((b) => [b, releaseOf(dir, api, b)]));
 writeFileSync(
   OUT,
   `${JSON.stringify(
     {
-      source: 'openshift/machine-config-operator templates/common and templates/master, platform none, SingleReplica',
+      source:
+        'openshift/machine-config-operator templates/common and templates/master, platform none, SingleReplica; ' +
+        "its controllers' generated MachineConfigs for the default nodes, FeatureGate and images config",
       generatedBy: 'scripts/openshift-master-templates.ts',
       releases,
     },
