@@ -24,8 +24,12 @@
  * `{{.PullSecret}}`, so the secret and a newline), and the installer's 99-master-ssh (openshift/
  * installer pkg/asset/machines/machineconfig/authorizedkeys.go: user core with the install-config's
  * sshKey), which the cluster admin edits to change the keys. The MachineConfigs the operator's
- * controllers generate from cluster resources (98-master-generated-kubelet's feature gates,
- * 99-master-generated-registries) are not here.
+ * controllers generate for this cluster's default cluster resources are in the fixture too (from
+ * scripts/mco-generated-configs.ts): 97- and 98-master-generated-kubelet's
+ * /etc/kubernetes/kubelet.conf, the template's with the release's Default feature gates and
+ * re-encoded by the controller, which wins over 01-master-kubelet's by name; and
+ * 99-master-generated-registries, which declares no file with an empty images config. The cgroups
+ * v2 kernel arguments of 97-master-generated-kubelet are not rendered by this model.
  */
 import { readFileSync } from 'node:fs';
 import { posix } from 'node:path';
