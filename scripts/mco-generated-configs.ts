@@ -10,14 +10,16 @@
  * :178-234, the same set in 4.14-4.17; names from common/helpers.go:985 GetManagedKey
  * `<prefix>-<pool>-generated-<suffix>`, a pool UID only in the names of clusters made before 4.2):
  *
- * - 97-master-generated-kubelet, the node config controller (kubelet-config/kubelet_config_nodes.go
- *   release-4.18 :101-153, 4.14-4.16 :95-147): the template's kubelet.conf with the feature gates,
- *   through the kubelet config encoder (a worker pool only also gets the worker latency profile),
- *   and the kernel arguments of cgroups v2 (helpers.go:153-188 updateMachineConfigwithCgroup).
+ * - 97-master-generated-kubelet, the node config controller (kubelet-config/
+ *   kubelet_config_nodes.go release-4.18 :101-167, 4.17 :97-163, 4.14-4.16 :91-157): the
+ *   template's kubelet.conf with the feature gates, through the kubelet config encoder (a worker
+ *   pool only also gets the worker latency profile), and the kernel arguments of cgroups v2
+ *   (helpers.go:153-188 updateMachineConfigwithCgroup). It exists without a nodes.config too
+ *   (bootstrap.go release-4.18 :211-226 makes a default one).
  * - 98-master-generated-kubelet, the feature gate controller (kubelet_config_features.go
- *   release-4.18 :76-128, 203-225): the same kubelet.conf. Both are /etc/kubernetes/kubelet.conf,
- *   mode 0644 (common/helpers.go:1153-1169 NewIgnFileBytesOverwriting); merged by name, 98's wins
- *   over 97's and 01-master-kubelet's.
+ *   release-4.18 :76-128, 203-225; 4.14 :68-119, 194-226): the same kubelet.conf. Both are
+ *   /etc/kubernetes/kubelet.conf, mode 0644 (common/helpers.go:1153-1169
+ *   NewIgnFileBytesOverwriting); merged by name, 98's wins over 97's and 01-master-kubelet's.
  * - 99-master-generated-registries, the container runtime config controller
  *   (container-runtime-config/container_runtime_config_controller.go release-4.18 :824-967,
  *   1009-1078): registries.conf only when there are insecure or blocked registries or mirror sets
