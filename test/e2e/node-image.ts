@@ -11,7 +11,8 @@
  *
  * What only the VM needs is added on top and said so here:
  *   - a drop-in running the agent with `--only node`: there is no cluster in the VM; the cluster
- *     steps are exercised against a real API server in test/cluster.
+ *     steps are exercised against a real API server in test/cluster (and the domain step from the
+ *     VM, against one on the host, in clock.test.ts).
  *   - the watcher unit masked, for the same reason: without an API server it would only restart
  *     every few seconds, each start a Node start-up under emulation (test/watch covers it).
  *
@@ -227,8 +228,11 @@ function execStarts(contents: string): string[] {
     .filter((v): v is string => v !== undefined);
 }
 
-/** The VM-only drop-in: the agent's own command line, limited to the node steps. */
-export function nodeOnlyDropIn(payload: NodePayload): DiskEntry {
+/**
+ * The VM-only drop-in: the agent's own command line, limited to the node steps, or to the steps
+ * `only` names (`--only`) for a VM whose node reaches a test cluster's API server.
+ */
+export function nodeOnlyDropIn(payload: NodePayload, only = 'node'): DiskEntry {
   const unit = payload.entries.find((e) => e.path === posix.join(UNIT_DIR, AGENT_UNIT));
   if (!unit || !('contents' in unit)) throw new Error(`the MachineConfigs carry no ${AGENT_UNIT}`);
   const starts = execStarts(unit.contents.toString());
@@ -237,7 +241,7 @@ export function nodeOnlyDropIn(payload: NodePayload): DiskEntry {
   return {
     path: posix.join(UNIT_DIR, `${AGENT_UNIT}.d`, '90-vm-node-steps-only.conf'),
     mode: 0o644,
-    contents: `# VM end-to-end suite: no cluster in this VM, so the run stops at the kubelet gate\n[Service]\nExecStart=\nExecStart=${starts[0]} --only node\n`,
+    contents: `# VM end-to-end suite: no cluster in this VM, so the run is limited to ${only}\n[Service]\nExecStart=\nExecStart=${starts[0]} --only ${only}\n`,
   };
 }
 
