@@ -12,7 +12,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startDnsmasq, type RunningDnsmasq } from '../helpers/dnsmasq.js';
 import { opensslCa, opensslServing } from '../helpers/openssl.js';
 import { agent, CLUSTER_PHASE, startFactory, storeSite, type ClusterEnv } from './env.js';
@@ -154,6 +154,19 @@ describe.skipIf(kubeSkipped)("route health through the cluster's DNS, proxy and 
     await new Promise<void>((resolve) => stranger.listen(443, STRANGER, resolve));
     try {
       await clusterDns({ 'sno.factory.example.com': ROUTER, 'sno.store42.example.com': STRANGER });
+      // the operators have fetched through the new answer: health then reads their verdict, not
+      // the one before it
+      await vi.waitFor(
+        async () => {
+          expect(await operator('console')).toContainEqual(
+            expect.objectContaining({ type: 'Available', status: 'False' }),
+          );
+          expect(await operator('authentication')).toContainEqual(
+            expect.objectContaining({ type: 'Degraded', status: 'True' }),
+          );
+        },
+        { timeout: 60_000, interval: 500 },
+      );
       const said = await health(15);
       expect(said).toContain(
         `console: ${CONSOLE}: the certificate served (stranger) does not chain to a CA the operator trusts`,
