@@ -27,7 +27,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
-import { factoryTimeSource, startTimeServer, type TimeServer } from './time-server.js';
+import { startTimeServer, type TimeServer } from './time-server.js';
 import { AGENT_BINARY, buildNodeImage, INSTALL_LIB, type NodeImage, renderMachineConfigs } from './node-image.js';
 import { STATE_FILE } from './node-checks.js';
 import {
@@ -135,8 +135,7 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
       { path: posix.join(REGISTRY_DIR, imageNext.split('@sha256:')[1]!, 'sno-relocate'), mode: 0o755, contents: next },
     ]);
     timeServer = await startTimeServer();
-    await installFiles(image.disk, [factoryTimeSource(timeServer)]);
-    mcd = await installMcdModel(image.disk, image.machineConfigs, PULL_SECRET, 'release-4.18');
+    mcd = await installMcdModel(image.disk, image.machineConfigs, PULL_SECRET, 'release-4.18', timeServer);
     firstStick = await siteStick(dir, 'first.img', siteSpec(newSecret()));
     secondStick = await siteStick(dir, 'second.img', siteSpec(newSecret()));
   }, 15 * MIN);

@@ -24,7 +24,6 @@ import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
 import { ETCD_CERTS_DIR, OFFLINE_CLEARED } from '../../src/node/rename.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
 import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
-import { installFiles } from './disk.js';
 import { guestApiForward, guestKubeconfig } from './guest-api.js';
 import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { announceSkip, endScenario, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
@@ -36,7 +35,7 @@ import {
   pullSecretJson,
   waitMcdStarted,
 } from './mcd-model/install.js';
-import { factoryTimeSource, startTimeServer, type TimeServer } from './time-server.js';
+import { startTimeServer, type TimeServer } from './time-server.js';
 import { bootVm, type Vm } from './vm.js';
 
 announceSkip('node name scenarios');
@@ -61,8 +60,7 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
     if (!kubeSkipped) env = await startFactory({ models: false });
     image = await buildNodeImage();
     timeServer = await startTimeServer();
-    await installFiles(image.disk, [factoryTimeSource(timeServer)]);
-    await installMcdModel(image.disk, image.machineConfigs, pullSecretJson({}), 'release-4.18');
+    await installMcdModel(image.disk, image.machineConfigs, pullSecretJson({}), 'release-4.18', timeServer);
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-node-name-'));
     stick = await siteStick(stickDir, 'site.img', siteSpec(newSecret()));
   }, 15 * MIN);

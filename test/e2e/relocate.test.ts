@@ -63,7 +63,7 @@ import {
   waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
-import { factoryTimeSource, startTimeServer, type TimeServer } from './time-server.js';
+import { startTimeServer, type TimeServer } from './time-server.js';
 import { MODEL_UNIT, NODE_FILE, STATE_KEY } from './mcd-model/ignition.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -138,8 +138,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
     image = await buildNodeImage();
     await laySingleNodeDnsmasq(image.disk);
     timeServer = await startTimeServer();
-    await installFiles(image.disk, [factoryTimeSource(timeServer)]);
-    mcd = await installMcdModel(image.disk, image.machineConfigs, FACTORY_PULL_SECRET, 'release-4.18');
+    mcd = await installMcdModel(image.disk, image.machineConfigs, FACTORY_PULL_SECRET, 'release-4.18', timeServer);
     stickDir = await mkdtemp(join(tmpdir(), 'sno-e2e-relocate-'));
     const keyPath = join(stickDir, 'site-login');
     await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'login@vm-store-0007', '-f', keyPath]);

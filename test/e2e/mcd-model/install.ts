@@ -37,6 +37,7 @@ import { build } from 'esbuild';
 import { type DiskEntry, enableUnit, installFiles, readFile as readDiskFile } from '../disk.js';
 import { installTargets, type MachineConfig, machineConfigPayload, VM_MASKED } from '../node-image.js';
 import { shq } from '../node-checks.js';
+import { factoryTimeSource, type TimeServer } from '../time-server.js';
 import type { Vm } from '../vm.js';
 import {
   CURRENT_CONFIG_FILE,
@@ -380,12 +381,15 @@ export interface FactoryNode {
  * Lays the model into a node image as a factory node has it: the rendered config of the project's
  * MachineConfigs and OpenShift's applied (the pull secret written, kubelet's unit as on the node),
  * the node Done in that config, and the daemon started by kubelet. `release` picks the daemon.
+ * OpenShift's kubelet-dependencies.target wants chrony-wait.service, which holds kubelet until the
+ * clock's first sync: the factory's NTP source is `timeServer` (boot with `uplinkToHost`).
  */
 export async function installMcdModel(
   disk: string,
   projectConfigs: MachineConfig[],
   factoryPullSecret: string,
   release: Release,
+  timeServer: TimeServer,
 ): Promise<FactoryNode> {
   const render = (name: string, pullSecret: string, sshKeys?: readonly string[]) =>
     renderConfig(name, [...openshiftConfigs(pullSecret, sshKeys), ...projectConfigs]);
@@ -427,6 +431,7 @@ export async function installMcdModel(
       contents: PACKAGED_UNITS[n]!,
     })),
     await vmNetworkManagerPlugins(disk),
+    factoryTimeSource(timeServer),
     ...(await vmDnsmasqGroup(disk)),
     // Ignition's first boot wrote the installer's key where RHCOS 9 reads it (ssh-key-dir)
     ...coreSshEntries(`${FACTORY_SSH_KEY}\n`),
