@@ -1,5 +1,6 @@
 // Sums vitest JSON reports into the one line CI reads: "N passed, N failed".
-// Extra failures (typecheck, lint) are counted as failed checks.
+// Extra failures (typecheck, lint) are counted as failed checks. Each failed test is named with the
+// first line of its error, so the tail of a CI log says what failed.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -7,6 +8,7 @@ const [dir, extraFailures = '0'] = process.argv.slice(2);
 let passed = 0;
 let failed = Number(extraFailures);
 let skipped = 0;
+const failures = [];
 for (const name of readdirSync(dir).filter((f) => /^vitest-.*\.json$/.test(f))) {
   const report = JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
   console.log(
@@ -15,7 +17,17 @@ for (const name of readdirSync(dir).filter((f) => /^vitest-.*\.json$/.test(f))) 
   passed += report.numPassedTests;
   failed += report.numFailedTests + (report.success === false && report.numFailedTests === 0 ? 1 : 0);
   skipped += report.numPendingTests + report.numTodoTests;
+  for (const file of report.testResults) {
+    const where = path.relative(process.cwd(), file.name);
+    for (const t of file.assertionResults.filter((a) => a.status === 'failed')) {
+      const first = (t.failureMessages[0] ?? '').split('\n')[0];
+      failures.push(`  FAILED ${where} > ${t.fullName}\n         ${first.slice(0, 300)}`);
+    }
+    if (file.status === 'failed' && file.assertionResults.every((a) => a.status !== 'failed'))
+      failures.push(`  FAILED ${where}: ${(file.message ?? '').split('\n')[0].slice(0, 300)}`);
+  }
 }
+for (const f of failures) console.log(f);
 if (Number(extraFailures) > 0) console.log(`typecheck/lint: ${extraFailures} failed`);
 if (skipped > 0) console.log(`${skipped} skipped`);
 console.log(`${passed} passed, ${failed} failed`);
