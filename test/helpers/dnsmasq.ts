@@ -27,9 +27,20 @@ async function freeUdpPort(): Promise<number> {
 
 /**
  * Starts dnsmasq on 127.0.0.1 with exactly the files of `confDir`; resolves once it answers. With
- * `address` it listens there on port 53, as a nameserver a resolv.conf can name.
+ * `address` it listens there on port 53, as a nameserver a resolv.conf can name. A free UDP port
+ * may be taken for TCP (dnsmasq binds both) by the time dnsmasq binds it: it tries another then.
  */
 export async function startDnsmasq(confDir: string, address?: string): Promise<RunningDnsmasq> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnDnsmasq(confDir, address);
+    } catch (e) {
+      if (address || attempt === 5 || !(e as Error).message.includes('Address already in use')) throw e;
+    }
+  }
+}
+
+async function spawnDnsmasq(confDir: string, address?: string): Promise<RunningDnsmasq> {
   const port = address ? 53 : await freeUdpPort();
   const listen = address ?? '127.0.0.1';
   const child: ChildProcess = spawn(
