@@ -21,8 +21,21 @@ function typeInterface(unit: string): string {
   return `org.freedesktop.systemd1.${suffix.charAt(0).toUpperCase()}${suffix.slice(1)}`;
 }
 
+/** one job of systemd's ListJobs(): id, unit, job type, job state, job path, unit path */
+type ListedJob = [number, string, string, string, string, string];
+
+export interface SystemdBusOptions {
+  /**
+   * how long a job is waited for before the wait is logged with the jobs systemd is running (a
+   * start job of kubelet waits for kubelet-dependencies.target, which can wait minutes for
+   * chrony-wait.service); then again at three times that, and so on
+   */
+  reportWaitAfterMs?: number;
+}
+
 /** Connects to the system bus; rejects with the bus address when it cannot be reached. */
-export async function connectSystemdBus(log: Logger): Promise<Systemd> {
+export async function connectSystemdBus(log: Logger, options: SystemdBusOptions = {}): Promise<Systemd> {
+  const reportWaitAfterMs = options.reportWaitAfterMs ?? 10_000;
   const { bus, call } = await connectSystemBus(log, 'systemd');
   const proxy = (name: string, path: string) =>
     call(`introspecting ${name} ${path}`, () => bus.getProxyObject(name, path));
@@ -47,6 +60,18 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
     subscribed = true;
   };
 
+  /** logs a job still waiting, naming the jobs systemd runs meanwhile: what it waits for */
+  const reportWait = async (verb: string, unit: string, job: string, waitedMs: number) => {
+    const jobs = (await call('ListJobs()', () => manager.ListJobs!() as Promise<ListedJob[]>)) as ListedJob[];
+    const running = jobs.filter(([, , , state, path]) => state === 'running' && path !== job);
+    const names = running.map(([, name, type]) => `${name} (${type})`);
+    log.info(
+      { unit, job, waitedSeconds: Math.round(waitedMs / 1000), running: names },
+      `the ${verb} job of ${unit} is still waiting after ${Math.round(waitedMs / 1000)} s; ` +
+        (names.length ? `systemd is running ${names.join(', ')}` : 'systemd is running no other job'),
+    );
+  };
+
   /** queues a start or restart job for the unit and waits for the job's result */
   const runJob = async (method: 'StartUnit' | 'RestartUnit' | 'StopUnit', unit: string, timeoutMs: number) => {
     const verb = { StartUnit: 'start', RestartUnit: 'restart', StopUnit: 'stop' }[method];
@@ -55,6 +80,7 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
     // routes the call, so the signal cannot be missed. It may still arrive before the call's
     // reply names the job, hence the results kept by job path.
     const finished = new Map<string, string>();
+    let timer: NodeJS.Timeout | undefined;
     let waiting: { job: string; resolve: (result: string) => void } | undefined;
     const onJobRemoved = (_id: number, job: string, _unit: string, result: string) => {
       if (waiting?.job === job) waiting.resolve(result);
@@ -68,15 +94,25 @@ export async function connectSystemdBus(log: Logger): Promise<Systemd> {
       )) as string;
       log.debug({ unit, job }, `${verb} job queued`);
       const early = finished.get(job);
-      const jobResult =
-        early ??
-        (await bounded(
-          new Promise<string>((resolve) => (waiting = { job, resolve })),
-          timeoutMs,
-          `waiting for the ${verb} job of ${unit} (${job})`,
-        ));
+      if (early !== undefined) return { jobResult: early };
+      let waitedMs = 0;
+      const schedule = (afterMs: number) =>
+        (timer = setTimeout(() => {
+          waitedMs += afterMs;
+          reportWait(verb, unit, job, waitedMs).catch((err: unknown) =>
+            log.debug({ err }, `could not list systemd's jobs`),
+          );
+          schedule(afterMs * 3);
+        }, afterMs));
+      schedule(reportWaitAfterMs);
+      const jobResult = await bounded(
+        new Promise<string>((resolve) => (waiting = { job, resolve })),
+        timeoutMs,
+        `waiting for the ${verb} job of ${unit} (${job})`,
+      );
       return { jobResult };
     } finally {
+      clearTimeout(timer);
       manager.off('JobRemoved', onJobRemoved);
     }
   };

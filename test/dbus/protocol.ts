@@ -20,6 +20,8 @@ export interface Scenario {
   /** the folder the fake hostnamed writes etc/hostname into (and reads it from at start) */
   root?: string;
   units?: Record<string, UnitScenario>;
+  /** jobs systemd is already running when the test starts, as ListJobs lists them (chrony-wait's start) */
+  runningJobs?: { unit: string; type: string }[];
 }
 
 /** One method call the services received. */

@@ -71,6 +71,8 @@ bus.on('error', (err: Error) => {
 });
 let units = new Map<string, UnitRecord>();
 let nextJob = 1;
+/** the queued jobs, as systemd's ListJobs returns them: id, unit, type, state, job path, unit path */
+let jobs = new Map<number, [number, string, string, string, string, string]>();
 
 class UnitInterface extends Interface {
   constructor(private readonly unit: UnitRecord) {
@@ -192,7 +194,10 @@ class Manager extends Interface {
       throw new DBusError('org.freedesktop.systemd1.UnitMasked', `Unit ${name} is masked.`);
     const id = nextJob++;
     const job = `${MANAGER_PATH}/job/${id}`;
+    // a job waits while others run (systemd's JOB_WAITING, job.c job_type_to_string/job_state_to_string)
+    jobs.set(id, [id, name, kind, scenario.runningJobs?.length ? 'waiting' : 'running', job, unitPath(name)]);
     const finish = () => {
+      jobs.delete(id);
       if (kind === 'stop') {
         Object.assign(unit, { activeState: 'inactive', subState: 'dead', result: 'success' });
         this.JobRemoved(id, job, name, 'done');
@@ -214,6 +219,10 @@ class Manager extends Interface {
     else setImmediate(finish);
     return job;
   }
+  ListJobs() {
+    record('ListJobs');
+    return [...jobs.values()];
+  }
   JobNew(id: number, job: string, unit: string) {
     return [id, job, unit];
   }
@@ -232,6 +241,7 @@ Manager.configureMembers({
     StartUnit: { inSignature: 'ss', outSignature: 'o' },
     RestartUnit: { inSignature: 'ss', outSignature: 'o' },
     StopUnit: { inSignature: 'ss', outSignature: 'o' },
+    ListJobs: { outSignature: 'a(usssoo)' },
   },
   signals: {
     JobNew: { signature: 'uos' },
@@ -303,6 +313,11 @@ class Control extends Interface {
       fresh.set(name, unit);
     }
     units = fresh;
+    jobs = new Map();
+    for (const { unit, type } of scenario.runningJobs ?? []) {
+      const id = nextJob++;
+      jobs.set(id, [id, unit, type, 'running', `${MANAGER_PATH}/job/${id}`, unitPath(unit)]);
+    }
     calls.length = 0;
   }
   Calls() {

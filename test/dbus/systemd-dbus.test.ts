@@ -87,6 +87,40 @@ describe('systemd over D-Bus', () => {
     );
   });
 
+  it('says what a waiting job waits for: the jobs systemd runs meanwhile', async () => {
+    await bus.services.configure({
+      root,
+      units: { 'kubelet.service': { startResult: 'never' } },
+      runningJobs: [{ unit: 'chrony-wait.service', type: 'start' }],
+    });
+    const lines: string[] = [];
+    const systemd = await connectSystemdBus(
+      createLogger({ write: (line) => lines.push(line), journal: false, format: 'text' }),
+      { reportWaitAfterMs: 100 },
+    );
+    open.push(systemd);
+    await expect(systemd.startAndWait('kubelet.service', 3000)).rejects.toThrow('waiting for the start job');
+    const reports = lines.filter((l) => l.includes('is still waiting'));
+    // at 0.1 s, then at three times the interval: 0.4 s, 1.3 s
+    expect(reports.length).toBeGreaterThanOrEqual(2);
+    for (const r of reports)
+      expect(r).toMatch(
+        /the start job of kubelet\.service is still waiting after \d+ s; systemd is running chrony-wait\.service \(start\)/,
+      );
+  });
+
+  it('says so when systemd runs no other job', async () => {
+    await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'never' } } });
+    const lines: string[] = [];
+    const systemd = await connectSystemdBus(
+      createLogger({ write: (line) => lines.push(line), journal: false, format: 'text' }),
+      { reportWaitAfterMs: 100 },
+    );
+    open.push(systemd);
+    await expect(systemd.startAndWait('kubelet.service', 1000)).rejects.toThrow('waiting for the start job');
+    expect(lines.find((l) => l.includes('is still waiting'))).toContain('systemd is running no other job');
+  });
+
   it("passes systemd's error name and text on", async () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { unitFileState: 'masked' } } });
     const systemd = await connect();
