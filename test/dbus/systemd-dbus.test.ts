@@ -22,6 +22,15 @@ async function connect(): Promise<Systemd> {
   return systemd;
 }
 
+/** connected with a logger whose lines the test reads, reporting a waiting job after 0.1 s */
+async function connectReporting(): Promise<{ systemd: Systemd; lines: string[] }> {
+  const lines: string[] = [];
+  const log = createLogger({ write: (line) => lines.push(line), journal: false, format: 'text' });
+  const systemd = await connectSystemdBus(log, { reportWaitAfterMs: 100 });
+  open.push(systemd);
+  return { systemd, lines };
+}
+
 beforeAll(async () => {
   bus = await startTestBus();
   process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
@@ -93,12 +102,7 @@ describe('systemd over D-Bus', () => {
       units: { 'kubelet.service': { startResult: 'never' } },
       runningJobs: [{ unit: 'chrony-wait.service', type: 'start' }],
     });
-    const lines: string[] = [];
-    const systemd = await connectSystemdBus(
-      createLogger({ write: (line) => lines.push(line), journal: false, format: 'text' }),
-      { reportWaitAfterMs: 100 },
-    );
-    open.push(systemd);
+    const { systemd, lines } = await connectReporting();
     await expect(systemd.startAndWait('kubelet.service', 3000)).rejects.toThrow('waiting for the start job');
     const reports = lines.filter((l) => l.includes('is still waiting'));
     // at 0.1 s, then at three times the interval: 0.4 s, 1.3 s
@@ -111,12 +115,7 @@ describe('systemd over D-Bus', () => {
 
   it('says so when systemd runs no other job', async () => {
     await bus.services.configure({ root, units: { 'kubelet.service': { startResult: 'never' } } });
-    const lines: string[] = [];
-    const systemd = await connectSystemdBus(
-      createLogger({ write: (line) => lines.push(line), journal: false, format: 'text' }),
-      { reportWaitAfterMs: 100 },
-    );
-    open.push(systemd);
+    const { systemd, lines } = await connectReporting();
     await expect(systemd.startAndWait('kubelet.service', 1000)).rejects.toThrow('waiting for the start job');
     expect(lines.find((l) => l.includes('is still waiting'))).toContain('systemd is running no other job');
   });
