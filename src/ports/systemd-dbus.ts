@@ -61,13 +61,14 @@ export async function connectSystemdBus(log: Logger, options: SystemdBusOptions 
   };
 
   /** logs a job still waiting, naming the jobs systemd runs meanwhile: what it waits for */
-  const reportWait = async (verb: string, unit: string, job: string, waitedMs: number) => {
+  const reportWait = async (verb: string, unit: string, job: string, queuedAt: number) => {
     const jobs = (await call('ListJobs()', () => manager.ListJobs!() as Promise<ListedJob[]>)) as ListedJob[];
     const running = jobs.filter(([, , , state, path]) => state === 'running' && path !== job);
     const names = running.map(([, name, type]) => `${name} (${type})`);
+    const waitedSeconds = Math.round((performance.now() - queuedAt) / 1000);
     log.info(
-      { unit, job, waitedSeconds: Math.round(waitedMs / 1000), running: names },
-      `the ${verb} job of ${unit} is still waiting after ${Math.round(waitedMs / 1000)} s; ` +
+      { unit, job, waitedSeconds, running: names },
+      `the ${verb} job of ${unit} is still waiting after ${waitedSeconds} s; ` +
         (names.length ? `systemd is running ${names.join(', ')}` : 'systemd is running no other job'),
     );
   };
@@ -95,11 +96,10 @@ export async function connectSystemdBus(log: Logger, options: SystemdBusOptions 
       log.debug({ unit, job }, `${verb} job queued`);
       const early = finished.get(job);
       if (early !== undefined) return { jobResult: early };
-      let waitedMs = 0;
+      const queuedAt = performance.now();
       const schedule = (afterMs: number) =>
         (timer = setTimeout(() => {
-          waitedMs += afterMs;
-          reportWait(verb, unit, job, waitedMs).catch((err: unknown) =>
+          reportWait(verb, unit, job, queuedAt).catch((err: unknown) =>
             log.debug({ err }, `could not list systemd's jobs`),
           );
           schedule(afterMs * 3);

@@ -194,7 +194,8 @@ class Manager extends Interface {
       throw new DBusError('org.freedesktop.systemd1.UnitMasked', `Unit ${name} is masked.`);
     const id = nextJob++;
     const job = `${MANAGER_PATH}/job/${id}`;
-    // a job waits while others run (systemd's JOB_WAITING, job.c job_type_to_string/job_state_to_string)
+    // queued behind the running jobs a scenario names, as kubelet's start waits behind chrony-wait's,
+    // a job is "waiting"; otherwise it runs at once (systemd's job states: "waiting", "running")
     jobs.set(id, [id, name, kind, scenario.runningJobs?.length ? 'waiting' : 'running', job, unitPath(name)]);
     const finish = () => {
       jobs.delete(id);
