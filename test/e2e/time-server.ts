@@ -5,10 +5,10 @@
  * loopback), as a node reaches its site's or its factory's NTP server.
  */
 import { spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freeUdpPort } from '../helpers/ports.js';
 import type { DiskEntry } from './disk.js';
 import { killAndWait, track } from './processes.js';
 import { GATEWAY } from './sites.js';
@@ -18,18 +18,6 @@ export interface TimeServer {
   /** a chrony.conf line naming this server as the guest reaches it */
   serverLine: string;
   stop(): Promise<void>;
-}
-
-/** a free UDP port of the host's loopback */
-function freeUdpPort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const sock = dgram.createSocket('udp4');
-    sock.once('error', rej);
-    sock.bind(0, '127.0.0.1', () => {
-      const { port } = sock.address();
-      sock.close(() => res(port));
-    });
-  });
 }
 
 export async function startTimeServer(): Promise<TimeServer> {

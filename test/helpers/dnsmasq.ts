@@ -4,8 +4,8 @@
  * dnsmasq itself, not by a parser of ours.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createSocket } from 'node:dgram';
 import { resolveFamily } from '../../src/base/addresses.js';
+import { freeUdpPort } from './ports.js';
 
 export interface RunningDnsmasq {
   /** host:port to hand a resolver */
@@ -15,14 +15,6 @@ export interface RunningDnsmasq {
   /** AAAA records of a name, or the resolver's error code */
   resolve6(name: string): Promise<string[] | string>;
   stop(): Promise<void>;
-}
-
-async function freeUdpPort(): Promise<number> {
-  const socket = createSocket('udp4');
-  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
-  const { port } = socket.address();
-  await new Promise<void>((resolve) => socket.close(() => resolve()));
-  return port;
 }
 
 /**
