@@ -33,7 +33,11 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
   let work: string;
   beforeAll(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-rollouts-'));
-    env = await startFactory({ modelOptions: { installerMs: 3000, renderDelayMs: 1000 } });
+    // the installer's window is wide enough that a loaded machine's API latency stays well inside it,
+    // and the router's rollout still twice as long, as on a real node
+    env = await startFactory({
+      modelOptions: { installerMs: 8000, times: { router: { shutdownMs: 0, startMs: 16_000 } }, renderDelayMs: 1000 },
+    });
     // the installer's kubeadmin secret, made with the cluster
     await env.cluster
       .kubeConfig()
@@ -77,19 +81,18 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
     // router admits it; when the router is quicker than the first rollout's start (a loaded
     // machine), one rollout takes both: at most two
     const { 'oauth-server': oauth, ...others } = counts(from);
-    expect(oauth, JSON.stringify(env.models!.ledger.since(from))).toBeGreaterThanOrEqual(1);
+    expect(oauth, env.models!.ledger.since(from)).toBeGreaterThanOrEqual(1);
     expect(oauth).toBeLessThanOrEqual(2);
-    expect({ counts: others, ledger: env.models!.ledger.since(from) }).toEqual({
-      // the OAuth metadata and the named certificate make a revision each, installed together
-      counts: {
-        'kube-apiserver': 1,
-        'kube-apiserver revisions made': 2,
-        'openshift-apiserver': 1,
-        router: 1,
-        reboot: 0,
-        'kube-apiserver-fallback': 0,
-      },
-      ledger: expect.any(Array),
+    // the OAuth metadata and the named certificate make a revision each, or one when the operator
+    // sees both in one pass; either way they are installed together
+    const { 'kube-apiserver revisions made': made, ...restarts } = others;
+    expect(made, env.models!.ledger.since(from)).toBeLessThanOrEqual(2);
+    expect(restarts, env.models!.ledger.since(from)).toEqual({
+      'kube-apiserver': 1,
+      'openshift-apiserver': 1,
+      router: 1,
+      reboot: 0,
+      'kube-apiserver-fallback': 0,
     });
   }, 300_000);
 
@@ -122,17 +125,14 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
     });
     expect(pod.data!['pod.yaml']).toContain(PROXY_URL);
     await env.models!.settled();
-    expect({ counts: counts(from), ledger: env.models!.ledger.since(from) }).toEqual({
-      counts: {
-        'kube-apiserver': 1,
-        'kube-apiserver revisions made': 1,
-        'oauth-server': 1,
-        'openshift-apiserver': 1,
-        router: 0,
-        reboot: 1,
-        'kube-apiserver-fallback': 0,
-      },
-      ledger: expect.any(Array),
+    expect(counts(from), env.models!.ledger.since(from)).toEqual({
+      'kube-apiserver': 1,
+      'kube-apiserver revisions made': 1,
+      'oauth-server': 1,
+      'openshift-apiserver': 1,
+      router: 0,
+      reboot: 1,
+      'kube-apiserver-fallback': 0,
     });
   }, 300_000);
   it('a revision whose kube-apiserver does not start falls back, and health names it', async () => {

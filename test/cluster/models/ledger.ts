@@ -34,8 +34,12 @@ export class Ledger {
     return this.entries.slice(from).filter((e) => e.kind === kind).length;
   }
 
-  /** the entries since `from`, as `kind: reason` lines, for a test's failure message */
-  since(from = 0): string[] {
-    return this.entries.slice(from).map((e) => `${e.kind}: ${e.reason}`);
+  /** the entries since `from` on one line, each as `+ms kind: reason` from the first, for a test's failure message */
+  since(from = 0): string {
+    const start = this.entries[from]?.at ?? 0;
+    return this.entries
+      .slice(from)
+      .map((e) => `+${e.at - start}ms ${e.kind}: ${e.reason}`)
+      .join('; ');
   }
 }
