@@ -40,7 +40,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, createWriteStream, existsSync, openSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { freeTcpPort } from '../helpers/ports.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,18 +113,6 @@ interface Stick {
 }
 
 const DEFAULT_UPLINK = 'net=192.0.2.0/24,host=192.0.2.1,dhcpstart=192.0.2.100';
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.once('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === 'object' ? res(addr.port) : rej(new Error('no port'))));
-    });
-  });
-}
 
 /** one guest connection (stdin, stdout) to 127.0.0.1:argv[2], ending when either side ends */
 const RELAY = `const up = require('node:net').connect(Number(process.argv[2]), '127.0.0.1');
@@ -207,7 +195,7 @@ export class Vm {
     if (this.opts.hostForwards?.length) await writeFile(this.relayPath, RELAY);
     for (const image of sticks) this.sticks.push(this.newStick(image, false));
     for (let attempt = 1; ; attempt++) {
-      this.sshPort = await freePort();
+      this.sshPort = await freeTcpPort();
       await rm(this.qmpPath, { force: true });
       await rm(this.controlPath, { force: true });
       const logPath = join(this.workDir, `qemu-${this.bootCount}.log`);

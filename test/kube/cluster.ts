@@ -17,7 +17,7 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import http from 'node:http';
-import net from 'node:net';
+import { freeTcpPort } from '../helpers/ports.js';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -150,19 +150,6 @@ function installExitHook(): void {
         // already gone
       }
     }
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
   });
 }
 
@@ -343,8 +330,8 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
   const startEtcd = async (): Promise<void> => {
     // A port picked free can be taken by someone else before etcd binds it: retry with new ports.
     for (let attempt = 1; ; attempt++) {
-      const clientPort = await freePort();
-      const peerPort = await freePort();
+      const clientPort = await freeTcpPort();
+      const peerPort = await freeTcpPort();
       const client = `http://127.0.0.1:${clientPort}`;
       const peer = `http://127.0.0.1:${peerPort}`;
       etcd = startProcess(
@@ -409,7 +396,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
   try {
     await startEtcd();
     for (let attempt = 1; ; attempt++) {
-      apiPort = await freePort();
+      apiPort = await freeTcpPort();
       server = `https://127.0.0.1:${apiPort}`;
       try {
         await startApiServer();
