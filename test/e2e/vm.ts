@@ -507,17 +507,21 @@ export class Vm {
   }
 
   /**
-   * Runs `cmd` over ssh until `predicate` accepts its result, polling every `intervalMs`.
-   * Returns the accepted result; throws with the last one on timeout, or when qemu exits.
+   * Runs `cmd` over ssh until `predicate` accepts its result, polling every `intervalMs` at first and
+   * half as often again after each miss, up to every `maxIntervalMs`: each poll is an ssh session and
+   * a command in an emulated guest, a quarter of a host core at 2 per second (bench/guest-waits.ts),
+   * taken from the boot or the agent being waited for. Returns the accepted result; throws with the
+   * last one on timeout, or when qemu exits.
    */
   async waitFor(
     cmd: string,
     predicate: (r: SshResult) => boolean,
     timeoutMs = 300_000,
-    intervalMs = 500,
+    { intervalMs = 500, maxIntervalMs = 2000 }: { intervalMs?: number; maxIntervalMs?: number } = {},
   ): Promise<SshResult> {
     const deadline = now() + timeoutMs;
     let last: SshResult | undefined;
+    let interval = intervalMs;
     for (;;) {
       if (!this.running) throw new Error(`${this.name}: qemu exited while waiting for \`${cmd}\``);
       const started = now();
@@ -532,7 +536,8 @@ export class Vm {
         );
       }
       const spent = now() - started;
-      if (spent < intervalMs) await delay(intervalMs - spent);
+      if (spent < interval) await delay(interval - spent);
+      interval = Math.min(maxIntervalMs, interval * 1.5);
     }
   }
 
