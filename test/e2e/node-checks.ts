@@ -60,12 +60,26 @@ export async function waitEvent(
 }
 
 /**
- * Waits in the guest itself (no ssh round trip per poll) until `condition` (a shell command)
- * succeeds, polling every 50 ms, then runs `then` there at once: to stop the node at a precise
- * point of the run. With a `then` that resets the guest, the ssh connection just drops.
+ * A condition for waitInGuest: `unit` (of system.slice) is active. Its cgroup is tested first, with
+ * a shell builtin, so that systemctl, costly in an emulated guest, runs only once the unit started.
  */
-export async function waitInGuest(vm: Vm, condition: string, timeoutMs = 300_000, then?: string): Promise<void> {
-  const script = `until ${condition}; do sleep 0.05; done${then ? `; ${then}` : ''}`;
+export const unitActive = (unit: string): string =>
+  `[ -d /sys/fs/cgroup/system.slice/${unit} ] && systemctl is-active -q ${unit}`;
+
+/**
+ * Waits in the guest itself (no ssh round trip per poll) until `condition` (a shell command)
+ * succeeds, polling every `intervalS` seconds, then runs `then` there at once: to stop the node at a
+ * point of the run. With a `then` that resets the guest, the ssh connection just drops. Each poll
+ * forks, and a fork costs an emulated guest about 40 ms of a host core: a poll every 50 ms took two
+ * thirds of a core from the boot or agent waited on (bench/guest-waits.ts).
+ */
+export async function waitInGuest(
+  vm: Vm,
+  condition: string,
+  timeoutMs = 300_000,
+  { then, intervalS = 1 }: { then?: string; intervalS?: number } = {},
+): Promise<void> {
+  const script = `until ${condition}; do sleep ${intervalS}; done${then ? `; ${then}` : ''}`;
   const r = await vm.ssh(`timeout ${Math.ceil(timeoutMs / 1000)} sh -c ${shq(script)}`, {
     timeoutMs: timeoutMs + 30_000,
   });

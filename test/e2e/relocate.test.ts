@@ -28,6 +28,7 @@ import {
   readState,
   type RunState,
   STATE_FILE,
+  unitActive,
   unitProps,
   waitInGuest,
 } from './node-checks.js';
@@ -546,7 +547,7 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
         { point: 'after:hostname', expect: { hostname: 'done', kubelet: undefined } },
         { point: 'state-write:kubelet:running', expect: { hostname: 'done', kubelet: undefined } },
         // kubelet has just become active
-        { watch: `systemctl is-active -q ${KUBELET}`, expect: { hostname: 'done' } },
+        { watch: unitActive(KUBELET), expect: { hostname: 'done' } },
       ];
       const pointAfter = (i: number) => CUTS.slice(i + 1).find((c) => c.point)?.point;
       await installFiles(disk, [{ path: DROP_IN, contents: holdDropIn(CUTS[0]!.point!) }]);
@@ -564,7 +565,10 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
         } else {
           // the guest resets itself the moment it sees the point: an immediate reset (sysrq b) syncs
           // nothing, which for the disk is a power cut
-          await waitInGuest(v, cut.watch!, 8 * MIN, `${setHold(pointAfter(i))}; sync; echo b > /proc/sysrq-trigger`);
+          await waitInGuest(v, cut.watch!, 8 * MIN, {
+            then: `${setHold(pointAfter(i))}; sync; echo b > /proc/sysrq-trigger`,
+            intervalS: 0.25,
+          });
         }
         await v.powerCut();
         const steps = (await stateOnDisk()).steps;
