@@ -464,12 +464,14 @@ describe.skipIf(skipVm)('relocation on a real node', () => {
       state: 'Degraded',
       reason: expect.stringContaining(`mode mismatch for file: "${KUBELET_AUTH_FILE}"`),
     });
-    // put back, and no new config: the daemon's own re-syncs (1 s doubling to 60 s) find it fixed
+    // put back, and no new config: the daemon's own re-syncs (1 s doubling to 60 s) find it fixed,
+    // then re-apply the config, disabling, rewriting and enabling every unit: about 25 systemctl
+    // calls, each seconds long under emulation, so 3 min on this machine and twice that on a slower one
     await v.sshOk(`chmod 0600 ${KUBELET_AUTH_FILE}`);
     await v.waitFor(
       `cat ${NODE_FILE}`,
       (r) => r.code === 0 && (JSON.parse(r.stdout) as Record<string, string>)[STATE_KEY] === 'Done',
-      3 * MIN,
+      8 * MIN,
     );
     expect(await mcdNode(v), await mcdJournal(v)).toMatchObject({ state: 'Done', currentConfig });
     // this daemon's whole journal: the pod started by the release switch
