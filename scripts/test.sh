@@ -44,17 +44,17 @@ fi
 phase "build: bundle, single executable, schema, MachineConfigs"
 ./build.sh || exit 1
 
-# The VM suite is the longest tier and sets the end of the run: it starts now, beside the rest, at
-# the same priority (niced, it got only the CPU the main tier left idle, and the run waited for it);
-# its output follows theirs.
+# The VM suite is the longest tier and mostly waits on its guests: it starts now, beside the rest,
+# at a lower priority so the tiers with tighter timeouts keep the cores they need; its output
+# follows theirs.
 vm_pid=
 if [ "${VM_E2E:-1}" = 0 ]; then
   phase "VM end-to-end suite SKIPPED (VM_E2E=0)"
 else
   phase "VM end-to-end suite started beside the other tiers (qemu; its output comes last)"
   (
-    bash test/e2e/build-base.sh &&
-      npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json \
+    nice -n 10 bash test/e2e/build-base.sh &&
+      nice -n 10 npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json \
         --outputFile.json="$ART/vitest-e2e.json"
   ) >"$ART/e2e.log" 2>&1 &
   vm_pid=$!
