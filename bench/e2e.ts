@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KUBELET_UNIT as KUBELET } from '../src/steps/kubelet.js';
 import { events, unitProps } from '../test/e2e/node-checks.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from '../test/e2e/node-image.js';
 import { newSecret, siteSpec, siteStick } from '../test/e2e/sites.js';
@@ -26,7 +27,6 @@ import { median, printTable } from './lib.js';
 
 const RUNS = Number(process.env.E2E_BENCH_RUNS ?? 3);
 const COLD = process.argv.includes('--cold');
-const KUBELET = 'kubelet.service';
 
 const ms = (start: number): number => performance.now() - start;
 const monoMs = async (vm: Vm, unit: string, prop: string): Promise<number> =>

@@ -16,14 +16,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { HELD_FILE } from '../src/engine/hold.js';
-import { unitActive } from '../test/e2e/node-checks.js';
+import { KUBELET_UNIT as KUBELET } from '../src/steps/kubelet.js';
+import { unitActive, waitInGuest } from '../test/e2e/node-checks.js';
 import { AGENT_UNIT } from '../test/e2e/node-image.js';
 import { bootVm, type Vm } from '../test/e2e/vm.js';
 import { reportFigure } from './figures.js';
 import { median, printTable } from './lib.js';
 
 const RUNS = Number(process.env.GUEST_WAITS_RUNS ?? 3);
-const KUBELET = 'kubelet.service';
 const WINDOW_MS = 20_000;
 const TICKS_PER_S = 100;
 
@@ -33,36 +33,32 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
 }
 
-const never = () => false;
+/** the harness's ssh polls, with a predicate that never accepts, through the window */
+const overSsh = (vm: Vm, cmd: string, poll?: { intervalMs: number; maxIntervalMs: number }) =>
+  vm.waitFor(cmd, () => false, WINDOW_MS, poll).catch(() => undefined);
 const HELD = `grep -qx after:kubelet ${HELD_FILE} 2>/dev/null`;
-const loop = (condition: string, sleep: number) =>
-  `timeout ${WINDOW_MS / 1000} sh -c 'until ${condition}; do sleep ${sleep}; done'; true`;
+/** the harness's own in-guest wait, on a condition that stays false through the window */
+const inGuest = (vm: Vm, condition: string, intervalS: number) =>
+  waitInGuest(vm, condition, WINDOW_MS, { intervalS }).catch(() => undefined);
 
 const modes: { name: string; wait: (vm: Vm) => Promise<unknown> }[] = [
   { name: 'idle', wait: (vm) => vm.ssh(`sleep ${WINDOW_MS / 1000}`) },
   {
     name: 'ssh polls, before',
     wait: (vm) =>
-      vm
-        .waitFor(
-          `systemctl is-active ${KUBELET}; systemctl show -p ActiveState -p SubState ${AGENT_UNIT}`,
-          never,
-          WINDOW_MS,
-          { intervalMs: 500, maxIntervalMs: 500 },
-        )
-        .catch(() => undefined),
+      overSsh(vm, `systemctl is-active ${KUBELET}; systemctl show -p ActiveState -p SubState ${AGENT_UNIT}`, {
+        intervalMs: 500,
+        maxIntervalMs: 500,
+      }),
   },
   {
     name: 'ssh polls, now',
-    wait: (vm) =>
-      vm
-        .waitFor(`systemctl show -p ActiveState -p SubState ${KUBELET} ${AGENT_UNIT}`, never, WINDOW_MS)
-        .catch(() => undefined),
+    wait: (vm) => overSsh(vm, `systemctl show -p ActiveState -p SubState ${KUBELET} ${AGENT_UNIT}`),
   },
-  { name: 'kubelet watch, before', wait: (vm) => vm.ssh(loop(`systemctl is-active -q ${KUBELET}`, 0.05)) },
-  { name: 'kubelet watch, now', wait: (vm) => vm.ssh(loop(unitActive(KUBELET), 0.25)) },
-  { name: 'hold point, before', wait: (vm) => vm.ssh(loop(HELD, 0.05)) },
-  { name: 'hold point, now', wait: (vm) => vm.ssh(loop(HELD, 1)) },
+  { name: 'kubelet watch, before', wait: (vm) => inGuest(vm, `systemctl is-active -q ${KUBELET}`, 0.05) },
+  { name: 'kubelet watch, now', wait: (vm) => inGuest(vm, unitActive(KUBELET), 0.25) },
+  { name: 'hold point, before', wait: (vm) => inGuest(vm, HELD, 0.05) },
+  { name: 'hold point, now', wait: (vm) => inGuest(vm, HELD, 1) },
 ];
 
 const vm = await bootVm({ name: 'guest-waits' });
