@@ -40,10 +40,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, createWriteStream, existsSync, openSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { freeTcpPort } from '../helpers/ports.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freeTcpPort } from '../helpers/ports.js';
 import { type BaseImage, ensureBaseImage } from './base-image.js';
 import { deadlineAfter, delay, execOut, exited, killAndWait, now, track } from './processes.js';
 import { Qmp } from './qmp.js';

@@ -17,11 +17,11 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import http from 'node:http';
-import { freeTcpPort } from '../helpers/ports.js';
 import os from 'node:os';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
+import { freeTcpPort } from '../helpers/ports.js';
 
 export const KUBE_VERSION = '1.20.2';
 /**
