@@ -103,6 +103,8 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
   const { custom, core } = clients(kc);
   const installed: number[] = [];
   let lastObserved: ObservedConfig | undefined;
+  /** an installer at work: the API server restarts at its end */
+  let installing = false;
 
   /** What config observation makes of apiserver.config now, or the reason it refuses it. */
   async function observe(): Promise<ObservedConfig | string> {
@@ -278,7 +280,7 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
       reason: refused ? 'ConfigObservation_Error' : 'AsExpected',
       message: refused ?? '',
     });
-    let latest = await revise(status.latestAvailableRevision ?? 1);
+    const latest = await revise(status.latestAvailableRevision ?? 1);
     const node = status.nodeStatuses?.[0] ?? { nodeName: opts.nodeName, currentRevision: latest };
     const current = node.currentRevision ?? latest;
     const failed = node.lastFailedRevision;
@@ -299,6 +301,16 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
       return;
     }
     // the installer at work; a revision made meanwhile replaces its target (installer_controller.go:731-758)
+    installing = true;
+    try {
+      await install(latest, current, failed, conditions);
+    } finally {
+      installing = false;
+    }
+  });
+
+  /** Installs the latest revision (and any made meanwhile), then restarts the API server on it. */
+  async function install(latest: number, current: number, failed: number | undefined, conditions: Condition[]) {
     let target = 0;
     while (target !== latest) {
       target = latest;
@@ -346,7 +358,7 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
       nodeStatuses: [{ nodeName: opts.nodeName, currentRevision: target }],
       conditions: setCondition(conditions, installer(`1 node is at revision ${target}`, false)),
     });
-  });
+  }
 
   /** The revision controller: a new revision when an input differs from the latest revision's copy. */
   async function revise(latest: number): Promise<number> {
@@ -372,7 +384,7 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
     opts.ledger?.record('kube-apiserver-revision', `revision ${latest + 1}: ${changed.join(', ')}`);
     return latest + 1;
   }
-  result = Object.assign(model, { installed, restarts: true });
+  result = Object.assign(model, { installed, restarts: true, busy: () => installing });
   return result;
 }
 

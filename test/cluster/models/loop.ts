@@ -12,7 +12,7 @@ export interface Model {
   /** passes that completed */
   passes: number;
   lastError?: unknown;
-  /** whether it has work under way that a later pass finishes (a render waiting out its delay, a rollout) */
+  /** whether it has work under way (a render waiting out its delay, a rollout, an installer) */
   busy?(): boolean;
   stop(): Promise<void>;
 }
