@@ -15,6 +15,7 @@ import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { installFiles, readFile as readDiskFile } from './disk.js';
 import {
   dropConfig,
@@ -33,7 +34,6 @@ import { STATE_FILE } from './node-checks.js';
 import {
   announceSkip,
   endScenario,
-  KUBELET,
   MIN,
   recordTimings,
   skipVm,

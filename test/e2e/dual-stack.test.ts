@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeIpFiles } from '../../src/node/internal-ip.js';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { installFiles } from './disk.js';
 import { buildNodeImage, type NodeImage } from './node-image.js';
 import { events, MessageId } from './node-checks.js';
@@ -20,7 +21,6 @@ import {
   announceSkip,
   endScenario,
   endVm,
-  KUBELET,
   MIN,
   NODE_STEPS,
   skipVm,

@@ -6,6 +6,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import {
   diffSnapshots,
@@ -23,7 +24,6 @@ import {
   expectKubeletGated,
   expectNodeHeld,
   expectSiteNetwork,
-  KUBELET,
   MIN,
   recordTimings,
   skipVm,

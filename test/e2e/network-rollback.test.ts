@@ -7,12 +7,12 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import { events, journal, unitProps } from './node-checks.js';
 import {
   announceSkip,
   endScenario,
-  KUBELET,
   MIN,
   skipVm,
   waitAgentExited,

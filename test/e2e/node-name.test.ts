@@ -24,9 +24,10 @@ import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
 import { ETCD_CERTS_DIR, OFFLINE_CLEARED } from '../../src/node/rename.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
 import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { guestApiForward, guestKubeconfig } from './guest-api.js';
 import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
-import { announceSkip, endScenario, KUBELET, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
+import { announceSkip, endScenario, MIN, skipVm, waitAgentSucceeded, waitKubeletActive } from './scenario.js';
 import { INTERNAL_IP, newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick } from './sites.js';
 import {
   installMcdModel,

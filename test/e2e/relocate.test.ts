@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HELD_FILE, HOLD_ENV } from '../../src/engine/hold.js';
 import { KEYS_FILE, SSHD_DROP_IN } from '../../src/steps/ssh-keys.js';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { installFiles, readFileAfterCrash } from './disk.js';
 import { AGENT_UNIT, buildNodeImage, type NodeImage } from './node-image.js';
 import {
@@ -36,7 +37,6 @@ import {
   announceSkip,
   expectKubeletGated,
   expectSiteNetwork,
-  KUBELET,
   MIN,
   mono,
   NODE_STEPS,

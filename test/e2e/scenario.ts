@@ -6,13 +6,13 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { STEPS } from '../../src/steps/index.js';
+import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { AGENT_UNIT, type NodeImage } from './node-image.js';
 import { events, unitProps, type JournalEntry } from './node-checks.js';
 import { INTERNAL_IP, SITE_ADDRESS } from './sites.js';
 import { REPO_ROOT, type Vm } from './vm.js';
 
 export const MIN = 60_000;
-export const KUBELET = 'kubelet.service';
 export const skipVm = process.env.VM_E2E === '0';
 export const NODE_STEPS = STEPS.filter((s) => s.group === 'node').map((s) => s.name);
 
