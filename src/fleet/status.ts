@@ -10,7 +10,7 @@ import pLimit from 'p-limit';
 import { REPORT_GROUP, REPORT_NAME, REPORT_PLURAL, REPORT_VERSION, type ReportStatus } from '../hub/report.js';
 import { surelyUnserved } from '../kube/discovery.js';
 import { describeFailure, isNotFound, isTransient, isUnserved } from '../kube/retry.js';
-import { timeoutConfiguration } from '../kube/transport.js';
+import { RequestTimeoutError, timeoutConfiguration } from '../kube/transport.js';
 
 export interface SiteLine {
   /** the kubeconfig file's name, without its extension */
@@ -49,7 +49,11 @@ export async function readSite(file: string, timeoutMs: number): Promise<SiteLin
     ...line,
     durationMs: Math.round(performance.now() - started),
   });
-  const unreachable = (err: unknown) => done({ state: 'unreachable', error: describeFailure(err).split('\n')[0]! });
+  const unreachable = (err: unknown) => {
+    // a request out of time names the site's bound (--timeout), not the part of it the attempt had left
+    const failure = err instanceof RequestTimeoutError ? new RequestTimeoutError(err.method, err.url, timeoutMs) : err;
+    return done({ state: 'unreachable', error: describeFailure(failure).split('\n')[0]! });
+  };
   const config = new KubeConfig();
   try {
     config.loadFromFile(file);

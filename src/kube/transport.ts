@@ -38,7 +38,12 @@ export function serverOf(config: KubeConfig): string {
  */
 export class RequestTimeoutError extends Error {
   readonly code = 'ETIMEDOUT';
-  constructor(method: string, url: string, timeoutMs: number, cause?: unknown) {
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    timeoutMs: number,
+    cause?: unknown,
+  ) {
     // the path names the operation; the query (selectors, continue tokens) adds nothing
     let path = url;
     try {

@@ -3,17 +3,20 @@
  * SiteRelocation, an API without one, a server that accepts connections and never answers, and a
  * port where nothing listens: one line each, the stopped ones unreachable within their timeout.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import https from 'node:https';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSite } from '../../src/fleet/status.js';
 import { publishReport, type ReportStatus } from '../../src/hub/report.js';
 import { connectKube } from '../../src/kube/client.js';
 import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { runCli } from '../helpers/cli.js';
+import { opensslSelfSigned } from '../helpers/openssl.js';
 import { missingBinaries, startCluster, type TestCluster } from '../kube/cluster.js';
 
 const skip = missingBinaries().length > 0;
@@ -21,6 +24,7 @@ let cluster: TestCluster;
 let bare: TestCluster;
 let work: string;
 let silent: net.Server;
+let starting: https.Server;
 const sockets: net.Socket[] = [];
 
 /** A kubeconfig for a server that is no real cluster. */
@@ -68,10 +72,23 @@ beforeAll(async () => {
   copyFileSync(bare.kubeconfigPath, path.join(dir, 'store-0043.yaml'));
   fakeKubeconfig(path.join(dir, 'store-0044.yaml'), `https://127.0.0.1:${(silent.address() as net.AddressInfo).port}`);
   fakeKubeconfig(path.join(dir, 'store-0045.yaml'), `https://127.0.0.1:${closedPort}`);
+
+  // answers its first request 503 (an API server starting), then nothing more
+  const { crt, key } = opensslSelfSigned(work, 'starting', { subject: '/CN=127.0.0.1', days: 1 });
+  let answered = false;
+  starting = https.createServer({ cert: readFileSync(crt), key: readFileSync(key) }, (_req, res) => {
+    if (answered) return;
+    answered = true;
+    res.writeHead(503, { 'content-type': 'text/plain' }).end('the server is starting\n');
+  });
+  await new Promise<void>((resolve) => starting.listen(0, '127.0.0.1', resolve));
+  fakeKubeconfig(path.join(work, 'starting.yaml'), `https://127.0.0.1:${(starting.address() as net.AddressInfo).port}`);
 }, 120_000);
 afterAll(async () => {
   for (const s of sockets) s.destroy();
   silent?.close();
+  starting?.closeAllConnections();
+  starting?.close();
   await Promise.all([cluster?.stop(), bare?.stop()]);
   if (work) rmSync(work, { recursive: true, force: true });
 });
@@ -106,5 +123,13 @@ describe.skipIf(skip)('fleet status', () => {
       ['store-0045', 'unreachable'],
     ]);
     expect(out.clusters[2]!.durationMs).toBeLessThan(3000);
+  });
+
+  it('names the whole timeout when an API answers 503 and then nothing, not what its last attempt had left', async () => {
+    const line = await readSite(path.join(work, 'starting.yaml'), 1_000);
+    expect(line.state).toBe('unreachable');
+    expect(line.error).toBe(
+      'no answer from the API within 1 s (GET /apis/sno-relocate.openshift.io/v1alpha1/siterelocations/sno-relocate)',
+    );
   });
 });
