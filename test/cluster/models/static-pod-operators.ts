@@ -145,8 +145,9 @@ export function startStaticPodOperators(
 
   async function reconcile(): Promise<void> {
     if (etcd.stopped) return; // the API is gone with etcd; nothing here runs any more
-    if (!(await pod.runs())) return;
+    // the Nodes before whether the pod runs (ovn-control-plane.ts says why)
     const masters = (await core.listNode({ labelSelector: MASTER_LABEL })).items.map((n) => n.metadata!.name!);
+    if (!(await pod.runs())) return;
     for (const { kind, plural } of STATIC_POD_OPERATORS) {
       const o = (await custom.getClusterCustomObject({ ...gvr(plural), name: 'cluster' })) as {
         status?: OperatorStatus;
