@@ -3,6 +3,7 @@
  * kube-apiserver stopped (SIGSTOP: connections accepted, nothing answered) under a call and under
  * the readiness wait, and another writer racing the agent on apiserver.config and ingress.config.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StepError } from '../../src/base/errors.js';
@@ -45,6 +46,30 @@ function recordingLog() {
       ? Promise.resolve()
       : new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
   return { log, lines, logged };
+}
+
+/**
+ * Sends SIGSTOP and resolves once every thread of the process has stopped. kill(2) returns before
+ * they have: measured here, kube-apiserver's threads went on running for up to 26 ms after it, long
+ * enough to answer a request sent meanwhile.
+ */
+async function stopProcess(pid: number, timeoutMs = 5_000): Promise<void> {
+  process.kill(pid, 'SIGSTOP');
+  const running = (tid: string) => {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      return false; // the thread has exited
+    }
+    // the state follows the command name, which may hold spaces and parentheses
+    return !['T', 't'].includes(stat[stat.lastIndexOf(')') + 2] ?? '');
+  };
+  const deadline = performance.now() + timeoutMs;
+  while (readdirSync(`/proc/${pid}/task`).some(running)) {
+    if (performance.now() > deadline) throw new Error(`process ${pid} has not stopped ${timeoutMs} ms after SIGSTOP`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
 }
 
 describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
@@ -139,8 +164,8 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
       if (stopped) process.kill(pid, 'SIGCONT');
       stopped = false;
     };
-    process.kill(pid, 'SIGSTOP');
     try {
+      await stopProcess(pid);
       return await fn(resume);
     } finally {
       resume();
