@@ -26,10 +26,7 @@ export function startMachineConfigController(kc: KubeConfig, kubeletName: () => 
   const core = kc.makeApiClient(CoreV1Api);
   const pod = pinnedPod(core, NAMESPACE, POD, kubeletName);
   return startLoop('machine-config-controller', intervalMs, async () => {
-    // the Nodes before whether the pod runs (ovn-control-plane.ts says why)
-    const nodes = (await core.listNode()).items;
-    if (!(await pod.runs())) return;
-    for (const n of nodes) {
+    for (const n of (await pod.nodesIfRuns()) ?? []) {
       const labels = n.metadata!.labels ?? {};
       if (!(MASTER_ROLE in labels)) continue;
       const taints: V1Taint[] = (n.spec?.taints ?? []).filter(

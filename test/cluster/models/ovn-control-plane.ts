@@ -38,23 +38,19 @@ export function startOvnControlPlane(kc: KubeConfig, kubeletName: () => string, 
   const core = kc.makeApiClient(CoreV1Api);
   const pod = pinnedPod(core, OVN_NAMESPACE, CONTROL_PLANE_POD, kubeletName);
   const loop = startLoop('ovn-control-plane', intervalMs, async () => {
-    // the Nodes first, then whether the pod runs: a Node that kubelet registered under a new name,
-    // once the pod's kubelet had stopped, is in the list only if runs(), read after it, sees that
-    const unallocated = (await core.listNode()).items.filter(
+    for (const n of ((await pod.nodesIfRuns()) ?? []).filter(
       (n) => n.metadata!.annotations?.[NODE_SUBNETS] === undefined,
-    );
-    if (await pod.runs())
-      for (const n of unallocated)
-        await core.patchNode({
-          name: n.metadata!.name!,
-          body: [
-            {
-              op: 'add',
-              path: '/metadata/annotations',
-              value: { ...n.metadata!.annotations, [NODE_SUBNETS]: '{"default":["10.128.0.0/23"]}' },
-            },
-          ],
-        });
+    ))
+      await core.patchNode({
+        name: n.metadata!.name!,
+        body: [
+          {
+            op: 'add',
+            path: '/metadata/annotations',
+            value: { ...n.metadata!.annotations, [NODE_SUBNETS]: '{"default":["10.128.0.0/23"]}' },
+          },
+        ],
+      });
     // kubelet's Ready condition for its own Node; a Node without a kubelet is not Ready
     for (const n of (await core.listNode()).items) {
       const mine = n.metadata!.name === kubeletName();

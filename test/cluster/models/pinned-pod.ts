@@ -7,14 +7,18 @@
  * collection), and its Deployment's next pod is scheduled on a Node that exists, kubelet's when it
  * has one. The node's kubelet is the test's: `kubeletName()` is the name it runs under now.
  */
-import type { CoreV1Api } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Node } from '@kubernetes/client-node';
 import { isNotFound } from './loop.js';
 
 export interface PinnedPod {
   /** the Node the pod is bound to now (after garbage collection and rescheduling) */
   node(): Promise<string | undefined>;
-  /** whether the pod runs: kubelet runs its Node */
-  runs(): Promise<boolean>;
+  /**
+   * The Nodes when the pod runs (kubelet runs its Node), else undefined. The Nodes are listed before
+   * kubelet's name is read: a Node that kubelet registered under a new name, once the pod's kubelet
+   * had stopped, is in the list only if the name read after it shows that kubelet gone.
+   */
+  nodesIfRuns(): Promise<V1Node[] | undefined>;
 }
 
 export async function seedPinnedPod(core: CoreV1Api, namespace: string, name: string, node: string): Promise<void> {
@@ -48,8 +52,10 @@ export function pinnedPod(core: CoreV1Api, namespace: string, name: string, kube
       throw e;
     }
   };
-  const node = async () => {
-    const names = (await core.listNode()).items.map((n) => n.metadata!.name!);
+  /** where the pod is bound, after garbage collection and rescheduling, and the Nodes listed for it */
+  const place = async () => {
+    const nodes = (await core.listNode()).items;
+    const names = nodes.map((n) => n.metadata!.name!);
     let on = await bound();
     if (on !== undefined && !names.includes(on)) {
       await core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0 });
@@ -59,7 +65,13 @@ export function pinnedPod(core: CoreV1Api, namespace: string, name: string, kube
       on = names.includes(kubeletName()) ? kubeletName() : names[0]!;
       await createPod(core, namespace, name, on);
     }
-    return on;
+    return { on, nodes };
   };
-  return { node, runs: async () => (await node()) === kubeletName() };
+  return {
+    node: async () => (await place()).on,
+    nodesIfRuns: async () => {
+      const { on, nodes } = await place();
+      return on === kubeletName() ? nodes : undefined;
+    },
+  };
 }

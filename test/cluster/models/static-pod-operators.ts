@@ -145,9 +145,9 @@ export function startStaticPodOperators(
 
   async function reconcile(): Promise<void> {
     if (etcd.stopped) return; // the API is gone with etcd; nothing here runs any more
-    // the Nodes before whether the pod runs (ovn-control-plane.ts says why)
-    const masters = (await core.listNode({ labelSelector: MASTER_LABEL })).items.map((n) => n.metadata!.name!);
-    if (!(await pod.runs())) return;
+    const nodes = await pod.nodesIfRuns();
+    if (!nodes) return;
+    const masters = nodes.filter((n) => MASTER_LABEL in (n.metadata!.labels ?? {})).map((n) => n.metadata!.name!);
     for (const { kind, plural } of STATIC_POD_OPERATORS) {
       const o = (await custom.getClusterCustomObject({ ...gvr(plural), name: 'cluster' })) as {
         status?: OperatorStatus;
