@@ -3,14 +3,14 @@
  * or installed: the admin client CA (spec.access.clientCAFile, a bundle of CA certificates) and the
  * site CA (spec.access.siteCA: the issuing CA, then the CAs above it up to the root, and its key).
  * The loader has already made sure each certificate is a CA (for OpenSSL that includes keyCertSign
- * when there is a keyUsage) that has not expired and that the site CA's key is the first
- * certificate's; these add the key types the agent signs with, validity at the clock given (not
- * before its start either), and a chain in which each certificate is issued by the next.
+ * when there is a keyUsage) valid at its clock and that the site CA's key is the first
+ * certificate's; these add the key types the agent signs with and a chain in which each
+ * certificate is issued by the next.
  */
 import { createPrivateKey, type X509Certificate } from 'node:crypto';
 import { certificatesIn } from '../base/pem.js';
 import type { Finding } from '../base/findings.js';
-import { certWindow, describeCert, selfSigned, validityProblem } from './chain.js';
+import { describeCert, selfSigned } from './chain.js';
 import type { PemPair } from './site-certs.js';
 import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from './key-types.js';
 
@@ -20,24 +20,22 @@ export const SITE_CA_KEY_PATH = '$.spec.access.siteCA.keyFile';
 
 const error = (path: string, message: string): Finding => ({ severity: 'error', path, message });
 
-/** What each certificate of a CA file must be beyond a CA (the loader's check): of a supported key type, valid now. */
-function caCertFindings(path: string, certs: readonly X509Certificate[], now: Date): Finding[] {
+/**
+ * What each certificate of a CA file must be beyond a CA valid now (the loader's check, which
+ * reports its validity once): of a supported key type.
+ */
+function caCertFindings(path: string, certs: readonly X509Certificate[]): Finding[] {
   return certs.flatMap((cert) => {
-    const out: Finding[] = [];
     const key = cert.publicKey;
-    if (!supportedKey(key))
-      out.push(
-        error(path, `${describeCert(cert)} has a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`),
-      );
-    const validity = validityProblem(cert, now);
-    if (validity) out.push({ ...error(path, validity), window: certWindow(cert) });
-    return out;
+    return supportedKey(key)
+      ? []
+      : [error(path, `${describeCert(cert)} has a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`)];
   });
 }
 
-function siteCaFindings(pair: PemPair, now: Date): Finding[] {
+function siteCaFindings(pair: PemPair): Finding[] {
   const certs = certificatesIn(pair.certPem);
-  const out = caCertFindings(SITE_CA_CERT_PATH, certs, now);
+  const out = caCertFindings(SITE_CA_CERT_PATH, certs);
   const key = createPrivateKey(pair.keyPem);
   if (!supportedKey(key))
     out.push(error(SITE_CA_KEY_PATH, `a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`));
@@ -61,13 +59,10 @@ function siteCaFindings(pair: PemPair, now: Date): Finding[] {
   return out;
 }
 
-/**
- * Findings on the CAs the site-config gives, read by the loader (`access` holds only those that
- * passed its checks); `now` is the clock their validity is checked at.
- */
-export function accessCaFindings(access: { clientCaPem?: string; siteCa?: PemPair }, now: Date): Finding[] {
+/** Findings on the CAs the site-config gives, read by the loader (`access` holds only those that passed its checks). */
+export function accessCaFindings(access: { clientCaPem?: string; siteCa?: PemPair }): Finding[] {
   return [
-    ...(access.clientCaPem ? caCertFindings(CLIENT_CA_PATH, certificatesIn(access.clientCaPem), now) : []),
-    ...(access.siteCa ? siteCaFindings(access.siteCa, now) : []),
+    ...(access.clientCaPem ? caCertFindings(CLIENT_CA_PATH, certificatesIn(access.clientCaPem)) : []),
+    ...(access.siteCa ? siteCaFindings(access.siteCa) : []),
   ];
 }

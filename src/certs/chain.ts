@@ -41,6 +41,19 @@ export function keyUsageOf(cert: X509Certificate): number | undefined {
   return new x509.X509Certificate(cert.raw).getExtension(x509.KeyUsagesExtension)?.usages;
 }
 
+/**
+ * Why `cert` may not sign certificates, or undefined when it may. OpenSSL (node:crypto's `ca`)
+ * counts a certificate as a CA only with basicConstraints CA:TRUE and, when it has a keyUsage,
+ * keyCertSign in it: the two ways to miss are told apart, each with what to do.
+ */
+export function notCaReason(cert: X509Certificate): string | undefined {
+  if (cert.ca) return undefined;
+  const parsed = new x509.X509Certificate(cert.raw);
+  if (parsed.getExtension(x509.BasicConstraintsExtension)?.ca)
+    return `${describeCert(cert)} says CA:TRUE, but its keyUsage lacks keyCertSign, so it may not sign certificates: have it reissued with keyUsage keyCertSign (and cRLSign)`;
+  return `${describeCert(cert)} is not a CA certificate (no basicConstraints CA:TRUE): give the CA that issues the certificates, not a certificate it issued`;
+}
+
 /** A certificate's validity, as a finding about it carries it. */
 export const certWindow = (cert: X509Certificate): ValidityWindow => ({
   notBefore: new Date(cert.validFrom).toISOString(),
@@ -57,8 +70,8 @@ export function validityProblem(cert: X509Certificate, now: Date): string | unde
 /** Why `child` was not issued by `parent`, or undefined when the link holds. */
 function linkProblem(child: X509Certificate, parent: X509Certificate): string | undefined {
   const who = `${describeCert(child)} by ${describeCert(parent)}`;
-  // OpenSSL's CA test: basicConstraints CA:TRUE and, when there is a keyUsage, keyCertSign in it
-  if (!parent.ca) return `${describeCert(parent)} is not a CA certificate that may sign certificates`;
+  const notCa = notCaReason(parent);
+  if (notCa) return notCa;
   // issuer name and authority key identifier against the parent's subject and subject key identifier
   if (!child.checkIssued(parent)) return `${who}: the issuer name or key identifier does not match`;
   if (!child.verify(parent.publicKey)) return `${who}: the signature does not verify`;

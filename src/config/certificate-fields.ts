@@ -43,17 +43,20 @@ export async function readAccess(
     const pem = (await files.read(at, access.clientCAFile)).toString('utf8');
     const problem = pem ? caBundleProblem(now, pem) : undefined;
     if (problem) findings.push({ severity: 'error', path: at, ...problem });
-    else if (pem) out.clientCaPem = pem;
+    // a problem of time alone may be deferred to the clock step: the CA is kept for it
+    if (pem && (!problem || problem.window)) out.clientCaPem = pem;
   }
   if (access.siteCA !== undefined) {
     const certPath = '$.spec.access.siteCA.certFile';
     const keyPath = '$.spec.access.siteCA.keyFile';
     const certPem = (await files.read(certPath, access.siteCA.certFile)).toString('utf8');
     const keyPem = (await files.read(keyPath, access.siteCA.keyFile)).toString('utf8');
-    const checked = certPem && keyPem ? checkPair(now, { certPem, keyPem }, certPath, keyPath, findings) : undefined;
+    // the validity of every certificate of the file is the bundle check's, said once
+    const checked =
+      certPem && keyPem ? checkPair(now, { certPem, keyPem }, certPath, keyPath, findings, false) : undefined;
     const problem = checked ? caBundleProblem(now, checked.certPem) : undefined;
     if (problem) findings.push({ severity: 'error', path: certPath, ...problem });
-    else if (checked) out.siteCa = checked;
+    if (checked && (!problem || problem.window)) out.siteCa = checked;
   }
   // revoked by default once the site has administrators of its own; never without them
   const factoryAdmin = access.factoryAdminKubeconfig ?? (access.clientCAFile !== undefined ? 'revoke' : 'keep');
@@ -67,7 +70,7 @@ export async function readAccess(
       });
     else out.revokeFactoryAdmin = true;
   }
-  findings.push(...accessCaFindings(out, now));
+  findings.push(...accessCaFindings(out));
   return out;
 }
 

@@ -43,7 +43,7 @@ describe('checkPair', () => {
       'a key of another certificate',
       () => [read(ca.crt), read(other.key)],
       '$.key',
-      'private key does not match the certificate',
+      'the private key does not belong to CN=store-ca, nor to any certificate of the file: give the key of CN=store-ca',
     ],
     ['a key that is not PEM', () => [read(ca.crt), 'not a key'], '$.key', 'not a PEM private key'],
     ['a certificate that is not PEM', () => ['not a certificate', read(ca.key)], '$.cert', 'not a PEM certificate'],
@@ -81,7 +81,12 @@ describe('checkPair', () => {
 describe('caBundleProblem', () => {
   it.each([
     ['CA certificates valid now', () => read(ca.crt) + read(other.crt), now, undefined],
-    ['a certificate that is no CA', () => read(leaf), now, 'CN=api.store is not a CA certificate'],
+    [
+      'a certificate that is no CA',
+      () => read(leaf),
+      now,
+      'CN=api.store is not a CA certificate (no basicConstraints CA:TRUE): give the CA that issues the certificates, not a certificate it issued',
+    ],
     ['a CA expired at the time passed in', () => read(ca.crt), inAYear, /^CN=store-ca expired on /],
     ['a CA not yet valid at the time passed in', () => read(ca.crt), monthsAgo, /^CN=store-ca not valid before /],
     ['text that is not PEM', () => 'just text', now, 'not PEM certificates'],

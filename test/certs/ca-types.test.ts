@@ -153,14 +153,32 @@ describe('CAs the agent cannot or must not sign with are refused, naming the fie
     const other = rootCa(path.join(work, 'other'), 'other', 'rsa2048');
     const r = validate('mismatch-site', { crt: ca.crt, key: other.key });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('error: $.spec.access.siteCA.keyFile: private key does not match the certificate');
+    expect(r.stderr).toContain(
+      'error: $.spec.access.siteCA.keyFile: the private key does not belong to O=Store Corp, CN=fine, nor to any certificate of the file: give the key of O=Store Corp, CN=fine',
+    );
   });
 
-  it('an expired site CA and an expired client CA', () => {
+  it("a site CA file with the root first and the issuing CA's key: the order is named, not the key", () => {
+    const dir = path.join(work, 'root-first');
+    const ca = intermediateCa(dir, 'issuing', 'rsa2048', rootCa(dir, 'root', 'rsa4096'));
+    const [issuing, root] = certificatesIn(readFileSync(ca.crt, 'utf8'));
+    const rootFirst = path.join(dir, 'root-first.crt');
+    writeFileSync(rootFirst, root!.toString() + issuing!.toString());
+    const r = validate('root-first-site', { crt: rootFirst, key: ca.key }, fine());
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      "error: $.spec.access.siteCA.certFile: the key is the key of certificate 2 (O=Store Corp, CN=issuing), not of the first (O=Store Corp, CN=root): the file must begin with the certificate of this key: put O=Store Corp, CN=issuing first, then each certificate's issuer up to the root",
+    );
+    expect(r.stderr).not.toContain('does not match');
+  });
+
+  it('an expired site CA and an expired client CA, each said once', () => {
     const expired = datedCa(path.join(work, 'expired'), 'expired-ca', '20200101000000Z', '20210101000000Z');
     const site = validate('expired-site', expired, fine());
     expect(site.code).toBe(2);
     expect(site.stderr).toMatch(/error: \$\.spec\.access\.siteCA\.certFile: .*expired on 2021-01-01T00:00:00\.000Z/);
+    // the summary's lines: one per problem
+    expect(site.stderr.match(/^ {2}error: .*expired on/gm)).toHaveLength(1);
     const client = validate('expired-client', fine(), expired);
     expect(client.code).toBe(2);
     expect(client.stderr).toMatch(/error: \$\.spec\.access\.clientCAFile: .*expired on 2021-01-01T00:00:00\.000Z/);
@@ -175,7 +193,9 @@ describe('CAs the agent cannot or must not sign with are refused, naming the fie
     const r = validate('no-sign-site', noSign);
     expect(r.code).toBe(2);
     for (const field of ['siteCA.certFile', 'clientCAFile'])
-      expect(r.stderr).toContain(`error: $.spec.access.${field}: O=Store Corp, CN=no-sign is not a CA certificate`);
+      expect(r.stderr).toContain(
+        `error: $.spec.access.${field}: O=Store Corp, CN=no-sign says CA:TRUE, but its keyUsage lacks keyCertSign, so it may not sign certificates: have it reissued with keyUsage keyCertSign (and cRLSign)`,
+      );
   });
 
   it('a site CA file whose chain is out of order', () => {
