@@ -58,18 +58,17 @@ export async function readAccess(
     if (problem) findings.push({ severity: 'error', path: certPath, ...problem });
     if (checked && (!problem || problem.window)) out.siteCa = checked;
   }
-  // revoked by default once the site has administrators of its own; never without them
-  const factoryAdmin = access.factoryAdminKubeconfig ?? (access.clientCAFile !== undefined ? 'revoke' : 'keep');
-  if (factoryAdmin === 'revoke') {
-    if (access.clientCAFile === undefined)
-      findings.push({
-        severity: 'error',
-        path: '$.spec.access.factoryAdminKubeconfig',
-        message:
-          "revoke needs spec.access.clientCAFile: without the site's own admin client CA no administrator certificate would be left at the site",
-      });
-    else out.revokeFactoryAdmin = true;
-  }
+  // revoked by default once the site has administrators of its own; never without them; kept
+  // (a revoked CA put back) only when the site-config says so
+  const factoryAdmin = access.factoryAdminKubeconfig ?? (access.clientCAFile !== undefined ? 'revoke' : undefined);
+  if (factoryAdmin === 'revoke' && access.clientCAFile === undefined)
+    findings.push({
+      severity: 'error',
+      path: '$.spec.access.factoryAdminKubeconfig',
+      message:
+        "revoke needs spec.access.clientCAFile: without the site's own admin client CA no administrator certificate would be left at the site",
+    });
+  else if (factoryAdmin !== undefined) out.factoryAdminKubeconfig = factoryAdmin;
   findings.push(...accessCaFindings(out));
   return out;
 }

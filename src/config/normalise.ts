@@ -67,13 +67,23 @@ export function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: SiteFi
   };
 }
 
-/** The site with the media's admin client CA in place of access.clientCaPem (the access step's spec.clientCA). */
+/**
+ * The site with the media's admin client CA in place of access.clientCaPem (the access step's
+ * spec.clientCA). As with a native site-config's clientCAFile, the site then has administrators of
+ * its own, and the factory's admin.kubeconfig is revoked: media have no field that keeps it.
+ */
 export function withImageBased(site: Site, imageBased: ImageBasedSite | undefined): Site {
   if (!imageBased) return site;
   const { adminClientCaPem } = imageBased;
   return {
     ...site,
     imageBased,
-    ...(adminClientCaPem !== undefined && { access: { ...site.access, clientCaPem: adminClientCaPem } }),
+    ...(adminClientCaPem !== undefined && {
+      access: {
+        ...site.access,
+        clientCaPem: adminClientCaPem,
+        factoryAdminKubeconfig: site.access?.factoryAdminKubeconfig ?? 'revoke',
+      },
+    }),
   };
 }

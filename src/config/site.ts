@@ -66,8 +66,12 @@ export interface SiteAccess {
   kubeadminPasswordHash?: string;
   /** the CA that signs the API and apps serving certificates, instead of one generated on the node */
   siteCa?: CertificatePair;
-  /** the installer's admin CA leaves the API server's client-CA bundle: the factory's admin.kubeconfig is refused */
-  revokeFactoryAdmin?: boolean;
+  /**
+   * The factory's admin.kubeconfig at the site: `revoke` takes the installer's admin CA out of the
+   * API server's client-CA bundle; `keep` (only when the site-config says so) puts a revoked one
+   * back; absent, it stays as it is.
+   */
+  factoryAdminKubeconfig?: 'keep' | 'revoke';
 }
 
 export interface SiteProxy {
@@ -104,6 +108,8 @@ export interface LoadedSite {
   findings: Finding[];
   /** errors of time alone, deferred on a clock not yet synchronised: judged again by the clock step */
   deferred?: Finding[];
+  /** fields sealed to a node's key that this machine could not open (it has no node key) */
+  sealed?: { node: string; fields: string[] };
   /** what says the true time is at least some instant (the signature's signing time, ...) */
   timeMarks?: TimeMark[];
 }

@@ -10,7 +10,9 @@
  * - the installer's admin CA (openshift-config/admin-kubeconfig-client-ca) is emptied when the site
  *   revokes the factory's admin.kubeconfig: the operator skips an empty bundle, so the API server
  *   refuses that kubeconfig while the site's stays admitted. The bundle is kept in an annotation,
- *   and `factoryAdminKubeconfig: keep` puts it back. Plan and status say whether it still works;
+ *   and only `factoryAdminKubeconfig: keep`, said in so many words, puts it back: a site-config
+ *   that says nothing (or gives no client CA) leaves a revoked CA revoked. Plan and status say
+ *   whether it still works;
  * - the kubeadmin bcrypt hash is written into the existing kube-system/kubeadmin secret's data in
  *   place: the OAuth server rejects a secret created more than an hour after kube-system (it reads
  *   that as deleted and recreated), so a missing secret is a conflict, never created.
@@ -106,7 +108,7 @@ function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s:
   const revoked = view.adminCa?.metadata.annotations?.[REVOKED_ANNOTATION];
   const target = `ConfigMap ${CONFIG_NAMESPACE}/${ADMIN_CA_CONFIGMAP}`;
   let after = bundle;
-  if (access.revokeFactoryAdmin && liveCas(bundle, at).length > 0) {
+  if (access.factoryAdminKubeconfig === 'revoke' && liveCas(bundle, at).length > 0) {
     after = '';
     s.adminCa = { bundle: '', revoked: bundle };
     s.changes.push({
@@ -114,7 +116,8 @@ function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s:
       target,
       summary: "revoke the factory's admin.kubeconfig: the installer's admin CA leaves the API server's client CAs",
     });
-  } else if (!access.revokeFactoryAdmin && revoked && !bundle) {
+  } else if (access.factoryAdminKubeconfig === 'keep' && revoked && !bundle) {
+    // put back only on the site-config's word: a site-config that says nothing leaves it revoked
     after = revoked;
     s.adminCa = { bundle: revoked };
     s.changes.push({
@@ -191,7 +194,7 @@ export const accessStep: Step<AccessView> = {
   inputs: (site) => ({
     clientCa: site.access?.clientCaPem ?? null,
     kubeadmin: site.access?.kubeadminPasswordHash ?? null,
-    revokeFactoryAdmin: site.access?.revokeFactoryAdmin ?? false,
+    factoryAdminKubeconfig: site.access?.factoryAdminKubeconfig ?? null,
   }),
 
   async survey(ctx) {

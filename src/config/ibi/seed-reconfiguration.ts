@@ -168,7 +168,7 @@ export const FIELD_TABLE: readonly FieldRow[] = [
     field: 'hostname',
     use: 'taken',
     native: 'spec.hostname',
-    note: 'the node name',
+    note: "the node name",
     map: (v: string, out) => (out.spec.hostname = v),
   },
   {
@@ -309,7 +309,7 @@ export const FIELD_TABLE: readonly FieldRow[] = [
     field: ADMIN_CA_FIELD,
     use: 'taken',
     native: 'apiserver.config spec.clientCA (as spec.access.clientCAFile)',
-    note: "the CA of the installer's admin kubeconfig client certificate becomes the site's admin client CA",
+    note: "the CA of the installer's admin kubeconfig client certificate becomes the site's admin client CA, and the factory's admin.kubeconfig is revoked (factoryAdminKubeconfig: revoke)",
     map: (v: string, out) => (out.imageBased.adminClientCaPem = v),
   },
   {

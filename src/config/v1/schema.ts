@@ -119,7 +119,7 @@ export const accessSchema = z
       .enum(['keep', 'revoke'])
       .optional()
       .describe(
-        "whether the installer's admin.kubeconfig stays a cluster admin at the site (default: revoke with clientCAFile, else keep)",
+        "whether the installer's admin.kubeconfig stays a cluster admin at the site (default: revoke with clientCAFile, else left as it is; only keep puts a revoked one back)",
       ),
   })
   .describe('who can log in at the site');
