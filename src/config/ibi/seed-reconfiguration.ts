@@ -168,7 +168,7 @@ export const FIELD_TABLE: readonly FieldRow[] = [
     field: 'hostname',
     use: 'taken',
     native: 'spec.hostname',
-    note: "the node name",
+    note: "the node's static hostname (and the site id); the Kubernetes node name stays the factory's (media have no spec.nodeName)",
     map: (v: string, out) => (out.spec.hostname = v),
   },
   {
