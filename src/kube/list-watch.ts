@@ -4,7 +4,7 @@
  * view: every informer shares its client and connections settings.
  */
 import type https from 'node:https';
-import { CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig, Watch } from '@kubernetes/client-node';
 import type { ListPage, ListWatch, ResourcePath } from '../ports/kube.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, keepAliveConfiguration, sharedAgent } from './transport.js';
 
@@ -19,23 +19,43 @@ function withAgent(config: KubeConfig, agent: (() => Promise<https.Agent>) | und
   return shared;
 }
 
+interface CoreQuery {
+  limit: number;
+  _continue?: string;
+  fieldSelector?: string;
+}
+
 export function createListWatch(config: KubeConfig, requestTimeoutMs = DEFAULT_REQUEST_TIMEOUT_MS): ListWatch {
   // lists and watches share one agent: one TLS context, and a list reuses an idle connection
   const agent = sharedAgent(config);
-  const custom = new CustomObjectsApi(keepAliveConfiguration(config, requestTimeoutMs, agent));
+  const configuration = keepAliveConfiguration(config, requestTimeoutMs, agent);
+  const custom = new CustomObjectsApi(configuration);
+  const core = new CoreV1Api(configuration);
+  // the core group's collections the watcher reads (group ''): /api/v1/<plural>, as plain JSON
+  // the way a watch event carries them (the typed client makes Dates of the timestamps)
+  const plain = async (list: Promise<unknown>): Promise<unknown> => JSON.parse(JSON.stringify(await list)) as unknown;
+  const coreLists: Record<string, (q: CoreQuery) => Promise<unknown>> = {
+    endpoints: (q) => plain(core.listEndpointsForAllNamespaces(q)),
+    configmaps: (q) => plain(core.listConfigMapForAllNamespaces(q)),
+  };
   const watcher = new Watch(withAgent(config, agent));
   return {
     server: config.getCurrentCluster()?.server ?? '(no server)',
     requestTimeoutMs,
     async listPage(r: ResourcePath, page): Promise<ListPage> {
-      const list = (await custom.listClusterCustomObject({
-        group: r.group,
-        version: r.version,
-        plural: r.plural,
+      const query = {
         limit: page.limit,
         ...(page.continue && { _continue: page.continue }),
         ...(r.fieldSelector && { fieldSelector: r.fieldSelector }),
-      })) as { items?: unknown[]; metadata?: { continue?: string; resourceVersion?: string } };
+      };
+      const coreList = r.group === '' ? coreLists[r.plural] : undefined;
+      if (r.group === '' && !coreList) throw new Error(`no list for the core collection ${r.plural}`);
+      const list = (await (coreList
+        ? coreList(query)
+        : custom.listClusterCustomObject({ group: r.group, version: r.version, plural: r.plural, ...query }))) as {
+        items?: unknown[];
+        metadata?: { continue?: string; resourceVersion?: string };
+      };
       return {
         items: list.items ?? [],
         ...(list.metadata?.continue && { continue: list.metadata.continue }),
@@ -44,7 +64,7 @@ export function createListWatch(config: KubeConfig, requestTimeoutMs = DEFAULT_R
     },
     watch(r, query, onEvent, onDone) {
       return watcher.watch(
-        `/apis/${r.group}/${r.version}/${r.plural}`,
+        r.group === '' ? `/api/${r.version}/${r.plural}` : `/apis/${r.group}/${r.version}/${r.plural}`,
         { ...query, allowWatchBookmarks: true, ...(r.fieldSelector && { fieldSelector: r.fieldSelector }) },
         onEvent,
         onDone,

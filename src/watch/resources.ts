@@ -14,8 +14,10 @@ export interface WatchedResource {
   versions: readonly string[];
   plural: string;
   kind: string;
-  /** built into the API server (apiregistration, apiextensions): never "not installed" */
+  /** built into the API server (core, apiregistration, apiextensions): never "not installed" */
   builtIn?: { version: string };
+  /** served only where HyperShift runs: its absence is the normal case and not reported */
+  optional?: true;
   fieldSelector?: string;
   /** undefined: not kept */
   project(raw: RawObject): WatchedObject | undefined;
@@ -39,6 +41,19 @@ export interface RawObject {
 
 export const PACKAGES_API_SERVICE = 'v1.packages.operators.coreos.com';
 export const CAPI_GROUP_SUFFIX = 'cluster.x-k8s.io';
+/**
+ * HyperShift's private copies of the Cluster API types: `cluster.hypershift.openshift.io` and its
+ * `infrastructure.`, `controlplane.`, `bootstrap.` subgroups (openshift/enhancements
+ * enhancements/hypershift/private-capi-types.md, "API Extensions" and "API Proxy Translation Details").
+ */
+export const PRIVATE_CAPI_GROUP_SUFFIX = 'cluster.hypershift.openshift.io';
+/** The ConfigMap HyperShift's CRD storage migrator reports in (openshift/hypershift support/capi-crdmigrator/status.go). */
+export const CAPI_MIGRATION_STATUS = 'capi-migration-status';
+
+const inGroup = (group: string, suffix: string): boolean => group === suffix || group.endsWith(`.${suffix}`);
+export const isPublicCapiGroup = (group: string): boolean => inGroup(group, CAPI_GROUP_SUFFIX);
+export const isPrivateCapiGroup = (group: string): boolean => inGroup(group, PRIVATE_CAPI_GROUP_SUFFIX);
+export const isCapiGroup = (group: string): boolean => isPublicCapiGroup(group) || isPrivateCapiGroup(group);
 
 function meta(
   raw: RawObject,
@@ -92,21 +107,47 @@ const CAPI_STATUS = [
   'availableReplicas',
   'infrastructureReady',
   'controlPlaneReady',
-  'deprecated',
 ];
 
-const capi = (key: string, kind: string, plural: string): WatchedResource => ({
+type Status = Record<string, unknown>;
+const record = (value: unknown): Status | undefined =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Status) : undefined;
+
+/**
+ * A Cluster API object's status in the v1beta1 API's shape whichever version was read: v1beta1
+ * carries the v1beta2 conditions under `status.v1beta2` (kubernetes-sigs/cluster-api
+ * api/core/v1beta1/machine_types.go, `V1Beta2`), v1beta2 carries the v1beta1 conditions and failure
+ * fields under `status.deprecated.v1beta1` (api/core/v1beta2/machine_types.go, `Deprecated`).
+ */
+export function capiStatus(raw: RawObject): Status | undefined {
+  const status = record(raw.status);
+  if (!status || !String(raw.apiVersion ?? '').endsWith('/v1beta2')) return pick(status, CAPI_STATUS);
+  const deprecated = record(record(status.deprecated)?.v1beta1) ?? {};
+  return pick(
+    {
+      ...status,
+      conditions: deprecated.conditions,
+      failureReason: deprecated.failureReason,
+      failureMessage: deprecated.failureMessage,
+      v1beta2: status.conditions === undefined ? undefined : { conditions: status.conditions },
+    },
+    CAPI_STATUS,
+  );
+}
+
+const capi = (key: string, kind: string, plural: string, group = CAPI_GROUP_SUFFIX): WatchedResource => ({
   key,
   component: 'capi',
-  group: CAPI_GROUP_SUFFIX,
+  group,
   versions: ['v1beta1', 'v1beta2'],
   plural,
   kind,
+  ...(group === PRIVATE_CAPI_GROUP_SUFFIX && { optional: true }),
   project: (raw) =>
     object(
       meta(raw, { annotations: ['cluster.x-k8s.io/paused'] }),
       pick(raw.spec, ['paused', 'replicas', 'clusterName']),
-      pick(raw.status, CAPI_STATUS),
+      capiStatus(raw),
     ),
 });
 
@@ -181,6 +222,8 @@ export const RESOURCES: readonly WatchedResource[] = [
   capi('machines', 'Machine', 'machines'),
   capi('machinesets', 'MachineSet', 'machinesets'),
   capi('machinedeployments', 'MachineDeployment', 'machinedeployments'),
+  capi('privateclusters', 'Cluster', 'clusters', PRIVATE_CAPI_GROUP_SUFFIX),
+  capi('privatemachines', 'Machine', 'machines', PRIVATE_CAPI_GROUP_SUFFIX),
   {
     key: 'crds',
     component: 'capi',
@@ -200,7 +243,7 @@ export const RESOURCES: readonly WatchedResource[] = [
           }
         | undefined;
       const group = spec?.group ?? '';
-      const isCapi = group === CAPI_GROUP_SUFFIX || group.endsWith(`.${CAPI_GROUP_SUFFIX}`);
+      const isCapi = isCapiGroup(group);
       return object(
         isCapi ? meta(raw, { labels: true, annotations: true, managers: true }) : meta(raw),
         {
@@ -238,6 +281,34 @@ export const RESOURCES: readonly WatchedResource[] = [
     plural: 'hostedclusters',
     kind: 'HostedCluster',
     project: (raw) => object(meta(raw, { annotations: ['hypershift.openshift.io/'] })),
+  },
+  {
+    // the Services behind Cluster API conversion webhooks: how many addresses are ready
+    key: 'endpoints',
+    component: 'capi',
+    group: '',
+    versions: ['v1'],
+    plural: 'endpoints',
+    kind: 'Endpoints',
+    builtIn: { version: 'v1' },
+    project: (raw) => {
+      const subsets = (raw.subsets as { addresses?: unknown[]; notReadyAddresses?: unknown[] }[] | undefined) ?? [];
+      const count = (field: 'addresses' | 'notReadyAddresses') =>
+        subsets.reduce((n, s) => n + (s[field]?.length ?? 0), 0);
+      return object(meta(raw), undefined, { ready: count('addresses'), notReady: count('notReadyAddresses') });
+    },
+  },
+  {
+    key: 'configmaps',
+    component: 'capi',
+    group: '',
+    versions: ['v1'],
+    plural: 'configmaps',
+    kind: 'ConfigMap',
+    builtIn: { version: 'v1' },
+    fieldSelector: `metadata.name=${CAPI_MIGRATION_STATUS}`,
+    // data.status: the migrator's JSON (openshift/hypershift support/capi-crdmigrator/types.go, CAPIMigrationStatus)
+    project: (raw) => object(meta(raw), undefined, pick(raw.data as Status | undefined, ['status'])),
   },
   {
     key: 'machineosconfigs',
@@ -294,7 +365,7 @@ export const RESOURCES: readonly WatchedResource[] = [
 
 export const RESOURCE_BY_KEY: ReadonlyMap<string, WatchedResource> = new Map(RESOURCES.map((r) => [r.key, r]));
 
-/** The CRD that serves a resource, `plural.group` (for Cluster API the core group). */
+/** The CRD that serves a resource, `plural.group`. */
 export const crdNameOf = (r: WatchedResource): string => `${r.plural}.${r.group}`;
 
 export interface CrdVersion {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WatchedObject } from '../model.js';
+import { capiStatus } from '../resources.js';
 import { ObjectStore } from '../store.js';
 import {
   checkCapi,
@@ -7,6 +8,7 @@ import {
   checkCluster,
   checkHostedCluster,
   checkMachine,
+  checkMigrationStatus,
   checkReplicas,
   ownersOf,
 } from './capi.js';
@@ -32,23 +34,110 @@ describe('Cluster and Machine', () => {
       [],
     ],
     [
-      'not Available (v1beta2)',
+      'not Available (v1beta2 conditions), its v1beta1 Ready ignored',
       checkCluster(
         obj(
           'sno',
           {},
           {
             phase: 'Provisioned',
-            conditions: [{ type: 'Available', status: 'False', reason: 'InfrastructureNotReady' }],
+            conditions: [{ type: 'Ready', status: 'True' }],
+            v1beta2: {
+              conditions: [
+                { type: 'Available', status: 'False', reason: 'NotAvailable', message: '* InfrastructureReady: no' },
+              ],
+            },
           },
         ),
       ),
-      [['warning', 'Available False: InfrastructureNotReady', 'escalates']],
+      [['warning', 'Available False: NotAvailable: * InfrastructureReady: no', 'escalates']],
+    ],
+    [
+      'not Ready (v1beta1 fields only)',
+      checkCluster(
+        obj('sno', {}, { phase: 'Provisioned', conditions: [{ type: 'Ready', status: 'False', reason: 'Waiting' }] }),
+      ),
+      [['warning', 'Ready False: Waiting', 'escalates']],
     ],
     [
       'failed with a reason',
       checkCluster(obj('sno', {}, { phase: 'Failed', failureReason: 'InvalidConfiguration', failureMessage: 'bad' })),
-      [['error', 'failed: InvalidConfiguration: bad', '']],
+      [['error', 'failed: InvalidConfiguration: bad (deprecated v1beta1 failureReason/failureMessage)', '']],
+    ],
+    [
+      'failed, with v1beta2 conditions: one finding with both',
+      checkCluster(
+        obj(
+          'sno',
+          {},
+          {
+            failureReason: 'InvalidConfiguration',
+            v1beta2: { conditions: [{ type: 'Available', status: 'False', reason: 'NotAvailable' }] },
+          },
+        ),
+      ),
+      [
+        [
+          'error',
+          'failed: InvalidConfiguration (deprecated v1beta1 failureReason/failureMessage); Available False: NotAvailable',
+          '',
+        ],
+      ],
+    ],
+    [
+      'machine whose node is unhealthy (v1beta2), though its phase says Running',
+      checkMachine(
+        obj(
+          'm0',
+          {},
+          {
+            phase: 'Running',
+            v1beta2: {
+              conditions: [
+                { type: 'Ready', status: 'False', reason: 'NotReady', message: '* NodeHealthy: not ready' },
+                { type: 'NodeHealthy', status: 'False', reason: 'NodeNotReady', message: 'Node sno-0 is not ready' },
+                { type: 'Available', status: 'False', reason: 'NotReady' },
+              ],
+            },
+          },
+        ),
+      ),
+      [['warning', 'NodeHealthy False: NodeNotReady: Node sno-0 is not ready', 'escalates']],
+    ],
+    [
+      'machine waiting for its node (v1beta2): Ready names it',
+      checkMachine(
+        obj(
+          'm0',
+          {},
+          {
+            phase: 'Provisioning',
+            v1beta2: {
+              conditions: [
+                { type: 'NodeHealthy', status: 'Unknown', reason: 'WaitingForNode' },
+                { type: 'Ready', status: 'False', reason: 'NotReady', message: '* InfrastructureReady: pending' },
+              ],
+            },
+          },
+        ),
+      ),
+      [['info', 'Ready False: NotReady: * InfrastructureReady: pending', 'escalates']],
+    ],
+    [
+      'machine healthy (v1beta2)',
+      checkMachine(
+        obj(
+          'm0',
+          {},
+          {
+            phase: 'Running',
+            v1beta2: {
+              conditions: ['Ready', 'NodeHealthy', 'Available'].map((type) => ({ type, status: 'True' })),
+            },
+          },
+        ),
+      ),
+      [],
     ],
     [
       'paused',
@@ -62,6 +151,11 @@ describe('Cluster and Machine', () => {
       [['info', 'phase Provisioning', 'escalates']],
     ],
     ['machine failed', checkMachine(obj('m0', {}, { phase: 'Failed' })), [['error', 'phase Failed', '']]],
+    [
+      'machine failed with the deprecated fields',
+      checkMachine(obj('m0', {}, { phase: 'Failed', failureReason: 'CreateError', failureMessage: 'no capacity' })),
+      [['error', 'failed: CreateError: no capacity (deprecated v1beta1 failureReason/failureMessage)', '']],
+    ],
     [
       'machine in an odd phase',
       checkMachine(obj('m0', {}, { phase: 'Unknown' })),
@@ -90,6 +184,7 @@ const crd = (
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     service?: { namespace: string; name: string };
+    group?: string;
   },
 ): WatchedObject => ({
   metadata: {
@@ -99,7 +194,7 @@ const crd = (
     ...(marks.annotations && { annotations: marks.annotations }),
   },
   spec: {
-    group: 'cluster.x-k8s.io',
+    group: marks.group ?? 'cluster.x-k8s.io',
     versions: [],
     ...(marks.service && {
       conversion: { strategy: 'Webhook', webhook: { clientConfig: { service: marks.service } } },
@@ -107,11 +202,22 @@ const crd = (
   },
 });
 
-describe('owners of the cluster.x-k8s.io CRDs', () => {
+const store = (objects: Record<string, WatchedObject[]> = {}): ObjectStore => {
+  const s = new ObjectStore();
+  for (const [resource, list] of Object.entries(objects)) s.apply({ type: 'replace', resource, objects: list });
+  return s;
+};
+
+describe('owners of the Cluster API CRDs', () => {
   const platform = {
     managers: ['cluster-capi-operator'],
     annotations: { 'include.release.openshift.io/single-node-developer': 'true' },
   };
+  const PRIVATE = 'cluster.hypershift.openshift.io';
+  const shim = { namespace: 'hypershift-operator', name: 'capi-conversion-webhook-shim' };
+  const shimUp = store({
+    endpoints: [{ metadata: { ...shim }, status: { ready: 1, notReady: 0 } }],
+  });
   it.each([
     ['platform only', crd('machines.cluster.x-k8s.io', platform), undefined, []],
     [
@@ -119,13 +225,12 @@ describe('owners of the cluster.x-k8s.io CRDs', () => {
       crd('machines.cluster.x-k8s.io', {
         ...platform,
         managers: ['cluster-capi-operator', 'hypershift'],
-        service: { namespace: 'hypershift', name: 'operator' },
       }),
       undefined,
       [
         [
           'error',
-          'has two owners: OpenShift (cluster-capi-operator) (field manager cluster-capi-operator, release manifest annotations) and HyperShift (field manager hypershift, conversion webhook hypershift/operator)',
+          'has two owners: OpenShift (cluster-capi-operator) (field manager cluster-capi-operator, release manifest annotations) and HyperShift (field manager hypershift)',
           '',
         ],
       ],
@@ -146,7 +251,7 @@ describe('owners of the cluster.x-k8s.io CRDs', () => {
       ],
     ],
     [
-      'HyperShift alone, not listed as unmanaged',
+      'HyperShift alone in the public group, not listed as unmanaged',
       crd('clusters.cluster.x-k8s.io', { managers: ['hypershift'] }),
       [],
       [
@@ -163,68 +268,288 @@ describe('owners of the cluster.x-k8s.io CRDs', () => {
       ['clusters.cluster.x-k8s.io'],
       [['warning', 'owned by HyperShift (field manager hypershift)', '']],
     ],
+    [
+      "HyperShift's private copy: isolated by group, fine",
+      crd(`clusters.${PRIVATE}`, { group: PRIVATE, managers: ['hypershift'], service: shim }),
+      [],
+      [],
+    ],
+    [
+      'a private copy the platform manages too',
+      crd(`machines.${PRIVATE}`, { group: PRIVATE, managers: ['cluster-capi-operator', 'hypershift'] }),
+      undefined,
+      [
+        [
+          'error',
+          `has two owners: HyperShift (group ${PRIVATE}, field manager hypershift) and OpenShift (cluster-capi-operator) (field manager cluster-capi-operator)`,
+          '',
+        ],
+      ],
+    ],
     ['no marks at all', crd('clusters.cluster.x-k8s.io', { managers: ['kubectl-create'] }), undefined, []],
   ])('%s', (_name, c, unmanaged, expected) => {
-    expect(brief(checkCapiCrd(c, unmanaged))).toEqual(expected);
+    expect(brief(checkCapiCrd(c, unmanaged, shimUp))).toEqual(expected);
   });
 
-  it('reads ownership from managers, webhook service and labels', () => {
+  it('reads ownership from managers, webhook service, labels and the private group', () => {
     expect([
       ...ownersOf(crd('x', { service: { namespace: 'capi-system', name: 'capi-webhook-service' } })).keys(),
     ]).toEqual(['clusterctl']);
+    expect(ownersOf(crd('x', { group: `infrastructure.${PRIVATE}`, service: shim }))).toEqual(
+      new Map([
+        [
+          'HyperShift',
+          [`group infrastructure.${PRIVATE}`, 'conversion webhook hypershift-operator/capi-conversion-webhook-shim'],
+        ],
+      ]),
+    );
   });
 
-  it('looks only at Cluster API CRDs, and knows whether the ClusterAPI operator config exists', () => {
-    const s = new ObjectStore();
-    s.apply({
-      type: 'replace',
-      resource: 'crds',
-      objects: [
+  it('looks only at Cluster API CRDs of both groups, and knows whether the ClusterAPI operator config exists', () => {
+    const s = store({
+      crds: [
         crd('clusters.cluster.x-k8s.io', { managers: ['hypershift'] }),
+        crd(`clusters.${PRIVATE}`, { group: PRIVATE, managers: ['hypershift', 'clusterctl'] }),
         {
           metadata: { name: 'routes.route.openshift.io', managers: ['hypershift'] },
           spec: { group: 'route.openshift.io' },
         },
       ],
     });
-    expect(brief(checkCapi(s))).toEqual([['warning', 'owned by HyperShift (field manager hypershift)', '']]);
-    s.apply({ type: 'installed', resource: 'clusterapis', version: 'v1alpha1' });
     expect(brief(checkCapi(s))).toEqual([
+      ['warning', 'owned by HyperShift (field manager hypershift)', ''],
       [
-        'warning',
-        'owned by HyperShift (field manager hypershift) but not listed as unmanaged in ClusterAPI cluster',
+        'error',
+        `has two owners: HyperShift (group ${PRIVATE}, field manager hypershift) and clusterctl (field manager clusterctl)`,
         '',
       ],
+    ]);
+    s.apply({ type: 'installed', resource: 'clusterapis', version: 'v1alpha1' });
+    expect(brief(checkCapi(s))[0]).toEqual([
+      'warning',
+      'owned by HyperShift (field manager hypershift) but not listed as unmanaged in ClusterAPI cluster',
+      '',
     ]);
   });
 });
 
-describe('HostedCluster private Cluster API migration', () => {
-  const hc = (annotations: Record<string, string>) => obj('guest', {}, {}, annotations);
-  const HS = 'hypershift.openshift.io/';
+describe('stored versions and conversion webhooks', () => {
+  const versions = (served: Record<string, boolean>, storage: string) =>
+    Object.entries(served).map(([name, s]) => ({ name, served: s, storage: name === storage }));
+  const withVersions = (c: WatchedObject, v: object[], stored: string[], annotations?: Record<string, string>) => ({
+    ...c,
+    metadata: { ...c.metadata, generation: 3, ...(annotations && { annotations }) },
+    spec: { ...c.spec, versions: v },
+    status: { storedVersions: stored },
+  });
+  const base = crd('machines.cluster.x-k8s.io', {});
   it.each([
-    ['migrated', hc({ [`${HS}private-capi-types`]: 'true' }), []],
+    ['stored and served', withVersions(base, versions({ v1beta1: true, v1beta2: true }, 'v1beta2'), ['v1beta2']), []],
+    [
+      'a stored version no longer served',
+      withVersions(base, versions({ v1beta1: false, v1beta2: true }, 'v1beta2'), ['v1beta1', 'v1beta2']),
+      [
+        [
+          'error',
+          'stored versions v1beta1 no longer served (status.storedVersions v1beta1, v1beta2; served v1beta2)',
+          '',
+        ],
+      ],
+    ],
+    [
+      'two stored versions, both served: the migration has not finished',
+      withVersions(base, versions({ v1beta1: true, v1beta2: true }, 'v1beta2'), ['v1beta1', 'v1beta2'], {
+        'crd-migration.cluster.x-k8s.io/observed-generation': '2',
+      }),
+      [
+        [
+          'info',
+          'storage migration to v1beta2 not finished: objects stored as v1beta1, v1beta2 (migrated at generation 2, now 3)',
+          '',
+        ],
+      ],
+    ],
+  ])('%s', (_name, c, expected) => {
+    expect(brief(checkCapiCrd(c, undefined, store()))).toEqual(expected);
+  });
+
+  it('says how to fix a stored version no longer served: migrate, then trim storedVersions', () => {
+    const c = withVersions(base, versions({ v1beta1: false, v1beta2: true }, 'v1beta2'), ['v1beta1', 'v1beta2']);
+    expect(checkCapiCrd(c, undefined, store())[0]!.hint).toBe(
+      'run the storage migration (rewrite every machines.cluster.x-k8s.io object so it is stored as v1beta2, e.g. an empty patch of each; ' +
+        "HyperShift's CRD migrator or Cluster API's does it), then trim status.storedVersions to [v1beta2]: " +
+        'kubectl patch crd machines.cluster.x-k8s.io --subresource=status --type=merge -p \'{"status":{"storedVersions":["v1beta2"]}}\'',
+    );
+  });
+
+  const service = { namespace: 'hypershift', name: 'operator' };
+  const hooked = withVersions(
+    crd('machines.cluster.x-k8s.io', { service }),
+    versions({ v1beta1: true, v1beta2: true }, 'v1beta2'),
+    ['v1beta2'],
+  );
+  const endpoints = (ready: number, notReady: number) => ({
+    endpoints: [{ metadata: { ...service }, status: { ready, notReady } }],
+  });
+  const owner = ['warning', 'owned by HyperShift (conversion webhook hypershift/operator)', ''];
+  it.each([
+    ['ready endpoints', store(endpoints(1, 0)), [owner]],
+    [
+      'only endpoints not ready',
+      store(endpoints(0, 2)),
+      [owner, ['error', 'conversion webhook Service hypershift/operator has no ready endpoints (2 not ready)', '']],
+    ],
+    [
+      'no Endpoints at all',
+      store(),
+      [
+        owner,
+        ['error', 'conversion webhook Service hypershift/operator has no ready endpoints (no Endpoints object)', ''],
+      ],
+    ],
+  ])('conversion webhook with %s', (_name, s, expected) => {
+    expect(brief(checkCapiCrd(hooked, undefined, s))).toEqual(expected);
+  });
+});
+
+describe('HostedCluster private Cluster API migration', () => {
+  const HS = 'hypershift.openshift.io/';
+  const hc = (annotations: Record<string, string>): WatchedObject => ({
+    metadata: { name: 'guest', namespace: 'clusters', annotations },
+  });
+  const cluster = (namespace: string, spec: Record<string, unknown> = {}): WatchedObject => ({
+    metadata: { name: 'guest', namespace },
+    spec,
+  });
+  it.each([
+    ['migrated', hc({ [`${HS}private-capi-types`]: 'true' }), store(), []],
     [
       'awaiting',
       hc({ [`${HS}scope`]: 'legacy' }),
+      store(),
       [['info', 'awaiting private Cluster API migration (scope legacy)', '']],
     ],
     [
-      'in progress',
-      hc({ [`${HS}migration-in-progress`]: 'true' }),
-      [['info', 'private Cluster API migration in progress', 'escalates']],
+      'in progress: the Cluster paused and copied',
+      hc({ [`${HS}migration-in-progress`]: 'true', [`${HS}scope`]: 'legacy' }),
+      store({
+        clusters: [cluster('clusters-guest', { paused: true })],
+        privateclusters: [cluster('clusters-guest')],
+      }),
+      [
+        [
+          'info',
+          'private Cluster API migration in progress: Cluster clusters-guest/guest paused, 1 Cluster copied to cluster.hypershift.openshift.io',
+          'escalates',
+        ],
+      ],
     ],
     [
-      'failed',
-      hc({ [`${HS}migration-failed`]: 'health-check-timeout' }),
-      [['error', 'private Cluster API migration failed: health-check-timeout', '']],
+      'failed and rolled back',
+      hc({ [`${HS}migration-failed`]: 'health-check-timeout', [`${HS}scope`]: 'legacy' }),
+      store({ privateclusters: [cluster('clusters-other')] }),
+      [
+        [
+          'error',
+          'private Cluster API migration failed: health-check-timeout; rolled back to the legacy operator (scope legacy)',
+          '',
+        ],
+      ],
+    ],
+    [
+      'failed, rollback incomplete',
+      hc({ [`${HS}migration-failed`]: 'resource-conversion-failed' }),
+      store({
+        clusters: [cluster('clusters-guest', { paused: true })],
+        privateclusters: [cluster('clusters-guest')],
+      }),
+      [
+        [
+          'error',
+          'private Cluster API migration failed: resource-conversion-failed; rollback incomplete: Cluster clusters-guest/guest (cluster.hypershift.openshift.io) not deleted, Cluster clusters-guest/guest still paused, scope legacy missing: neither operator reconciles it',
+          '',
+        ],
+      ],
     ],
     [
       'invalid pair',
       hc({ [`${HS}scope`]: 'legacy', [`${HS}private-capi-types`]: 'true' }),
+      store(),
       [['error', 'both scope legacy and private-capi-types: neither operator owns it for sure', '']],
     ],
-  ])('%s', (_name, h, expected) => {
-    expect(brief(checkHostedCluster(h))).toEqual(expected);
+  ])('%s', (_name, h, s, expected) => {
+    expect(brief(checkHostedCluster(h, s))).toEqual(expected);
+  });
+});
+
+describe("HyperShift's CRD storage migration status", () => {
+  const cm = (status: object | string): WatchedObject => ({
+    metadata: { name: 'capi-migration-status', namespace: 'hypershift' },
+    status: { status: typeof status === 'string' ? status : JSON.stringify(status) },
+  });
+  const c = (type: string, status: string, reason: string, message: string) => ({ type, status, reason, message });
+  it.each([
+    [
+      'complete',
+      cm({
+        totalCRDs: 12,
+        migratedCRDs: 12,
+        conditions: [c('MigrationComplete', 'True', 'MigrationComplete', 'All 12 CRDs have been migrated')],
+      }),
+      [],
+    ],
+    [
+      'in progress',
+      cm({
+        totalCRDs: 12,
+        migratedCRDs: 5,
+        conditions: [c('Progressing', 'True', 'MigrationInProgress', '5/12 CRDs migrated')],
+      }),
+      [['info', 'Cluster API storage migration in progress (5 of 12 CRDs migrated)', 'escalates']],
+    ],
+    [
+      'failed',
+      cm({
+        totalCRDs: 12,
+        migratedCRDs: 5,
+        conditions: [
+          c('Progressing', 'True', 'MigrationInProgress', '5/12 CRDs migrated'),
+          c('Degraded', 'True', 'MigrationError', 'failed to migrate machines: conversion webhook unavailable'),
+        ],
+      }),
+      [
+        [
+          'error',
+          'Cluster API storage migration failed: MigrationError: failed to migrate machines: conversion webhook unavailable (5 of 12 CRDs migrated)',
+          '',
+        ],
+      ],
+    ],
+    ['not JSON', cm('{'), [['warning', 'data.status is not JSON: the migration state is unknown', '']]],
+  ])('%s', (_name, m, expected) => {
+    expect(brief(checkMigrationStatus(m))).toEqual(expected);
+  });
+});
+
+describe('a Cluster API object read as v1beta2', () => {
+  it('is kept in the v1beta1 shape: v1beta2 conditions under v1beta2, the deprecated fields back in place', () => {
+    const conditions = [{ type: 'Ready', status: 'False', reason: 'NotReady' }];
+    expect(
+      capiStatus({
+        apiVersion: 'cluster.x-k8s.io/v1beta2',
+        status: {
+          phase: 'Failed',
+          conditions,
+          deprecated: { v1beta1: { failureReason: 'CreateError', failureMessage: 'no capacity', conditions: [] } },
+          initialization: { infrastructureProvisioned: true },
+        },
+      }),
+    ).toEqual({
+      phase: 'Failed',
+      conditions: [],
+      failureReason: 'CreateError',
+      failureMessage: 'no capacity',
+      v1beta2: { conditions },
+    });
   });
 });

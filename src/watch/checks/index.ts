@@ -16,8 +16,9 @@ const OBJECT_CHECKS: ReadonlyMap<string, (object: WatchedObject) => RawFinding[]
   ['subscriptions', checkSubscription],
   ['installplans', checkInstallPlan],
   ['clusterserviceversions', checkCsv],
-  ['clusters', checkCluster],
-  ['machines', checkMachine],
+  ['clusters', (o: WatchedObject) => checkCluster(o)],
+  ['machines', (o: WatchedObject) => checkMachine(o)],
+  ['privatemachines', (o: WatchedObject) => checkMachine(o)],
   ['machinesets', (o: WatchedObject) => checkReplicas('MachineSet', o)],
   ['machinedeployments', (o: WatchedObject) => checkReplicas('MachineDeployment', o)],
   ['machineconfigpools', checkPool],
@@ -31,7 +32,7 @@ export function worthKeeping(resource: string, object: WatchedObject): boolean {
 }
 
 export function notInstalled(snapshot: Snapshot): RawFinding[] {
-  return RESOURCES.filter((r) => !r.builtIn && !snapshot.installed(r.key)).map((r) => ({
+  return RESOURCES.filter((r) => !r.builtIn && !r.optional && !snapshot.installed(r.key)).map((r) => ({
     component: r.component,
     object: `${r.kind} (${r.group})`,
     severity: 'info',
