@@ -78,7 +78,16 @@ function linkProblem(child: X509Certificate, parent: X509Certificate): string | 
   return undefined;
 }
 
-function usageProblem(leaf: X509Certificate, usage: Usage): string | undefined {
+/** The names of `names` the certificate does not serve; a wildcard covers one label: a name under it stands for it. */
+export const uncoveredNames = (leaf: X509Certificate, names: readonly string[]): string[] =>
+  names.filter((n) => leaf.checkHost(n.startsWith('*.') ? `x${n.slice(1)}` : n, { wildcards: true }) === undefined);
+
+/** Whether `child` was issued and signed by `parent`: the issuer name and key identifier, and the signature. */
+export const issuedBy = (child: X509Certificate, parent: X509Certificate): boolean =>
+  child.checkIssued(parent) && child.verify(parent.publicKey);
+
+/** Why a leaf may not be used as `usage` says, or undefined. */
+export function usageProblem(leaf: X509Certificate, usage: Usage): string | undefined {
   if (leaf.ca)
     return `${describeCert(leaf)} is a CA certificate, not a ${'server' in usage ? 'serving' : 'client'} one`;
   const bits = keyUsageOf(leaf);
@@ -87,10 +96,7 @@ function usageProblem(leaf: X509Certificate, usage: Usage): string | undefined {
   const extended = leaf.keyUsage;
   if ('server' in usage) {
     if (extended && !extended.includes(SERVER_AUTH)) return `${describeCert(leaf)} is not for serverAuth`;
-    // a wildcard covers one label: a name under it stands for it
-    const uncovered = usage.server.filter(
-      (n) => leaf.checkHost(n.startsWith('*.') ? `x${n.slice(1)}` : n, { wildcards: true }) === undefined,
-    );
+    const uncovered = uncoveredNames(leaf, usage.server);
     if (uncovered.length > 0) return `it does not name ${uncovered.join(', ')}`;
     return undefined;
   }

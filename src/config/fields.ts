@@ -7,6 +7,7 @@ import type { Finding } from '../base/findings.js';
 import { type NmstateState, nmstateSchema } from '../base/nmstate.js';
 import { readAccess, readCertificates, readTrustBundle } from './certificate-fields.js';
 import { readExtraManifests } from './extra-manifests.js';
+import { givenPairFindings, siteAnchors } from '../certs/given-pairs.js';
 import type { SiteFields } from './normalise.js';
 import type { FileReader } from './read.js';
 import { parseLenient } from './v1/parse.js';
@@ -55,6 +56,28 @@ async function readPullSecret(
   return parsed.value;
 }
 
+/**
+ * The site's own serving certificates against the site's CAs, once both are read: the hosts they
+ * must name are known here when the site-config gives the cluster's name.
+ */
+function givenPairsChecked(
+  now: Date,
+  config: SiteConfigV1,
+  certificates: SiteFields['certificates'],
+  access: SiteFields['access'],
+  trustBundle: SiteFields['trustBundle'],
+): Finding[] {
+  const anchors = siteAnchors(access?.siteCa?.certPem, trustBundle?.caBundlePem);
+  const cluster = config.spec.clusterName && `${config.spec.clusterName}.${config.spec.baseDomain}`;
+  const names = { api: cluster && [`api.${cluster}`], ingress: cluster && [`*.apps.${cluster}`] };
+  return (['ingress', 'api'] as const).flatMap((which) => {
+    const pair = certificates[which];
+    if (!pair) return [];
+    const given = { certPem: pair.certPem, names: names[which] || undefined };
+    return givenPairFindings(given, anchors, now, `$.spec.certificates.${which}.certFile`);
+  });
+}
+
 /** Every field read and checked, in order; `relabel` names a translated field where it came from. */
 export async function readFields(
   now: Date,
@@ -71,6 +94,7 @@ export async function readFields(
   const bundleFindings: Finding[] = [];
   const trustBundle = await readTrustBundle(now, config, files, bundleFindings);
   findings.push(...bundleFindings.map(relabel));
+  findings.push(...givenPairsChecked(now, config, certificates, access, trustBundle));
   const extraManifests = await readExtraManifests(files, findings);
   return {
     nmstate,
