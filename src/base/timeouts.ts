@@ -12,6 +12,8 @@ export const API_READY_TIMEOUT_SECONDS = 10 * 60;
 export const CSR_WAIT_SECONDS = 15 * 60;
 /** a CustomResourceDefinition the agent creates (its report's, an extra manifest's): Established within seconds */
 export const CRD_ESTABLISH_TIMEOUT_SECONDS = 30;
+/** hold-upgrades: a ClusterVersion update or a MachineConfigPool roll-out that began before the agent finishing */
+export const CLUSTER_BUSY_WAIT_SECONDS = 10 * 60;
 /** health: --health-timeout */
 export const DEFAULT_HEALTH_TIMEOUT_SECONDS = 10 * 60;
 /** in-service: the site-config's inService.timeoutSeconds, by default */

@@ -47,6 +47,8 @@ export interface RunOptions {
   healthTimeoutSeconds: number;
   /** seconds the cluster must stay settled before the health step calls it done */
   healthStableSeconds: number;
+  /** seconds hold-upgrades waits for an update or a pool roll-out to finish by itself; default in base/timeouts.ts */
+  busyWaitSeconds?: number;
 }
 
 /**

@@ -10,6 +10,7 @@ import { csrApprovalStep } from './csr-approval.js';
 import { domainStep } from './domain.js';
 import { extraManifestsStep } from './extra-manifests.js';
 import { healthStep } from './health.js';
+import { holdUpgradesStep } from './hold-upgrades.js';
 import { hostnameStep } from './hostname.js';
 import { inServiceStep } from './in-service.js';
 import { internalIpStep } from './internal-ip.js';
@@ -24,6 +25,7 @@ import { nodeNameStep } from './node-name.js';
 import { nodeRenameStep } from './node-rename.js';
 import { ntpStep } from './ntp.js';
 import { proxyStep } from './proxy.js';
+import { releaseUpgradesStep } from './release-upgrades.js';
 import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
@@ -54,7 +56,10 @@ export const STEPS: readonly Step[] = [
   clockStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
-  // first of the cluster steps: IP families other than the cluster's are refused before any cluster change
+  // first of the cluster steps: nothing is changed while an update, a pool roll-out, an image-based
+  // upgrade or an IP change moves the cluster, and from here on an update waits for the agent
+  holdUpgradesStep,
+  // IP families other than the cluster's are refused before any cluster change
   ipFamiliesStep,
   // a release registry the agent cannot honour is refused before any cluster change
   clusterIdentityStep,
@@ -87,4 +92,6 @@ export const STEPS: readonly Step[] = [
   healthStep,
   // after health: the site's own workloads run on a healthy cluster; `done` means they are ready
   inServiceStep,
+  // last: the move is done, so the cluster may be updated again
+  releaseUpgradesStep,
 ];

@@ -6,6 +6,7 @@
 import {
   API_READY_TIMEOUT_SECONDS,
   CLOCK_SYNC_TIMEOUT_SECONDS,
+  CLUSTER_BUSY_WAIT_SECONDS,
   CSR_WAIT_SECONDS,
   DEFAULT_HEALTH_TIMEOUT_SECONDS,
   DEFAULT_IN_SERVICE_TIMEOUT_SECONDS,
@@ -37,6 +38,7 @@ export function worstCase(config: SiteConfigV1, healthTimeoutSeconds = DEFAULT_H
     { what: 'clock sync', seconds: CLOCK_SYNC_TIMEOUT_SECONDS, fixed: true },
     { what: 'kubelet start', seconds: KUBELET_START_TIMEOUT_SECONDS, fixed: true },
     { what: 'API up', seconds: API_READY_TIMEOUT_SECONDS, fixed: true },
+    { what: 'an update or roll-out under way before the move', seconds: CLUSTER_BUSY_WAIT_SECONDS, fixed: true },
     { what: 'kubelet certificates', seconds: CSR_WAIT_SECONDS, fixed: true },
     { what: 'health', seconds: healthTimeoutSeconds, fixed: false },
     ...(spec.inService

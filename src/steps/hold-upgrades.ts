@@ -1,0 +1,173 @@
+/**
+ * [hold-upgrades] Nothing else moves the cluster while the agent does. Before the first cluster
+ * change it refuses an image-based upgrade or IPConfig in progress, a degraded MachineConfigPool,
+ * and (after waiting, bounded, for them to finish by themselves) a ClusterVersion update or a pool
+ * roll-out. Then it marks the cluster as operators do: ClusterOperator `sno-relocate` with
+ * Upgradeable=False and a reason, which the cluster-version operator reads from every
+ * ClusterOperator (pkg/cvo/upgradeable.go, clusterOperatorsUpgradeable), so `oc adm upgrade` shows
+ * why a minor-version update waits. release-upgrades removes the mark once the move is done; a run
+ * that stops short leaves it, since a half-moved cluster should not be upgraded either.
+ *
+ * Once the mark is there (a resumed run), a pool roll-out or a version change is the agent's own
+ * doing (the pull secret, mirrors and proxy roll the master pool), so only the lifecycle agent's
+ * work still refuses.
+ */
+import { CLUSTER_BUSY_WAIT_SECONDS } from '../base/timeouts.js';
+import type { StepContext } from '../engine/step.js';
+import type { Step } from '../config/site.js';
+import { clusterMotions, type Motion } from '../kube/cluster-motion.js';
+import { MANAGED_BY, MANAGED_BY_LABEL, managedLabels } from '../kube/openshift.js';
+import { pollUntil } from '../ports/clock.js';
+import { describeRef, type Kube, type KubeObject, type ObjectRef } from '../ports/kube.js';
+
+export const HOLD_MARK: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', name: MANAGED_BY };
+export const HOLD_REASON = 'RelocationInProgress';
+
+/** the site-config (its hash) the mark was set for */
+export const HOLD_CONFIG_ANNOTATION = 'sno-relocate.openshift.io/config-hash';
+
+/**
+ * The mark as the cluster holds it: absent; an object of its name the agent did not make; or the
+ * agent's, holding upgrades or released, for the site-config of `configHash`.
+ */
+export type MarkState =
+  { state: 'absent' } | { state: 'foreign' } | { state: 'held' | 'released'; configHash: string | undefined };
+
+type MarkObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
+
+export async function readMark(kube: Kube): Promise<MarkState> {
+  const mark = await kube.get<MarkObject>(HOLD_MARK);
+  if (!mark) return { state: 'absent' };
+  if (mark.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return { state: 'foreign' };
+  const upgradeable = mark.status?.conditions?.find((c) => c.type === 'Upgradeable');
+  return {
+    state: upgradeable?.status === 'True' ? 'released' : 'held',
+    configHash: mark.metadata.annotations?.[HOLD_CONFIG_ANNOTATION],
+  };
+}
+
+/** the mark's conditions: Available and settled (health and the watcher see nothing wrong), Upgradeable as given */
+export function markConditions(
+  now: string,
+  upgradeable: { status: 'True' | 'False'; reason: string; message: string },
+) {
+  return [
+    { type: 'Available', status: 'True', reason: 'AsExpected', lastTransitionTime: now },
+    { type: 'Progressing', status: 'False', reason: 'AsExpected', lastTransitionTime: now },
+    { type: 'Degraded', status: 'False', reason: 'AsExpected', lastTransitionTime: now },
+    { type: 'Upgradeable', ...upgradeable, lastTransitionTime: now },
+  ];
+}
+
+/** now, to the second, as condition times are written */
+export const conditionTime = (ctx: StepContext): string =>
+  ctx.clock
+    .now()
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z');
+
+export interface HoldView {
+  mark: MarkState;
+  /** the hash of the site-config this run applies */
+  configHash: string;
+  motions: Motion[];
+  /** seconds the survey waited for motions that finish by themselves */
+  waitedSeconds: number;
+}
+
+const listed = (motions: readonly Motion[]) => motions.map((m) => m.what).join('; ');
+
+/**
+ * In a run, waits up to the bound while only motions that finish by themselves are seen; `plan`
+ * (no run) reads once and waits for nothing.
+ */
+async function settledMotions(ctx: StepContext, kube: Kube): Promise<{ motions: Motion[]; waitedSeconds: number }> {
+  const first = await clusterMotions(kube);
+  const waits = first.length > 0 && first.every((m) => m.settles);
+  if (!waits || ctx.runStartedAt === undefined) return { motions: first, waitedSeconds: 0 };
+  const bound = ctx.options.busyWaitSeconds ?? CLUSTER_BUSY_WAIT_SECONDS;
+  const began = ctx.clock.monotonic();
+  ctx.log.info(
+    { motions: first.map((m) => m.what), boundSeconds: bound },
+    `waiting for the cluster to settle: ${listed(first)}`,
+  );
+  let last = first;
+  await pollUntil(
+    ctx.clock,
+    async () => {
+      last = await clusterMotions(kube);
+      return last.length === 0 || last.some((m) => !m.settles) ? last : undefined;
+    },
+    { timeoutMs: bound * 1000, intervalMs: 500, maxIntervalMs: 5000 },
+  );
+  return { motions: last, waitedSeconds: Math.round((ctx.clock.monotonic() - began) / 1000) };
+}
+
+export const holdUpgradesStep: Step<HoldView> = {
+  name: 'hold-upgrades',
+  group: 'cluster',
+  description:
+    'refuse while ClusterVersion, a MachineConfigPool, an image-based upgrade or an IPConfig moves the cluster (a bounded wait for what finishes by itself); then ClusterOperator `sno-relocate` Upgradeable=False until release-upgrades',
+  inputs: () => ({}),
+
+  async survey(ctx) {
+    const kube = await ctx.kube();
+    const mark = await readMark(kube);
+    const configHash = ctx.configHash;
+    if (mark.state === 'released' && mark.configHash === configHash)
+      return { mark, configHash, motions: [], waitedSeconds: 0 };
+    if (mark.state === 'held') {
+      // a resumed run: roll-outs now are the agent's own; the lifecycle agent's work still counts
+      const motions = (await clusterMotions(kube)).filter((m) => m.lifecycle);
+      return { mark, configHash, motions, waitedSeconds: 0 };
+    }
+    return { mark, configHash, ...(await settledMotions(ctx, kube)) };
+  },
+
+  plan(view, site) {
+    const { mark } = view;
+    if (mark.state === 'foreign')
+      return {
+        action: 'conflict',
+        reason: `${describeRef(HOLD_MARK)} exists without the label ${MANAGED_BY_LABEL}=${MANAGED_BY}, so it is not the agent's: remove or rename it`,
+      };
+    if (view.motions.length > 0) {
+      const waited = view.waitedSeconds > 0 ? ` (still so after waiting ${view.waitedSeconds} s)` : '';
+      return { action: 'conflict', reason: `something else is moving the cluster: ${listed(view.motions)}${waited}` };
+    }
+    if (mark.state === 'held')
+      return { action: 'noop', reason: `${describeRef(HOLD_MARK)} already holds upgrades for this move` };
+    // this site-config's move finished and released the hold: a rerun that finds nothing to do holds nothing
+    if (mark.state === 'released' && mark.configHash === view.configHash)
+      return { action: 'noop', reason: `the move to this site-config finished and released upgrades` };
+    return {
+      action: 'change',
+      summary: 'the cluster is at rest: hold upgrades while the agent moves it',
+      changes: [
+        {
+          action: mark.state === 'absent' ? 'create' : 'update',
+          target: describeRef(HOLD_MARK),
+          summary: `Upgradeable=False (${HOLD_REASON}) for site ${site.name}`,
+        },
+      ],
+    };
+  },
+
+  async apply(ctx, view) {
+    const kube = await ctx.kube();
+    const metadata = {
+      name: HOLD_MARK.name,
+      labels: { ...managedLabels },
+      annotations: { [HOLD_CONFIG_ANNOTATION]: ctx.configHash },
+    };
+    if (view.mark.state === 'absent') await kube.create({ ...HOLD_MARK, metadata, spec: {} });
+    else await kube.mergePatch(HOLD_MARK, { metadata: { annotations: metadata.annotations } });
+    const conditions = markConditions(conditionTime(ctx), {
+      status: 'False',
+      reason: HOLD_REASON,
+      message: `sno-relocate is moving this cluster to site ${ctx.site.name}; an update waits until the move is done`,
+    });
+    await kube.updateStatus(HOLD_MARK, (co) => ({ ...co, status: { conditions } }));
+    ctx.log.info({ mark: describeRef(HOLD_MARK), reason: HOLD_REASON }, 'upgrades held while the cluster moves');
+  },
+};
