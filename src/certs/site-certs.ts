@@ -9,7 +9,7 @@ import path from 'node:path';
 import { certificatesIn } from '../base/pem.js';
 import { StepError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
-import { chainProblem, withIntermediates } from './chain.js';
+import { chainProblem, describeCert, withIntermediates } from './chain.js';
 import { issue, keyToPem, newKey, type Issuer } from './issue.js';
 import { matchesKey, parseKey } from './key-types.js';
 
@@ -91,18 +91,45 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
   return { cert: certificatesIn(certPem)[0]!, key, chain: [], certPem };
 }
 
+/** under this many days left to the issuer's end, issuing under it is said as a warning */
+export const ISSUER_WARN_DAYS = 90;
+
+/** When the first of the CA and the CAs above it expires: nothing it signs verifies after that. */
+export const issuerEnd = (ca: Issuer): Date =>
+  new Date(Math.min(...[ca.cert, ...ca.chain].map((c) => Date.parse(c.validTo))));
+
 /**
- * A serving certificate for `names` (the first is the subject), followed by the CA's intermediates.
- * It is checked against the CA's chain before anyone sees it: one that does not verify is refused.
+ * The validity a serving certificate issued now gets: SERVING_VALIDITY_DAYS, but never past its
+ * issuer's end; `warning` says so when that end is under ISSUER_WARN_DAYS away.
+ */
+export function servingWindow(ca: Issuer, now: Date): { notBefore: Date; notAfter: Date; warning?: string } {
+  const notBefore = new Date(now.getTime() - BACKDATE_MS);
+  const end = issuerEnd(ca);
+  const notAfter = new Date(Math.min(notBefore.getTime() + SERVING_VALIDITY_DAYS * DAY_MS, end.getTime()));
+  const days = Math.floor((end.getTime() - now.getTime()) / DAY_MS);
+  if (days >= ISSUER_WARN_DAYS) return { notBefore, notAfter };
+  const expiring = [ca.cert, ...ca.chain].find((c) => Date.parse(c.validTo) === end.getTime())!;
+  return {
+    notBefore,
+    notAfter,
+    warning: `${describeCert(expiring)} expires on ${end.toISOString()}, in ${days} days: the serving certificates it signs end then too; renew the site's CA and run the relocation again before then`,
+  };
+}
+
+/**
+ * A serving certificate for `names` (the first is the subject), followed by the CA's intermediates,
+ * valid for servingWindow. It is checked against the CA's chain before anyone sees it: one that
+ * does not verify is refused.
  */
 export async function issueServing(names: readonly string[], ca: SiteCa, now: Date): Promise<PemPair> {
   const key = newKey();
+  const { notBefore, notAfter } = servingWindow(ca, now);
   const leaf = await issue(
     {
       commonName: names[0]!,
       dnsNames: [...names],
-      notBefore: new Date(now.getTime() - BACKDATE_MS),
-      validityDays: SERVING_VALIDITY_DAYS,
+      notBefore,
+      validityDays: (notAfter.getTime() - notBefore.getTime()) / DAY_MS,
     },
     key,
     ca,
@@ -140,6 +167,8 @@ export function servingProblem(
   if (!ca) return 'the site CA that signed it is gone';
   const problem = chainProblem(pair.certPem, ca, { server: names }, now);
   if (problem) return problem;
-  if (!validFor(leaf, now, RENEW_MARGIN_DAYS)) return `it expires within ${RENEW_MARGIN_DAYS} days`;
+  // one ending with its issuer is as long as a new one would be: renewing it would gain nothing
+  const renewBy = Math.min(now.getTime() + RENEW_MARGIN_DAYS * DAY_MS, issuerEnd(ca).getTime() - 1000);
+  if (Date.parse(leaf.validTo) <= renewBy) return `it expires within ${RENEW_MARGIN_DAYS} days`;
   return undefined;
 }

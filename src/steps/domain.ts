@@ -22,6 +22,7 @@ import {
   loadSiteCa,
   issueServing,
   servingProblem,
+  servingWindow,
   siteCaGiven,
   type SiteCa,
 } from '../certs/site-certs.js';
@@ -29,6 +30,7 @@ import { certificatesIn } from '../base/pem.js';
 import { installerIssuers, installerSignersInput } from '../config/ibi/signers.js';
 import { matchesKey, parseKey } from '../certs/key-types.js';
 import { VerificationError } from '../base/errors.js';
+import { warnOnce } from '../engine/warn-once.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Site, Step, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
@@ -431,6 +433,12 @@ export const domainStep: Step<DomainView> = {
       ? (view.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now)))
       : view.ca;
     if (!view.ca && ca) ctx.log.info({ caDir: view.caDir, subject: ca.cert.subject }, 'site CA created');
+    // a certificate never outlives its issuer: an issuer that ends soon is said on the console
+    const issuers = new Set(s.stale.flatMap((x) => (x.want.given ? [] : [x.want.signer ?? ca!])));
+    warnOnce(
+      ctx,
+      [...issuers].flatMap((issuer) => servingWindow(issuer, now).warning ?? []),
+    );
     await Promise.all(
       s.stale.map(async (x) => {
         const pair = x.want.given ?? (await issueServing(x.want.names, x.want.signer ?? ca!, now));
