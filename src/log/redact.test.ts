@@ -35,8 +35,14 @@ describe('scrubText', () => {
   });
 
   it('leaves ordinary text alone', () => {
-    const text = 'gateway 10.42.0.1 does not answer ping; Basic checks passed; proxy http://proxy.example.com:3128';
-    expect(scrubText(text)).toBe(text);
+    for (const text of [
+      'gateway 10.42.0.1 does not answer ping; Basic checks passed; proxy http://proxy.example.com:3128',
+      `pulled quay.io/openshift-release-dev/ocp-release@sha256:${'0123456789abcdef'.repeat(4)}`,
+      'read /var/lib/sno-relocate/site-ca/ca.key (mode 0600) from /var/lib/sno-relocate/state.json',
+      '$.KubeAPICrypto.ServingCrypto.loadbalancer_external_signer_private_key: not a PEM private key',
+      'GET /apis/config.openshift.io/v1/proxies?labelSelector=app%3Dsno-relocate',
+    ])
+      expect(scrubText(text)).toBe(text);
   });
 });
 
