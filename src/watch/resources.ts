@@ -47,7 +47,7 @@ export const CAPI_GROUP_SUFFIX = 'cluster.x-k8s.io';
  * enhancements/hypershift/private-capi-types.md, "API Extensions" and "API Proxy Translation Details").
  */
 export const PRIVATE_CAPI_GROUP_SUFFIX = 'cluster.hypershift.openshift.io';
-/** The ConfigMap HyperShift's CRD storage migrator reports in (openshift/hypershift support/capi-crdmigrator/status.go). */
+/** The ConfigMap HyperShift's CRD migrator reports in (openshift/hypershift support/capi-crdmigrator/status.go). */
 export const CAPI_MIGRATION_STATUS = 'capi-migration-status';
 
 const inGroup = (group: string, suffix: string): boolean => group === suffix || group.endsWith(`.${suffix}`);
@@ -135,11 +135,16 @@ export function capiStatus(raw: RawObject): Status | undefined {
   );
 }
 
+/**
+ * The public group is read as v1beta1 while it is served, the private copies as v1beta2: they arrive
+ * with Cluster API 1.11, stored as v1beta2 (private-capi-types.md, "Conversion Webhook Shim"), and a
+ * read in the stored version needs no call to the conversion webhook shim.
+ */
 const capi = (key: string, kind: string, plural: string, group = CAPI_GROUP_SUFFIX): WatchedResource => ({
   key,
   component: 'capi',
   group,
-  versions: ['v1beta1', 'v1beta2'],
+  versions: group === PRIVATE_CAPI_GROUP_SUFFIX ? ['v1beta2', 'v1beta1'] : ['v1beta1', 'v1beta2'],
   plural,
   kind,
   ...(group === PRIVATE_CAPI_GROUP_SUFFIX && { optional: true }),

@@ -265,7 +265,10 @@ function checkOwners(object: string, crd: WatchedObject, unmanaged: readonly str
   return [];
 }
 
-/** The annotation a CRD migrator sets once it has re-stored every object (openshift/hypershift support/capi-crdmigrator/crd_migrator.go). */
+/**
+ * The annotation a CRD migrator sets once it has re-stored every object (openshift/hypershift
+ * support/capi-crdmigrator/crd_migrator.go).
+ */
 export const CRD_MIGRATION_ANNOTATION = 'crd-migration.cluster.x-k8s.io/observed-generation';
 
 /**
