@@ -8,6 +8,8 @@ export interface Gvr {
   group: string;
   version: string;
   plural: string;
+  /** the kind, for a collection not in KINDS (or one whose plural two groups share) */
+  kind?: string;
 }
 
 export const GVR = {
@@ -69,18 +71,21 @@ export class Scenario {
     spec: object | undefined,
     status?: object,
   ): Promise<void> {
-    const [apiVersion, kind] = KINDS[gvr.plural]!;
+    const { kind: own, ...path } = gvr;
+    const [apiVersion, kind] = own ? [`${gvr.group}/${gvr.version}`, own] : KINDS[gvr.plural]!;
     const body = { apiVersion, kind, metadata, ...(spec && { spec }) };
     if (metadata.namespace)
-      await this.custom.createNamespacedCustomObject({ ...gvr, namespace: metadata.namespace, body });
-    else await this.custom.createClusterCustomObject({ ...gvr, body });
+      await this.custom.createNamespacedCustomObject({ ...path, namespace: metadata.namespace, body });
+    else await this.custom.createClusterCustomObject({ ...path, body });
     if (status) await this.setStatus(gvr, metadata.name, status, metadata.namespace);
   }
 
   async setStatus(gvr: Gvr, name: string, status: object, namespace?: string): Promise<void> {
+    const { group, version, plural } = gvr;
     const body = [{ op: 'add', path: '/status', value: status }];
-    if (namespace) await this.custom.patchNamespacedCustomObjectStatus({ ...gvr, namespace, name, body });
-    else await this.custom.patchClusterCustomObjectStatus({ ...gvr, name, body });
+    if (namespace)
+      await this.custom.patchNamespacedCustomObjectStatus({ group, version, plural, namespace, name, body });
+    else await this.custom.patchClusterCustomObjectStatus({ group, version, plural, name, body });
   }
 
   async remove(gvr: Gvr, name: string, namespace?: string): Promise<void> {
