@@ -2,26 +2,31 @@
  * Which certificates will have expired when the node arrives, `shelfDays` from now, and what
  * happens to each then (openshift-behaviours.md §8, "Kubelet certificates after long power-off"):
  *
+ *   - a secret or CA bundle the cluster marks with
+ *     `certificates.openshift.io/auto-regenerate-after-offline-expiry` is regenerated at start:
+ *     upstream sets that annotation (library-go pkg/operator/certrotation,
+ *     AutoRegenerateAfterOfflineExpiryAnnotation, set through AdditionalAnnotations) only on what
+ *     its controllers regenerate once expired, with a link to the change that proved it, and
+ *     openshift/origin keeps the registry of every TLS artifact of a cluster and of which carry it
+ *     (tls/autoregenerate-after-expiry/). The node's copies of such a secret (the static pods'
+ *     <component>-certs/secrets/<name>/*.crt, which each component's cert syncer keeps in step with
+ *     its namespace's secret: origin's "Other locations") are regenerated with it;
  *   - kubelet's client and serving certificates (/var/lib/kubelet/pki, 720 h), and a client
  *     certificate embedded in kubelet's kubeconfig: kubelet re-bootstraps or asks for a renewal at
  *     start, the machine approver approves neither on a single node, and the agent's csr-approval
- *     step does;
- *   - the kube-apiserver's 30-day certificates and their signers, as secrets of the operator's and
- *     the API server's namespaces, and as the files the API server serves from
- *     (/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/<name>/tls.crt, which its
- *     kube-apiserver-cert-syncer container keeps in step with those secrets): the static pod's
- *     kube-apiserver-cert-regeneration-controller regenerates expired ones at start
- *     (cluster-kube-apiserver-operator bindata/assets/kube-apiserver/pod.yaml,
- *     NewCertRotationControllerOnlyWhenExpired), and the cert syncer writes them out;
+ *     step does (upstream does not annotate files: origin lists them under Node / Kubelet as not
+ *     meeting the requirement);
+ *   - the few secrets upstream regenerates without marking them (UNMARKED_REGENERATED, each with why);
  *   - anything else that expires before arrival needs a person, and the node is not fit to ship:
  *     kubelet's bootstrap credential in /etc/kubernetes/kubeconfig (10 years, signed by the
  *     installer's kubelet-bootstrap-kubeconfig-signer, which nothing on the cluster renews: without
  *     it kubelet cannot re-bootstrap), etcd's and the other static pods' certificates, and every
- *     other TLS secret.
+ *     other TLS secret, an application's 30-day certificate among them.
  *
- * Read from the node's files (under --root) and from every TLS secret of the cluster. A source
- * that cannot be read (a file that is not a certificate, secrets the API will not list) is named
- * in `unreadable`: a check that could not look does not pass.
+ * Read from the node's files (under --root), from every TLS secret of the cluster and from the CA
+ * bundles that carry the annotation. A source that cannot be read (a file that is not a
+ * certificate, secrets the API will not list) is named in `unreadable`: a check that could not look
+ * does not pass.
  */
 import path from 'node:path';
 import { certificatesIn } from '../base/pem.js';
@@ -69,28 +74,49 @@ export const KUBECONFIGS: readonly { file: string; whenExpired: Renewal }[] = [
 /** the static pods' copies of their secrets: <pod resources>/secrets/<secret>/<file>.crt */
 export const STATIC_POD_RESOURCES = '/etc/kubernetes/static-pod-resources';
 
+/** what upstream puts on a secret or CA bundle its controllers regenerate after an offline expiry */
+export const AUTO_REGENERATE_ANNOTATION = 'certificates.openshift.io/auto-regenerate-after-offline-expiry';
+
 const KASO_NAMESPACE = 'openshift-kube-apiserver-operator';
 const KAS_NAMESPACE = 'openshift-kube-apiserver';
-/** the kube-apiserver's secrets its cert-regeneration controller regenerates once expired */
-const KAS_REGENERATED = [
-  'aggregator-client',
-  'kubelet-client',
-  'localhost-serving-cert-certkey',
-  'service-network-serving-certkey',
-  'external-loadbalancer-serving-certkey',
-  'internal-loadbalancer-serving-certkey',
-];
-/** the same, as namespace/name */
-export const REGENERATED_AT_START: readonly string[] = [
-  ...['aggregator-client-signer', 'kube-apiserver-to-kubelet-signer', 'localhost-serving-signer'].map(
-    (n) => `${KASO_NAMESPACE}/${n}`,
-  ),
-  ...['service-network-serving-signer', 'loadbalancer-serving-signer'].map((n) => `${KASO_NAMESPACE}/${n}`),
-  ...KAS_REGENERATED.map((n) => `${KAS_NAMESPACE}/${n}`),
-];
+/**
+ * Why an unmarked kube-apiserver secret is regenerated at start all the same: the static pod's
+ * kube-apiserver-cert-regeneration-controller (cluster-kube-apiserver-operator
+ * bindata/assets/kube-apiserver/pod.yaml, NewCertRotationControllerOnlyWhenExpired in
+ * pkg/operator/certrotationcontroller/certrotationcontroller.go) regenerates each once expired, and
+ * the annotation came to these secrets only with cluster-kube-apiserver-operator PR 1631: a release
+ * before it regenerates them unmarked.
+ */
+const BEFORE_THE_MARK =
+  "regenerated by the kube-apiserver's cert-regeneration controller; marked only from cluster-kube-apiserver-operator PR 1631 on";
 
-/** the kube-apiserver's certificates its cert syncer copies from the secrets (not a revision's) */
-const KAS_CERTS = 'kube-apiserver-certs';
+/** Secrets regenerated at start that a cluster may not mark, as namespace/name, each with why. */
+export const UNMARKED_REGENERATED: ReadonlyMap<string, string> = new Map(
+  [
+    ...[
+      'aggregator-client-signer',
+      'kube-apiserver-to-kubelet-signer',
+      'localhost-serving-signer',
+      'service-network-serving-signer',
+      'loadbalancer-serving-signer',
+    ].map((n) => `${KASO_NAMESPACE}/${n}`),
+    ...[
+      'aggregator-client',
+      'kubelet-client',
+      'localhost-serving-cert-certkey',
+      'service-network-serving-certkey',
+      'external-loadbalancer-serving-certkey',
+      'internal-loadbalancer-serving-certkey',
+    ].map((n) => `${KAS_NAMESPACE}/${n}`),
+  ].map((key) => [key, BEFORE_THE_MARK]),
+);
+
+/** The namespace whose secrets a static pod's <component>-certs/secrets/ copies hold (origin's "Other locations"). */
+const CERT_SYNCER_NAMESPACES: Readonly<Record<string, string>> = {
+  'kube-apiserver-certs': KAS_NAMESPACE,
+  'kube-controller-manager-certs': 'openshift-kube-controller-manager',
+  'kube-scheduler-certs': 'openshift-kube-scheduler',
+};
 
 type Renewal = Exclude<Fate, 'valid'>;
 
@@ -109,10 +135,14 @@ function report(source: string, pem: string, arrival: Date, whenExpired: Renewal
   };
 }
 
-interface Secret extends KubeObject {
+/** a Secret or a ConfigMap: its data as the API returns it */
+interface DataObject extends KubeObject {
   type?: string;
   data?: Record<string, string>;
 }
+
+/** Whether the cluster marks an object as regenerated after an offline expiry. */
+const marked = (o: KubeObject): boolean => o.metadata.annotations?.[AUTO_REGENERATE_ANNOTATION] !== undefined;
 
 interface Kubeconfig {
   users?: { name?: string; user?: { 'client-certificate-data'?: string } }[];
@@ -143,18 +173,22 @@ async function entries(fs: RootFs, dir: string): Promise<string[]> {
   }
 }
 
-/** Every certificate file a static pod reads from its secrets, with who renews it. */
-async function staticPodFiles(fs: RootFs): Promise<{ file: string; whenExpired: Renewal }[]> {
+/** Every certificate file a static pod reads from its secrets, with who renews it (`regenerated`: namespace/name). */
+async function staticPodFiles(
+  fs: RootFs,
+  regenerated: ReadonlySet<string>,
+): Promise<{ file: string; whenExpired: Renewal }[]> {
   const out: { file: string; whenExpired: Renewal }[] = [];
   for (const resources of await entries(fs, STATIC_POD_RESOURCES)) {
     const secrets = path.posix.join(STATIC_POD_RESOURCES, resources, 'secrets');
+    const namespace = CERT_SYNCER_NAMESPACES[resources];
     for (const secret of await entries(fs, secrets)) {
-      const regenerated = resources === KAS_CERTS && KAS_REGENERATED.includes(secret);
+      const synced = namespace !== undefined && regenerated.has(`${namespace}/${secret}`);
       for (const name of await entries(fs, path.posix.join(secrets, secret)))
         if (name.endsWith('.crt'))
           out.push({
             file: path.posix.join(secrets, secret, name),
-            whenExpired: regenerated ? 'regenerated at start' : 'needs a person',
+            whenExpired: synced ? 'regenerated at start' : 'needs a person',
           });
     }
   }
@@ -162,7 +196,10 @@ async function staticPodFiles(fs: RootFs): Promise<{ file: string; whenExpired: 
 }
 
 /** Each node source by its name, and how to read its certificates. */
-async function nodeSources(fs: RootFs): Promise<{ name: string; read: () => Promise<NodeSource | undefined> }[]> {
+async function nodeSources(
+  fs: RootFs,
+  regenerated: ReadonlySet<string>,
+): Promise<{ name: string; read: () => Promise<NodeSource | undefined> }[]> {
   const file = (name: string, whenExpired: Renewal) => ({
     name,
     read: async (): Promise<NodeSource | undefined> => {
@@ -173,8 +210,22 @@ async function nodeSources(fs: RootFs): Promise<{ name: string; read: () => Prom
   return [
     ...KUBELET_FILES.map((f) => file(f, 'agent approves renewal')),
     ...KUBECONFIGS.map((k) => ({ name: k.file, read: () => kubeconfigCertificates(fs, k.file, k.whenExpired) })),
-    ...(await staticPodFiles(fs)).map((f) => file(f.file, f.whenExpired)),
+    ...(await staticPodFiles(fs, regenerated)).map((f) => file(f.file, f.whenExpired)),
   ];
+}
+
+/** A list from the API, or none with why in `unreadable`. */
+async function listed<T extends KubeObject>(
+  what: string,
+  list: () => Promise<T[]>,
+  unreadable: string[],
+): Promise<T[]> {
+  try {
+    return await list();
+  } catch (err) {
+    unreadable.push(`${what}: cannot be listed (${errorMessage(err)})`);
+    return [];
+  }
 }
 
 export async function certificateReports(
@@ -195,9 +246,16 @@ export async function certificateReports(
       unreadable.push(`${source}: not a readable certificate (${errorMessage(err)})`);
     }
   };
+  // the cluster first: whether a node file is regenerated follows from its secret's mark
+  const secrets = await listed("the cluster's TLS secrets", () => kube.list<DataObject>('v1', 'Secret'), unreadable);
+  const bundles = await listed("the cluster's CA bundles", () => kube.list<DataObject>('v1', 'ConfigMap'), unreadable);
+  const keyOf = (o: KubeObject) => `${o.metadata.namespace}/${o.metadata.name}`;
+  const tls = secrets.filter((x) => x.type === 'kubernetes.io/tls' && x.data?.['tls.crt']);
+  const regenerated = new Set([...tls.filter(marked).map(keyOf), ...UNMARKED_REGENERATED.keys()]);
+
   let sources: Awaited<ReturnType<typeof nodeSources>> = [];
   try {
-    sources = await nodeSources(fs);
+    sources = await nodeSources(fs, regenerated);
   } catch (err) {
     unreadable.push(`${STATIC_POD_RESOURCES}: cannot be listed (${errorMessage(err)})`);
   }
@@ -208,17 +266,13 @@ export async function certificateReports(
       unreadable.push(`${name}: cannot be read (${errorMessage(err)})`);
     }
   }
-  let secrets: Secret[] = [];
-  try {
-    secrets = await kube.list<Secret>('v1', 'Secret');
-  } catch (err) {
-    unreadable.push(`the cluster's TLS secrets: cannot be listed (${errorMessage(err)})`);
+  for (const s of tls) {
+    const fate: Renewal = regenerated.has(keyOf(s)) ? 'regenerated at start' : 'needs a person';
+    add(`Secret ${keyOf(s)}`, Buffer.from(s.data!['tls.crt']!, 'base64').toString('utf8'), fate);
   }
-  for (const s of secrets.filter((x) => x.type === 'kubernetes.io/tls' && x.data?.['tls.crt'])) {
-    const key = `${s.metadata.namespace}/${s.metadata.name}`;
-    const fate: Renewal = REGENERATED_AT_START.includes(key) ? 'regenerated at start' : 'needs a person';
-    add(`Secret ${key}`, Buffer.from(s.data!['tls.crt']!, 'base64').toString('utf8'), fate);
-  }
+  // a CA bundle is read only when marked: an unmarked one holds whatever trust its owner put there
+  for (const b of bundles.filter((x) => marked(x) && x.data?.['ca-bundle.crt']))
+    add(`ConfigMap ${keyOf(b)}`, b.data!['ca-bundle.crt']!, 'regenerated at start');
   return { certificates, unreadable };
 }
 
@@ -231,7 +285,7 @@ export const POWER_ON_MARGIN_DAYS = 7;
 
 /**
  * The power-on-by date: the earliest expiry of a certificate nothing renews while the node is off
- * (kubelet's are renewed through CSR approval, the kube-apiserver's regenerated at start), less the
+ * (kubelet's are renewed through CSR approval, what the cluster marks regenerated at start), less the
  * margin; undefined when none expires.
  */
 export function powerOnByDate(

@@ -15,13 +15,16 @@ import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 import { masterPoolUnsettled } from '../kube/rollout.js';
 import { TRUST_DIR, trustAnchors } from '../trust/check.js';
+import { NODE_KEY_CREDENTIAL, type NodeKey, readNodeKey } from '../trust/node-key.js';
 import { EMPTY_CONTEXT } from '../watch/model.js';
 import { readContextFile } from '../watch/context.js';
-import { type CertificateReport, type CertificateScan, certificateReports } from './certificates.js';
+import { type CertificateReport, type CertificateScan, certificateReports, powerOnByDate } from './certificates.js';
 import { DEFAULT_INTERNAL_IP } from './options.js';
-import { readFactoryRecord } from './record.js';
+import { readFactoryRecord } from '../node/factory-record.js';
+import { powerOnByLine } from '../node/shipment.js';
 
 export type Verdict = 'ok' | 'warning' | 'fail';
+type PowerOnBy = NonNullable<ReturnType<typeof powerOnByDate>>;
 
 export interface CheckItem {
   check: string;
@@ -38,6 +41,8 @@ export interface CheckReport {
   certificates: CertificateReport[];
   /** the certificate sources that could not be read, each with why */
   unreadable: string[];
+  /** power on by this date: the earliest expiry nothing renews while the node is off, less a margin */
+  powerOnBy?: PowerOnBy;
 }
 
 export interface CheckContext {
@@ -48,6 +53,8 @@ export interface CheckContext {
   stateDir: string;
   sources: AgentSources;
   shelfDays: number;
+  /** a node key sealed to anything but a TPM2 fails the check */
+  requireTpm?: boolean;
 }
 
 /** what `run` finds first on the node: a site-config left there would relocate the node at boot */
@@ -203,6 +210,29 @@ async function gateProblems(fs: RootFs): Promise<string[]> {
   return text === renderKubeletGateDropIn() ? [] : [`${file} differs from the gate ${GATE_UNIT} expects`];
 }
 
+/** The node key: which sealing holds it; none is a warning, or a failure when the factory asks for TPM. */
+async function nodeKeyItem(fs: RootFs, requireTpm: boolean): Promise<CheckItem> {
+  let key: NodeKey | undefined;
+  try {
+    key = await readNodeKey(fs);
+  } catch (err) {
+    return { check: 'node key', verdict: 'fail', detail: errorMessage(err) };
+  }
+  if (!key || !(await fs.exists(NODE_KEY_CREDENTIAL)))
+    return item(
+      'node key',
+      [`no node key (${NODE_KEY_CREDENTIAL}): site secrets cannot be sealed to this node; run factory prepare`],
+      '',
+      requireTpm ? 'fail' : 'warning',
+    );
+  const sealing = key.sealing === 'tpm2' ? "sealed to the node's TPM2" : 'sealed with the host key (no TPM2)';
+  return item(
+    'node key',
+    requireTpm && key.sealing !== 'tpm2' ? [`node key ${sealing}, and a TPM2 is required`] : [],
+    `${key.recipient}, ${sealing}`,
+  );
+}
+
 async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; wanted: string[] }> {
   const { fs } = ctx;
   const record = await readFactoryRecord(fs);
@@ -238,6 +268,7 @@ async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; want
           'warning',
         ),
   );
+  items.push(await nodeKeyItem(fs, ctx.requireTpm ?? false));
   items.push(
     item(
       'no site-config',
@@ -283,12 +314,14 @@ export async function checkFactoryNode(ctx: CheckContext): Promise<CheckReport> 
   const cluster = await clusterChecks(ctx, node.wanted);
   const scan = await certificateReports(ctx.fs, ctx.kube, now, ctx.shelfDays);
   const checks = [...cluster, ...node.items, certificateItem(scan, ctx.shelfDays)];
+  const powerOnBy = powerOnByDate(scan.certificates);
   return {
     fit: checks.every((c) => c.verdict !== 'fail'),
     shelfDays: ctx.shelfDays,
     arrival: new Date(now.getTime() + ctx.shelfDays * DAY_MS).toISOString(),
     checks,
     ...scan,
+    ...(powerOnBy && { powerOnBy }),
   };
 }
 
@@ -305,6 +338,7 @@ export function renderCheck(report: CheckReport): string {
     for (const c of expiring)
       lines.push(`  ${c.notAfter.slice(0, 10)}  ${c.fate.padEnd(22)}  ${c.source} (${c.subject})`);
   }
+  if (report.powerOnBy) lines.push('', powerOnByLine(report.powerOnBy));
   lines.push('', report.fit ? 'fit to ship' : 'NOT fit to ship: fix what FAIL names, then check again');
   return `${lines.join('\n')}\n`;
 }

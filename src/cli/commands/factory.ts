@@ -12,9 +12,8 @@ import { checkFactoryNode, type CheckReport, renderCheck } from '../../factory/c
 import { checkImage, checkInternalIP, readTrustAnchors } from '../../factory/options.js';
 import { type AppliedConfig, installManifests, prepareNode, type PrepareResult } from '../../factory/prepare.js';
 import { installConfigPreconditions } from '../../factory/preconditions.js';
-import { makeRecord, recordText } from '../../factory/record.js';
+import { makeRecord, recordText } from '../../node/factory-record.js';
 import { sealNode } from '../../factory/seal.js';
-import { powerOnByDate } from '../../factory/certificates.js';
 import { powerOnByLine, type Shipment } from '../../node/shipment.js';
 import { FACTORY_RECORD, machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
@@ -62,6 +61,7 @@ function renderPrepared(result: PrepareResult): string {
     `node ${result.node}: install address ${result.installAddress} on br-ex is the internal IP`,
     'preconditions met: one node, OVN-Kubernetes, platform none',
     `recorded in ${FACTORY_RECORD}: internal IP ${record.internalIP}, install subnet ${record.installSubnet}`,
+    `node key ${result.nodeKey.recipient} (${result.nodeKey.sealing === 'tpm2' ? "sealed to the node's TPM2" : 'sealed with the host key: this node has no TPM2'}): put it in the inventory's node-key column`,
     'kubelet gate open for the factory until factory seal',
     ...result.configs.map(
       (c) =>
@@ -140,6 +140,7 @@ async function prepare(inv: Invocation, format: Format): Promise<CommandResult> 
     stateDir: rt.stateDir,
     sources: bundledAgentSources(),
     options,
+    requireTpm: inv.flags['require-tpm'] === true,
   });
   rt.log.info({ node: result.node, internalIP: result.installAddress }, 'factory prepare: node prepared');
   if (!options.image)
@@ -167,6 +168,7 @@ async function check(inv: Invocation): Promise<{ rt: Runtime; report: CheckRepor
     stateDir: rt.stateDir,
     sources: bundledAgentSources(),
     shelfDays: days,
+    requireTpm: inv.flags['require-tpm'] === true,
   });
   return { rt, report };
 }
@@ -179,7 +181,7 @@ const checkResult = (report: CheckReport, format: Format, extra = ''): CommandRe
 async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
   const { rt, report } = await check(inv);
   if (!report.fit) return checkResult(report, format, 'not sealed: nothing on the node was changed\n');
-  const powerOnBy = powerOnByDate(report.certificates);
+  const { powerOnBy } = report;
   const early =
     powerOnBy && Date.parse(powerOnBy.date) < Date.parse(report.arrival)
       ? [
