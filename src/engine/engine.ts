@@ -118,11 +118,6 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   const store = observed(input.store, input.observer);
   // a damaged or newer state file stops the run before anything changes: said in the journal and
   // on the console, with what to do, as every refusal is
-  const previous = await store.load().catch(async (err: unknown) => {
-    if (err instanceof RefusedError) await announceStop(input, 'refused', errorMessage(err), err);
-    throw err;
-  });
-  const resumed = previous !== undefined && previous.configHash === input.configHash;
   const began = { at: ctx.clock.now(), monotonic: ctx.clock.monotonic() };
   const outcome = (result: RunOutcome['result'], extra: Pick<RunOutcome, 'state' | 'err'>): RunOutcome => ({
     result,
@@ -131,6 +126,17 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
     durationSeconds: Math.max(0, ctx.clock.monotonic() - began.monotonic) / 1000,
     ...extra,
   });
+  // a run that stops before any step is counted too: the metrics say a run was tried and refused
+  const stoppedBeforeSteps = async (err: unknown): Promise<never> => {
+    const refused = err instanceof RefusedError;
+    await recordSli(input, (sli) => sli.finished(outcome(refused ? 'refused' : 'failed', { err })));
+    throw err;
+  };
+  const previous = await store.load().catch(async (err: unknown) => {
+    if (err instanceof RefusedError) await announceStop(input, 'refused', errorMessage(err), err);
+    return stoppedBeforeSteps(err);
+  });
+  const resumed = previous !== undefined && previous.configHash === input.configHash;
   const selected = input.steps.filter((s) => input.selected.has(s.name));
   const state = newRunState({
     site: ctx.site.name,
@@ -153,10 +159,8 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   try {
     refuseConflicts(await planSteps({ ...input, steps: selected.filter((s) => s.group === 'node') }));
   } catch (err) {
-    if (!(err instanceof RefusedError)) throw err;
-    await announceStop(input, 'refused', scrubText(errorMessage(err)), err);
-    await recordSli(input, (sli) => sli.finished(outcome('refused', { err })));
-    throw err;
+    if (err instanceof RefusedError) await announceStop(input, 'refused', scrubText(errorMessage(err)), err);
+    return stoppedBeforeSteps(err);
   }
   await store.save(state);
   await recordSli(input, (sli) => sli.started(began.at));

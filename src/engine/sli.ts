@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import * as z from 'zod';
-import { CommandError, RefusedError, RolledBackError, VerificationError } from '../base/errors.js';
+import { CommandError, ConfigError, RefusedError, RolledBackError, VerificationError } from '../base/errors.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import type { RunState } from './state.js';
@@ -15,12 +15,15 @@ import type { RunState } from './state.js';
 export const SLI_FILE = 'sli.json';
 
 /** Why a step failed, in few enough classes to be a metric label. */
-export const REASON_CLASSES = ['refused', 'rollback', 'verification', 'command', 'other'] as const;
+export const REASON_CLASSES = ['invalid', 'refused', 'rollback', 'verification', 'command', 'other'] as const;
 export type ReasonClass = (typeof REASON_CLASSES)[number];
-/** the label of a refusal before any step ran: the host preflight of the node steps */
+/** the label of a run stopped before any step ran: its state file, or the host preflight of the node steps */
 export const PREFLIGHT = 'preflight';
+/** the label of a site-config that was not admitted: invalid, or refused for its signature, CA or clock */
+export const ADMISSION = 'admission';
 
 export function reasonClassOf(err: unknown): ReasonClass {
+  if (err instanceof ConfigError) return 'invalid';
   if (err instanceof RefusedError) return 'refused';
   if (err instanceof RolledBackError) return 'rollback';
   if (err instanceof VerificationError) return 'verification';
@@ -44,6 +47,9 @@ const sliSchema = z.object({
       startedAt: z.string(),
       finishedAt: z.string(),
       durationSeconds: z.number().nonnegative(),
+      /** for a run that did not succeed: the step that stopped it (or preflight, admission) and the reason class */
+      stoppedAt: z.string().optional(),
+      reason: z.enum(REASON_CLASSES).optional(),
       /** each step of the run that recorded a duration, in seconds */
       steps: z.record(z.string(), z.number().nonnegative()),
     })
@@ -61,6 +67,8 @@ export interface RunOutcome {
   /** the run's state, for the steps' durations; a refusal at the preflight has none */
   state?: RunState;
   err?: unknown;
+  /** where the run stopped, when no step did: preflight by default */
+  stoppedAt?: typeof ADMISSION;
 }
 
 export class SliStore {
@@ -92,9 +100,12 @@ export class SliStore {
     const runs = { ...sli.runs, [outcome.result]: sli.runs[outcome.result] + 1 };
     const stepFailures = { ...sli.stepFailures };
     let { networkRollbacks } = sli;
-    if (outcome.result !== 'succeeded') {
-      const step = failedStep(outcome) ?? PREFLIGHT;
-      const reason = reasonClassOf(outcome.err);
+    const stopped =
+      outcome.result === 'succeeded'
+        ? undefined
+        : { stoppedAt: outcome.stoppedAt ?? failedStep(outcome) ?? PREFLIGHT, reason: reasonClassOf(outcome.err) };
+    if (stopped) {
+      const { stoppedAt: step, reason } = stopped;
       stepFailures[step] = { ...stepFailures[step], [reason]: (stepFailures[step]?.[reason] ?? 0) + 1 };
       if (reason === 'rollback' && step === 'network') networkRollbacks += 1;
     }
@@ -115,9 +126,19 @@ export class SliStore {
         startedAt: outcome.startedAt.toISOString(),
         finishedAt: outcome.finishedAt.toISOString(),
         durationSeconds: outcome.durationSeconds,
+        ...stopped,
         steps,
       },
     });
+  }
+
+  /**
+   * A site-config that was not admitted (invalid, or refused for its signature, CA or clock): the
+   * engine never ran, so the run is counted here, with no duration, as stopped at admission.
+   */
+  notAdmitted(at: Date, err: unknown): Promise<void> {
+    const result = err instanceof ConfigError || err instanceof RefusedError ? 'refused' : 'failed';
+    return this.finished({ result, startedAt: at, finishedAt: at, durationSeconds: 0, err, stoppedAt: ADMISSION });
   }
 
   private save(sli: Sli): Promise<void> {

@@ -51,7 +51,7 @@ export function registerRelocationMetrics(registry: Registry, { fs, stateDir }: 
   });
   new Counter({
     name: 'sno_relocate_step_failures_total',
-    help: 'Failed runs by the step that failed (preflight: refused before any step) and the class of reason',
+    help: 'Runs that did not succeed, by where they stopped (a step, preflight or admission) and the class of reason',
     labelNames: ['step', 'reason'] as const,
     registers,
     async collect() {

@@ -34,7 +34,13 @@ async function runLocked(
   rt: Runtime,
   selected: ReturnType<typeof selectSteps>,
 ): Promise<CommandResult> {
-  const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals));
+  // a site-config refused at admission (signature, CA, clock) or invalid is a run counted all the same
+  const loaded = await loadSite(rt, atMostOnePath('run', inv.positionals)).catch(async (err: unknown) => {
+    await new SliStore(rt.fs, rt.stateDir)
+      .notAdmitted(rt.clock.now(), err)
+      .catch((e: unknown) => rt.log.warn({ err: e }, `relocation figures not recorded: ${errorMessage(e)}`));
+    throw err;
+  });
   if (!loaded) {
     const unfinished = await unfinishedRun(new StateStore(rt.fs, rt.stateDir)).catch(async (err: unknown) => {
       // a damaged state file says nothing of how far a run got: the node may be half way
