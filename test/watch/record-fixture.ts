@@ -1,18 +1,19 @@
 /**
  * Makes test/watch/fixtures/relocated-store.jsonl: a recording of `watch --once` over a relocated
- * store cluster in trouble on the real test API, plus one later evaluation (as the running watcher
- * makes when an escalation falls due) six minutes on. Run: npx tsx test/watch/record-fixture.ts
+ * store cluster in trouble on the real test API (Cluster API as test/watch/capi-scenario.ts seeds it
+ * among the rest), plus one later evaluation (as the running watcher makes when an escalation falls
+ * due) six minutes on. Run: npx tsx test/watch/record-fixture.ts
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { KubernetesObjectApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { createRootFs } from '../../src/ports/fs.js';
 import { writeContextFile } from '../../src/watch/context.js';
 import { startFactory, STATE_DIR } from '../cluster/env.js';
 import { FACTORY_REGISTRY } from '../kube/factory-cluster.js';
 import { REPO } from '../node/context.js';
+import { seedCapi } from './capi-scenario.js';
 import { condition, GVR, Scenario } from './scenario.js';
 
 export const FIXTURE = path.join(REPO, 'test/watch/fixtures/relocated-store.jsonl');
@@ -23,7 +24,7 @@ export const FIXTURE_CONTEXT = {
   factoryRegistries: [FACTORY_REGISTRY],
 };
 
-const env = await startFactory({ crds: { except: ['hypershift'] }, seed: { csrs: false }, models: false });
+const env = await startFactory({ crds: { except: ['capi', 'hypershift'] }, seed: { csrs: false }, models: false });
 try {
   const kc = env.cluster.kubeConfig();
   const s = new Scenario(kc);
@@ -95,25 +96,8 @@ try {
       ],
     },
   );
-  // two managers of one Cluster API CRD: the platform's and HyperShift's (server-side apply)
-  const objects = KubernetesObjectApi.makeApiClient(kc);
-  const apply = (manager: string, metadata: object) =>
-    objects.patch(
-      {
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: 'machines.cluster.x-k8s.io', ...metadata },
-      } as KubernetesObject,
-      undefined,
-      undefined,
-      manager,
-      true,
-      PatchStrategy.ServerSideApply,
-    );
-  await apply('cluster-capi-operator', {
-    annotations: { 'include.release.openshift.io/single-node-developer': 'true' },
-  });
-  await apply('hypershift', { labels: { 'hypershift.openshift.io/managed': 'true' } });
+  // Cluster API of both groups: owners, stored versions, webhooks, conditions and migrations
+  await seedCapi(kc, env.cluster.kubeconfigPath);
 
   const root = mkdtempSync(path.join(tmpdir(), 'sno-relocate-fixture-'));
   await writeContextFile(createRootFs(root), STATE_DIR, FIXTURE_CONTEXT);
