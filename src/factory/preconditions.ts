@@ -5,7 +5,7 @@
  * hold the factory's addresses). Each unmet one is named, all of them at once.
  */
 import type { Kube, KubeObject } from '../ports/kube.js';
-import { inSubnet } from './record.js';
+import { inSubnet } from '../node/factory-record.js';
 
 export const NETWORK_CONFIG = { apiVersion: 'config.openshift.io/v1', kind: 'Network', name: 'cluster' } as const;
 export const INFRASTRUCTURE = {

@@ -13,7 +13,7 @@ import { byCodeUnit } from '../base/order.js';
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
 export const INSTALL_ENV = '/etc/sno-relocate/install.env';
-/** what factory prepare decided (src/factory/record.ts), a file of the internal-IP MachineConfig */
+/** what factory prepare decided (src/node/factory-record.ts), a file of the internal-IP MachineConfig */
 export const FACTORY_RECORD = '/etc/sno-relocate/factory.json';
 
 /** The units and scripts of the agent, as they are in systemd/ of this repository. */
@@ -30,7 +30,7 @@ export interface MachineConfigOptions {
   image?: string;
   /** trust anchors: file name to PEM public key, installed under /etc/sno-relocate/trust/ */
   trustAnchors?: Record<string, string>;
-  /** the factory record's text (src/factory/record.ts), carried beside the files pinning the internal IP */
+  /** the factory record's text (src/node/factory-record.ts), carried beside the files pinning the internal IP */
   factoryRecord?: string;
 }
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { configChange, fileDisruption } from '../../src/factory/disruption.js';
-import { subnetOf } from '../../src/factory/record.js';
+import { subnetOf } from '../../src/node/factory-record.js';
 import { dataUrl, type MachineConfig } from '../../src/node/machineconfig.js';
 
 function mc(files: Record<string, string>, units: { name: string; enabled: boolean }[] = []): MachineConfig {

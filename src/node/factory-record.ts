@@ -16,7 +16,7 @@ import { RefusedError } from '../base/errors.js';
 import type { Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
-import { FACTORY_RECORD } from '../node/machineconfig.js';
+import { FACTORY_RECORD } from './machineconfig.js';
 
 const RecordSchema = z.object({
   version: z.literal(1),
