@@ -18,7 +18,8 @@ import { selectNmstate } from '../ports/select-nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
 import { connectSystemdBus } from '../ports/systemd-dbus.js';
 import { checkTrust } from '../trust/check.js';
-import { checkSiteAgainstRecord } from '../node/factory-record.js';
+import { checkSiteAgainstRecord } from '../factory/record.js';
+import { nodeUnsealer } from '../trust/node-key.js';
 import { defersTime, type TimeMark } from '../base/true-time.js';
 import { chronySyncState } from '../node/chrony.js';
 import { readShipment } from '../node/shipment.js';
@@ -84,6 +85,12 @@ async function timeMarks(rt: Runtime): Promise<TimeMark[]> {
   ];
 }
 
+/** Secrets sealed to this node's key are opened with it, where the node has one. */
+async function nodeUnsealerOf(rt: Runtime): Promise<Pick<Admission, 'unseal'>> {
+  const unseal = await nodeUnsealer(rt);
+  return unseal ? { unseal } : {};
+}
+
 /** The node's rules a site-config is admitted under; admitSite decides their order. */
 async function admission(rt: Runtime): Promise<Admission> {
   // on a clock chronyd has yet to synchronise, time is judged by the clock step (src/base/true-time.ts)
@@ -95,6 +102,7 @@ async function admission(rt: Runtime): Promise<Admission> {
     trust: (loaded) => checkTrust(rt, loaded, deferTime),
     // a node prepared at the factory keeps its install subnet for the internal IP
     factoryRecord: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site),
+    ...(await nodeUnsealerOf(rt)),
   };
 }
 

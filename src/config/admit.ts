@@ -9,6 +9,7 @@
  * one; the caller hands them in by name, and this file alone decides the order they run in.
  */
 import { loadSiteConfig } from './load.js';
+import type { Unsealer } from './sealed.js';
 import type { LoadedSite } from './site.js';
 import type { TimeMark } from '../base/true-time.js';
 
@@ -29,6 +30,8 @@ export interface Admission {
   trust: NodeRule | undefined;
   /** what the node was prepared for: the factory record's install subnet; undefined only off the node */
   factoryRecord: NodeRule | undefined;
+  /** opens fields sealed to the node's key (src/trust/node-key.ts); undefined: they are listed, not read */
+  unseal?: Unsealer;
 }
 
 /** The order the node's rules run in: who wrote it is settled before what it asks is weighed. */
@@ -42,8 +45,13 @@ const NODE_RULES = ['trust', 'factoryRecord'] as const;
 export const offNode = (now: Date): Admission => ({ now, trust: undefined, factoryRecord: undefined });
 
 export async function admitSite(target: string, admission: Admission): Promise<LoadedSite> {
-  const loaded = await loadSiteConfig(target, admission.now, admission.deferTime);
-  loaded.timeMarks = [...(admission.timeMarks ?? [])];
-  for (const rule of NODE_RULES) await admission[rule]?.(loaded);
-  return loaded;
+  try {
+    const loaded = await loadSiteConfig(target, admission.now, admission.deferTime, admission.unseal);
+    loaded.timeMarks = [...(admission.timeMarks ?? [])];
+    for (const rule of NODE_RULES) await admission[rule]?.(loaded);
+    return loaded;
+  } finally {
+    // the node's identity lives no longer than admission; the opened secrets stay in memory only
+    admission.unseal?.forget();
+  }
 }

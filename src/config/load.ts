@@ -11,6 +11,7 @@ import { locate } from './locate.js';
 import { toSite, withImageBased } from './normalise.js';
 import { parseConfig, readDocument, relabelFor } from './parse.js';
 import { fileReader, sha256 } from './read.js';
+import type { Unsealer } from './sealed.js';
 import type { LoadedSite } from './site.js';
 import { documentRules, networkRules, runRules } from './v1/rules.js';
 
@@ -20,7 +21,12 @@ import { documentRules, networkRules, runRules } from './v1/rules.js';
  * yet), a problem of time alone (a certificate outside its validity) is a warning, and kept in
  * `deferred` to be judged again on the synchronised clock (src/trust/clock.ts).
  */
-export async function loadSiteConfig(target: string, now: Date, deferTime = false): Promise<LoadedSite> {
+export async function loadSiteConfig(
+  target: string,
+  now: Date,
+  deferTime = false,
+  unsealer?: Unsealer,
+): Promise<LoadedSite> {
   const located = await locate(path.resolve(target));
   const findings: Finding[] = [];
   const deferred: Finding[] = [];
@@ -28,7 +34,7 @@ export async function loadSiteConfig(target: string, now: Date, deferTime = fals
     if (deferTime) deferTimeFindings(findings, deferred);
     return hasErrors(findings);
   };
-  const files = await fileReader(located.dir, findings);
+  const files = await fileReader(located.dir, findings, unsealer);
   const { bytes, shown, document, imageBased } = await readDocument(now, located, files, findings);
   const relabel = relabelFor(located.media);
   const config = parseConfig(document, relabel, findings);
@@ -48,5 +54,6 @@ export async function loadSiteConfig(target: string, now: Date, deferTime = fals
     files: [{ name: shown, sha256: sha256(bytes) }, ...files.digests],
     findings,
     deferred,
+    ...(files.seal.left.length > 0 && { sealed: { node: await files.seal.sealedFor(), fields: files.seal.left } }),
   };
 }

@@ -11,6 +11,7 @@ import { sourceOf } from './ibi/seed-reconfiguration.js';
 import type { Located } from './locate.js';
 import type { FileReader } from './read.js';
 import { readBounded } from './read-bounded.js';
+import { openDocument } from './sealed.js';
 import { parseSiteConfig } from './v1/parse.js';
 import type { SiteConfigV1 } from './v1/schema.js';
 import { DocumentError, parseYamlDocument } from './yaml.js';
@@ -35,7 +36,7 @@ export async function readDocument(
     // the site-config itself is confined to its folder like every file it names
     const bytes = await readBounded(file, shown, { inside: files.realDir });
     if (media === 'ibi') return { bytes, shown, ...(await translateMedia(now, bytes, files, findings)) };
-    return { bytes, shown, document: parseYamlDocument(bytes, shown) };
+    return { bytes, shown, document: await openDocument(parseYamlDocument(bytes, shown), '$', files.seal, findings) };
   } catch (err) {
     if (err instanceof DocumentError)
       fail([{ severity: 'error', path: shown, message: err.message.replace(`${shown}: `, '') }], err.message);

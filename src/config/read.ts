@@ -8,6 +8,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Finding } from '../base/findings.js';
 import { readBounded } from './read-bounded.js';
+import { isSealed, type Sealing, sealing, type Unsealer } from './sealed.js';
 import type { SiteFile } from './site.js';
 
 export const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
@@ -17,20 +18,26 @@ export interface FileReader {
   digests: SiteFile[];
   dir: string;
   realDir: string;
+  /** the sealed fields met so far, opened with the node's key where there is one */
+  seal: Sealing;
 }
 
-export async function fileReader(dir: string, findings: Finding[]): Promise<FileReader> {
+export async function fileReader(dir: string, findings: Finding[], unsealer?: Unsealer): Promise<FileReader> {
   const realDir = await realpath(dir).catch(() => dir);
   const digests: SiteFile[] = [];
+  const seal = sealing(realDir, unsealer);
   return {
     digests,
     dir,
     realDir,
+    seal,
     async read(fieldPath, name) {
       try {
         const data = await readBounded(path.join(realDir, name), name, { inside: realDir });
+        // the digest is the ciphertext's: what the signature covers
         digests.push({ name, sha256: sha256(data) });
-        return data;
+        if (!isSealed(data)) return data;
+        return (await seal.open(data.toString('utf8'), fieldPath, findings)) ?? Buffer.alloc(0);
       } catch (err) {
         findings.push({
           severity: 'error',

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCidr } from '../base/addresses.js';
+import { parseRevokedKeys, REVOKED_KEYS_NAME } from '../trust/revocation.js';
 import { readPublicKey } from '../trust/signature.js';
 
 export const DEFAULT_INTERNAL_IP = '192.168.127.10/24';
@@ -36,7 +37,26 @@ export function checkImage(setting: string, value: string): string {
   return value;
 }
 
-/** Every *.pub of the folder, each checked to be a public key the agent will accept. */
+/** The folder's revocation list of signing keys, checked as the agent reads it; none when absent. */
+function revocationList(setting: string, dir: string): [string, string][] {
+  let text: string;
+  try {
+    text = readFileSync(path.join(dir, REVOKED_KEYS_NAME), 'utf8');
+  } catch {
+    return [];
+  }
+  try {
+    parseRevokedKeys(text, path.join(dir, REVOKED_KEYS_NAME));
+  } catch (err) {
+    throw new Error(`${setting}: ${(err as Error).message}`);
+  }
+  return [[REVOKED_KEYS_NAME, text]];
+}
+
+/**
+ * Every *.pub of the folder, each checked to be a public key the agent will accept, and its
+ * revocation list (revoked-keys) when it has one.
+ */
 export function readTrustAnchors(setting: string, dir: string): Record<string, string> {
   let names: string[];
   try {
@@ -45,8 +65,9 @@ export function readTrustAnchors(setting: string, dir: string): Record<string, s
     throw new Error(`${setting}: cannot read ${dir}: ${(err as Error).message}`);
   }
   if (names.length === 0) throw new Error(`${setting}: no *.pub key in ${dir}`);
-  return Object.fromEntries(
-    names.map((n) => {
+  return Object.fromEntries([
+    ...revocationList(setting, dir),
+    ...names.map((n): [string, string] => {
       const pem = readFileSync(path.join(dir, n), 'utf8');
       try {
         readPublicKey(pem, path.join(dir, n));
@@ -55,5 +76,5 @@ export function readTrustAnchors(setting: string, dir: string): Record<string, s
       }
       return [n, pem];
     }),
-  );
+  ]);
 }

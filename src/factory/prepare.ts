@@ -29,6 +29,7 @@ import type { Exec } from '../ports/exec.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 import { type ConfigChange, configChange } from './disruption.js';
+import { ensureNodeKey, type NodeKey } from '../trust/node-key.js';
 import { clusterPreconditions, MACHINE_CONFIG_API } from './preconditions.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 import {
@@ -38,7 +39,7 @@ import {
   readFactoryRecord,
   recordText,
   writeFactoryRecord,
-} from '../node/factory-record.js';
+} from './record.js';
 
 /** what the kubelet gate's marker holds while the node is at the factory (until `factory seal`) */
 export const FACTORY_GATE = 'factory';
@@ -52,6 +53,8 @@ export interface PrepareResult {
   node: string;
   installAddress: string;
   record: FactoryRecord;
+  /** the node's key: its recipient goes into the fleet inventory's node-key column */
+  nodeKey: NodeKey;
   configs: AppliedConfig[];
 }
 
@@ -63,6 +66,8 @@ export interface PrepareContext {
   stateDir: string;
   sources: AgentSources;
   options: Omit<MachineConfigOptions, 'internalIP'>;
+  /** refuse to seal the node key to anything but a TPM2 */
+  requireTpm?: boolean;
 }
 
 interface NodeObject extends KubeObject {
@@ -156,6 +161,7 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
     throw new RefusedError(
       `${drift}: it records another install address than ${BR_EX}'s ${address}; nothing was changed`,
     );
+  const nodeKey = await ensureNodeKey(ctx, ctx.clock.now(), ctx.requireTpm);
   // before the MachineConfigs: the reboot that applies them must find the gate open and the record written
   await writeFactoryRecord(ctx.fs, record);
   await openGate(ctx.fs, ctx.stateDir, FACTORY_GATE);
@@ -174,7 +180,7 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
     const action = !before ? 'create' : change.files.length || change.units.length ? 'update' : 'unchanged';
     configs.push({ name: mc.metadata.name, action, ...change });
   }
-  return { node: node.metadata.name, installAddress: address, record, configs };
+  return { node: node.metadata.name, installAddress: address, record, nodeKey, configs };
 }
 
 /** For the installer's manifests: the MachineConfigs without the kubelet gate (the installation starts kubelet). */

@@ -14,7 +14,9 @@ import { CONFIG_LABELS } from '../config/discover.js';
 import { ConfigError, errorMessage } from '../base/errors.js';
 import { reportManifestWork, reportManifestWorkReplicaSet } from '../hub/manifestwork.js';
 import type { Exec } from '../ports/exec.js';
-import { SIGNATURE_FILE, signSiteConfig } from '../trust/signature.js';
+import { type FolderSigning, sealAndSign } from '../trust/seal-folder.js';
+import { SIGNATURE_FILE } from '../trust/signature.js';
+import { AGE_RECIPIENT } from '../trust/node-key.js';
 import { type Inventory, type InventoryRow, rowProblems, SITE_COLUMN } from './inventory.js';
 import { columnsOf, fill, type Template } from './template.js';
 
@@ -58,6 +60,29 @@ function missingValues(row: InventoryRow, template: Template): string[] {
     .map((c) => `${row.at(c)}: empty, and the template uses it`);
 }
 
+/** the optional columns that tie a row's folder to its node: its serial, its node key, its generation */
+export const SERIAL_COLUMN = 'serial';
+export const NODE_KEY_COLUMN = 'node-key';
+export const GENERATION_COLUMN = 'generation';
+
+/** What a row's node columns add to its signature, or why they cannot be used. */
+function nodeColumns(row: InventoryRow): Pick<FolderSigning, 'node' | 'nodeKey' | 'generation'> | string {
+  const serial = row.values[SERIAL_COLUMN] || undefined;
+  const nodeKey = row.values[NODE_KEY_COLUMN] || undefined;
+  const generation = row.values[GENERATION_COLUMN] || undefined;
+  if (nodeKey !== undefined && !AGE_RECIPIENT.test(nodeKey))
+    return `${row.at(NODE_KEY_COLUMN)}: not an age recipient (age1..., printed by factory prepare)`;
+  if (nodeKey !== undefined && serial === undefined)
+    return `${row.at(NODE_KEY_COLUMN)}: a node key needs the node's serial in column "${SERIAL_COLUMN}"`;
+  if (generation !== undefined && !/^[1-9][0-9]{0,14}$/.test(generation))
+    return `${row.at(GENERATION_COLUMN)}: not a whole number from 1`;
+  return {
+    ...(serial !== undefined && { node: { serial } }),
+    ...(nodeKey !== undefined && { nodeKey }),
+    ...(generation !== undefined && { generation: Number(generation) }),
+  };
+}
+
 async function renderRow(options: RenderOptions, row: InventoryRow): Promise<SiteResult> {
   const site = row.values[SITE_COLUMN]!;
   const missing = missingValues(row, options.template);
@@ -97,15 +122,24 @@ async function renderRow(options: RenderOptions, row: InventoryRow): Promise<Sit
         ok: false,
         errors: [`${row.at(SITE_COLUMN)}: the template's metadata.name renders to ${loaded.site.name}, not ${site}`],
       };
+    const node = nodeColumns(row);
+    if (typeof node === 'string') return { site, where: row.where, ok: false, errors: [node] };
     if (options.key) {
-      const doc = signSiteConfig(options.key, {
-        site,
-        files: loaded.files,
+      const { doc } = await sealAndSign(options.key, loaded, {
         now: options.now,
         ...(options.notAfter && { notAfter: options.notAfter }),
+        ...node,
       });
       await writeFile(path.join(partial, SIGNATURE_FILE), `${JSON.stringify(doc, null, 2)}\n`);
-    }
+    } else if (node.nodeKey !== undefined)
+      return {
+        site,
+        where: row.where,
+        ok: false,
+        errors: [
+          `${row.at(NODE_KEY_COLUMN)}: sealing needs --key: the node reads its sealed secrets only from a signed folder`,
+        ],
+      };
     await rm(folder, { recursive: true, force: true });
     await rename(partial, folder);
   } finally {

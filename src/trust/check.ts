@@ -20,16 +20,22 @@ import {
   type NodeIdentity,
   readPublicKey,
   SIGNATURE_FILE,
+  type Signed,
   type TrustAnchor,
   verifySiteConfig,
 } from './signature.js';
+import { generationProblem, readAppliedGeneration } from './generation.js';
+import { revokedKeys } from './revocation.js';
 
 export const TRUST_DIR = '/etc/sno-relocate/trust';
+const DEFAULT_STATE_DIR = '/var/lib/sno-relocate';
 const MACHINE_ID = '/etc/machine-id';
 const DMI_SERIAL = '/sys/class/dmi/id/product_serial';
 
 export interface TrustContext {
   fs: RootFs;
+  /** where the applied generation is kept (default /var/lib/sno-relocate) */
+  stateDir?: string;
   clock: Clock;
   log: Logger;
   banner: Banner;
@@ -106,6 +112,11 @@ async function readSignature(dir: string): Promise<Buffer | string | undefined> 
   }
 }
 
+const verified = new WeakMap<LoadedSite, Signed>();
+
+/** The signed part of the signature the trust check verified for this site-config, if it verified one. */
+export const verifiedSignature = (loaded: LoadedSite): Signed | undefined => verified.get(loaded);
+
 /**
  * `deferTime`: the clock is not synchronised yet, so the signature's notAfter is left to the clock
  * step (src/base/true-time.ts), which judges it again on the synchronised clock.
@@ -123,23 +134,35 @@ export async function checkTrust(ctx: TrustContext, loaded: LoadedSite, deferTim
       : verifySiteConfig({
           document: signature,
           anchors,
+          revoked: await revokedKeys(ctx.fs),
           files: loaded.files,
           now: deferTime ? undefined : ctx.clock.now(),
           node: await nodeIdentity(ctx.fs),
         });
-  if (!verdict.trusted) {
+  // a genuine signature is still refused when the node has applied a newer generation
+  const stale = verdict.trusted
+    ? generationProblem(verdict.signed, await readAppliedGeneration(ctx.fs, ctx.stateDir ?? DEFAULT_STATE_DIR))
+    : undefined;
+  if (!verdict.trusted || stale !== undefined) {
+    const reason = verdict.trusted ? stale : verdict.reason;
     logEvent(
       ctx.log,
       'error',
       'configUntrusted',
       { site: loaded.site.name, anchors: anchors.length },
-      `site-config refused: ${verdict.reason}; nothing on the host was changed`,
+      `site-config refused: ${reason}; nothing on the host was changed`,
     );
-    await ctx.banner.show(`site-config refused: ${verdict.reason}`);
-    throw new RefusedError(`site-config refused: ${verdict.reason}`);
+    await ctx.banner.show(`site-config refused: ${reason}`);
+    throw new RefusedError(`site-config refused: ${reason}`);
   }
+  verified.set(loaded, verdict.signed);
   ctx.log.info(
-    { keyId: verdict.signed.keyId, anchor: verdict.anchor, notAfter: verdict.signed.notAfter },
+    {
+      keyId: verdict.signed.keyId,
+      anchor: verdict.anchor,
+      notAfter: verdict.signed.notAfter,
+      generation: verdict.signed.generation,
+    },
     `site-config signed by trusted key ${verdict.anchor}`,
   );
   // a valid signature says the true time is no earlier than its signing

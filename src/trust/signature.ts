@@ -32,6 +32,10 @@ export const signedSchema = z.strictObject({
   signedAt: z.iso.datetime(),
   notAfter: z.iso.datetime().optional(),
   node: nodeBindingSchema.optional(),
+  /** the node's generation of this folder: a node refuses one older than the last it applied */
+  generation: z.number().int().positive().optional(),
+  /** the node whose key the folder's secrets are sealed to (its serial or machine-id) and that key */
+  sealedFor: z.strictObject({ node: z.string().regex(/^[\w.:-]{1,128}$/), recipient: z.string() }).optional(),
   files: z.array(z.strictObject({ name: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/) })).min(1),
 });
 
@@ -116,6 +120,8 @@ export interface SignInput {
   now: Date;
   notAfter?: Date;
   node?: NodeBinding;
+  generation?: number;
+  sealedFor?: { node: string; recipient: string };
 }
 
 export function signSiteConfig(key: KeyObject, input: SignInput): SignatureDocument {
@@ -125,6 +131,8 @@ export function signSiteConfig(key: KeyObject, input: SignInput): SignatureDocum
     signedAt: input.now.toISOString(),
     ...(input.notAfter ? { notAfter: input.notAfter.toISOString() } : {}),
     ...(input.node ? { node: input.node } : {}),
+    ...(input.generation !== undefined ? { generation: input.generation } : {}),
+    ...(input.sealedFor ? { sealedFor: input.sealedFor } : {}),
     files: [...input.files].map((f) => ({ name: f.name, sha256: f.sha256 })).sort((a, b) => (a.name < b.name ? -1 : 1)),
   };
   return {
@@ -150,6 +158,8 @@ export interface VerifyInput {
   /** the raw site-config.sig, or undefined when the folder has none */
   document: Buffer | undefined;
   anchors: readonly TrustAnchor[];
+  /** key ids the trust folder's revocation list names: a signature by one of them is refused */
+  revoked?: ReadonlySet<string>;
   files: readonly SiteFile[];
   /** the time the signature's notAfter is judged at; undefined: the caller judges it later (a deferred clock) */
   now: Date | undefined;
@@ -183,6 +193,11 @@ export function verifySiteConfig(input: VerifyInput): Verdict {
     return {
       trusted: false,
       reason: `site-config not signed by a trusted key: it was signed by key ${doc.signed.keyId}, which this node does not trust`,
+    };
+  if (input.revoked?.has(doc.signed.keyId))
+    return {
+      trusted: false,
+      reason: `site-config not signed by a trusted key: it was signed by key ${doc.signed.keyId} (${anchor.name}), which is revoked`,
     };
   if (!verify(null, signedBytes(doc.signed), anchor.key, Buffer.from(doc.signature, 'base64'))) {
     return {

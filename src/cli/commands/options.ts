@@ -102,11 +102,11 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     name: 'sign',
     usage: [
       [
-        'sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER',
-        'write FOLDER/site-config.sig over the site-config and every file it names',
+        'sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL]\n                    [--generation N] [--node-key RECIPIENT] FOLDER',
+        "write FOLDER/site-config.sig over the site-config and every file it names, its secrets first sealed to the node's key",
       ],
     ],
-    options: ['key', 'not-after', 'bind-machine-id', 'bind-serial'],
+    options: ['key', 'not-after', 'bind-machine-id', 'bind-serial', 'generation', 'node-key'],
   },
   {
     name: 'render',
@@ -142,7 +142,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     name: 'factory prepare',
     usage: [
       [
-        'factory prepare [--image REF] [--trust DIR]',
+        'factory prepare [--image REF] [--trust DIR] [--require-tpm]',
         "on the installed node: br-ex's install address becomes the internal IP; preconditions checked, MachineConfigs applied (each reboot shown)",
       ],
       [
@@ -156,6 +156,7 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
       'kubeconfig',
       'image',
       'trust',
+      'require-tpm',
       'manifests',
       'install-config',
       'internal-ip',
@@ -167,11 +168,11 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     name: 'factory check',
     usage: [
       [
-        'factory check [--shelf-days N]',
-        'fit to ship? cluster, agent, gate, trust, certificates on arrival (-o json|text)',
+        'factory check [--shelf-days N] [--require-tpm]',
+        'fit to ship? cluster, agent, gate, trust, node key, certificates on arrival (-o json|text)',
       ],
     ],
-    options: ['root', 'state-dir', 'kubeconfig', 'shelf-days', 'output', ...LOG],
+    options: ['root', 'state-dir', 'kubeconfig', 'shelf-days', 'require-tpm', 'output', ...LOG],
   },
   {
     name: 'factory seal',

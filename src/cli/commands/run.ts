@@ -10,6 +10,7 @@ import { closeGateUnlessFor } from '../../node/kubelet-gate.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, seconds } from '../args.js';
 import { acquireRunLock } from '../../ports/run-lock.js';
+import { beforeFirstChange } from '../../trust/admitted.js';
 import { createRuntime, createStepContext, loadSite, type Runtime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
@@ -58,6 +59,7 @@ async function runLocked(
     await rt.banner.show('no site-config appeared; nothing was changed (plug in the stick to start)');
     return { exitCode: 0, stdout: '' };
   }
+  await beforeFirstChange(rt, loaded);
   const { ctx, close } = createStepContext(rt, loaded, {
     healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']),
     healthStableSeconds: seconds('--health-stable', inv.flags['health-stable']),

@@ -5,7 +5,9 @@ import { admitSite, offNode } from '../../config/admit.js';
 import { systemClock } from '../../ports/clock.js';
 import { UsageError } from '../../base/errors.js';
 import { createRootFs } from '../../ports/fs.js';
-import { KeyError, readPrivateKey, SIGNATURE_FILE, signSiteConfig } from '../../trust/signature.js';
+import { sealAndSign } from '../../trust/seal-folder.js';
+import { KeyError, readPrivateKey, SIGNATURE_FILE } from '../../trust/signature.js';
+import { AGE_RECIPIENT } from '../../trust/node-key.js';
 import type { Invocation } from '../args.js';
 import type { CommandResult } from './result.js';
 
@@ -33,9 +35,28 @@ export async function signingKeyFlag(key: string): Promise<KeyObject> {
   }
 }
 
-/** `sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL] FOLDER` */
+/** --generation: a whole number from 1. */
+export function generationFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw new UsageError(`--generation: "${value}" is not a whole number from 1`);
+  return Number(value);
+}
+
+/** --node-key: an age X25519 recipient, as factory prepare prints it. */
+export function nodeKeyFlag(value: string | undefined): string | undefined {
+  if (value !== undefined && !AGE_RECIPIENT.test(value))
+    throw new UsageError(`--node-key: "${value}" is not an age recipient (age1..., printed by factory prepare)`);
+  return value;
+}
+
+/**
+ * `sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL]
+ * [--generation N] [--node-key RECIPIENT] FOLDER`
+ */
 export async function signCommand(inv: Invocation): Promise<CommandResult> {
   const { key, 'not-after': notAfter, 'bind-machine-id': machineId, 'bind-serial': serial } = inv.flags;
+  const generation = generationFlag(inv.flags.generation);
+  const nodeKey = nodeKeyFlag(inv.flags['node-key']);
   if (!key) throw new UsageError('sign needs --key NAME.key');
   if (inv.positionals.length !== 1) throw new UsageError('sign takes one FOLDER holding site-config.yaml');
   if (machineId && serial)
@@ -46,12 +67,12 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
   // the same admission the node runs, off the node (no signature yet to trust): an invalid
   // site-config is refused (exit 2), and the files signed are exactly the files the node will check
   const loaded = await admitSite(inv.positionals[0]!, offNode(now));
-  const doc = signSiteConfig(privateKey, {
-    site: loaded.site.name,
-    files: loaded.files,
+  const { doc, files, sealed } = await sealAndSign(privateKey, loaded, {
     now,
-    ...(expiry ? { notAfter: expiry } : {}),
-    ...(machineId || serial ? { node: { ...(machineId ? { machineId } : {}), ...(serial ? { serial } : {}) } } : {}),
+    ...(expiry && { notAfter: expiry }),
+    ...((machineId || serial) && { node: { ...(machineId && { machineId }), ...(serial && { serial }) } }),
+    ...(generation !== undefined && { generation }),
+    ...(nodeKey !== undefined && { nodeKey }),
   });
   await createRootFs(loaded.dir).writeAtomic(`/${SIGNATURE_FILE}`, `${JSON.stringify(doc, null, 2)}\n`, {
     mode: 0o644,
@@ -59,6 +80,6 @@ export async function signCommand(inv: Invocation): Promise<CommandResult> {
   const bound = machineId ? `, for machine-id ${machineId}` : serial ? `, for serial ${serial}` : '';
   return {
     exitCode: 0,
-    stdout: `signed ${loaded.files.length} file(s) of site ${loaded.site.name} into ${path.join(loaded.dir, SIGNATURE_FILE)} with key ${doc.signed.keyId}${expiry ? `, valid until ${expiry.toISOString()}` : ''}${bound}\n`,
+    stdout: `${sealed.length > 0 ? `sealed ${sealed.join(', ')} for node ${doc.signed.sealedFor?.node}\n` : ''}signed ${files} file(s) of site ${loaded.site.name} into ${path.join(loaded.dir, SIGNATURE_FILE)} with key ${doc.signed.keyId}${expiry ? `, valid until ${expiry.toISOString()}` : ''}${bound}${generation !== undefined ? `, generation ${generation}` : ''}\n`,
   };
 }

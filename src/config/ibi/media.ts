@@ -5,6 +5,7 @@ import { caBundleProblem } from '../certificates.js';
 import { fail } from '../fail.js';
 import { isFile } from '../locate.js';
 import type { FileReader } from '../read.js';
+import { openDocument } from '../sealed.js';
 import { DocumentError, decodeText } from '../yaml.js';
 import type { ImageBasedSite } from './image-based.js';
 import {
@@ -32,6 +33,7 @@ export async function translateMedia(
     const message = err instanceof DocumentError ? err.message.replace(`${MANIFEST_FILE} `, '') : 'not valid JSON';
     fail([{ severity: 'error', path: MANIFEST_FILE, message }]);
   }
+  json = await openDocument(json, `${MANIFEST_FILE}: $`, files.seal, findings);
   const parsed = parseLenient(seedReconfigurationSchema, json);
   findings.push(...parsed.findings.map((f) => ({ ...f, path: `${MANIFEST_FILE}: ${f.path}` })));
   if (!parsed.value) fail(findings);

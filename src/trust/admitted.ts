@@ -1,0 +1,23 @@
+/**
+ * What a run settles once its site-config is admitted and before its first change on the host:
+ * sealed fields this node could not open refuse the run, and the generation it applies is
+ * recorded, so that from now on an older stick is refused (src/trust/generation.ts).
+ */
+import { RefusedError } from '../base/errors.js';
+import type { LoadedSite } from '../config/site.js';
+import type { RootFs } from '../ports/fs.js';
+import type { Clock } from '../ports/clock.js';
+import { verifiedSignature } from './check.js';
+import { recordGeneration } from './generation.js';
+import { NODE_KEY_CREDENTIAL } from './node-key.js';
+
+export async function beforeFirstChange(
+  rt: { fs: RootFs; clock: Clock; stateDir: string },
+  loaded: LoadedSite,
+): Promise<void> {
+  if (loaded.sealed)
+    throw new RefusedError(
+      `site-config refused: ${loaded.sealed.fields.join(', ')} sealed for node ${loaded.sealed.node}, and this node has no node key (${NODE_KEY_CREDENTIAL}) to open them; nothing on the host was changed`,
+    );
+  await recordGeneration(rt.fs, rt.stateDir, verifiedSignature(loaded), rt.clock.now());
+}
