@@ -18,7 +18,7 @@ import { selectNmstate } from '../ports/select-nmstate.js';
 import type { Systemd } from '../ports/systemd.js';
 import { connectSystemdBus } from '../ports/systemd-dbus.js';
 import { checkTrust } from '../trust/check.js';
-import { checkSiteAgainstRecord } from '../factory/record.js';
+import { checkSiteAgainstRecord } from '../node/factory-record.js';
 import { nodeUnsealer } from '../trust/node-key.js';
 import { defersTime, type TimeMark } from '../base/true-time.js';
 import { chronySyncState } from '../node/chrony.js';

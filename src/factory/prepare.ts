@@ -39,7 +39,7 @@ import {
   readFactoryRecord,
   recordText,
   writeFactoryRecord,
-} from './record.js';
+} from '../node/factory-record.js';
 
 /** what the kubelet gate's marker holds while the node is at the factory (until `factory seal`) */
 export const FACTORY_GATE = 'factory';
