@@ -12,7 +12,7 @@ export interface PlanDocument {
   steps: ShownPlan[];
 }
 
-const MARK = { noop: '=', change: '~', conflict: '!', deferred: '?' } as const;
+const MARK = { noop: '=', change: '~', conflict: '!', declined: '-', deferred: '?' } as const;
 
 export function renderPlan(doc: PlanDocument, format: 'text' | 'json' | 'yaml'): string {
   const safe = redactSecrets(doc);
@@ -34,7 +34,7 @@ export function renderPlan(doc: PlanDocument, format: 'text' | 'json' | 'yaml'):
   const count = (a: ShownPlan['action']) => safe.steps.filter((p) => p.action === a).length;
   lines.push(
     '',
-    `${safe.steps.length} steps: ${count('change')} to change, ${count('noop')} unchanged, ${count('conflict')} in conflict, ${count('deferred')} deferred (planned when they run)`,
+    `${safe.steps.length} steps: ${count('change')} to change, ${count('noop')} unchanged, ${count('conflict')} in conflict, ${count('declined')} declined, ${count('deferred')} deferred (planned when they run)`,
     `Control-plane rollouts and reboots this run causes: ${describeRollouts(rolloutsOf(safe.steps))}`,
   );
   return `${lines.join('\n')}\n`;

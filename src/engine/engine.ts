@@ -7,7 +7,7 @@ import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
 import { errorMessage, RefusedError, SnoRelocateError, StepError, VerificationError } from '../base/errors.js';
 import type { RunOutcome, SliStore } from './sli.js';
-import { hashOf, newRunState, type RunState, type StateStore } from './state.js';
+import { declinedSteps, hashOf, newRunState, type RunState, type StateStore } from './state.js';
 import type { ChangePlan, PlanResult, Step, StepContext, StepName, StepPlan } from './step.js';
 
 export interface EngineInput {
@@ -185,8 +185,17 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   await store.save(state);
   await recordSli(input, (sli) => sli.finished(outcome('succeeded', { state })));
   const durationMs = Math.round(ctx.clock.monotonic() - began.monotonic);
-  logEvent(ctx.log, 'info', 'runFinished', { site: state.site, durationMs }, `run finished for site ${state.site}`);
-  await banner.show(`done: site ${state.site} is configured`);
+  const declined = declinedSteps(state);
+  logEvent(
+    ctx.log,
+    'info',
+    'runFinished',
+    { site: state.site, durationMs, ...(declined.length > 0 && { declined }) },
+    `run finished for site ${state.site}`,
+  );
+  await banner.show(
+    `done: site ${state.site} is configured${declined.length > 0 ? `; WARN declined: ${declined.join('; ')}` : ''}`,
+  );
   return state;
 }
 
@@ -198,7 +207,8 @@ async function runOne(
 ): Promise<void> {
   const inputHash = hashOf(step.inputs(stepCtx.site));
   const previous = state.steps[step.name];
-  const doneBefore = previous?.status === 'done' && previous.inputHash === inputHash;
+  // a step that declined its change is planned again as if never done: what declined may have cleared
+  const doneBefore = previous?.status === 'done' && previous.declined === undefined && previous.inputHash === inputHash;
   const ctx: StepContext = {
     ...stepCtx,
     runStartedAt: state.startedAt,
@@ -208,7 +218,7 @@ async function runOne(
   let attempts = previous?.attempts ?? 0;
   let planned: string[] | undefined;
   logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
-  const record = (status: 'running' | 'done' | 'failed', message?: string, progress = false) => {
+  const record = (status: 'running' | 'done' | 'failed', message?: string, progress = false, declined?: string) => {
     if (status === 'running' && !progress) attempts += 1;
     state.steps[step.name] = {
       status,
@@ -223,6 +233,7 @@ async function runOne(
       }),
       ...(message !== undefined && { message: scrubText(message) }),
       ...(planned && { plan: planned }),
+      ...(declined !== undefined && { declined: scrubText(declined) }),
     };
     return store.save(state, `state-write:${step.name}:${progress ? 'progress' : status}`);
   };
@@ -230,6 +241,11 @@ async function runOne(
     // the plan is read from the real host every time: a recorded "done" alone is not trusted
     const { view, plan } = await surveyAndPlan(step, ctx);
     if (plan.action === 'conflict') throw new RefusedError(`${step.name}: ${plan.reason}`, { step: step.name });
+    if (plan.action === 'declined') {
+      await record('done', plan.reason, false, plan.reason);
+      logEvent(ctx.log, 'warn', 'stepDeclined', { reason: plan.reason }, `declined, the run goes on: ${plan.reason}`);
+      return;
+    }
     if (plan.action === 'noop') {
       // a noop plan is the default verification already; a step's own runs once for a step not done before
       if (!doneBefore && step.verify) await verifyStep(step, ctx);

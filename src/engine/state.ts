@@ -32,6 +32,11 @@ const stepRecord = z.object({
   message: z.string().optional(),
   /** what the step planned on the host it found: each change as `action target`, redacted (version 2) */
   plan: z.array(z.string()).optional(),
+  /**
+   * why the step declined its change and the run went on without it (a refused rename); optional,
+   * so an agent that predates it reads the file as it always did
+   */
+  declined: z.string().optional(),
 });
 
 const runStateV1 = z.object({
@@ -56,6 +61,10 @@ const STATE_FORMATS = z
 export type StepRecord = z.infer<typeof stepRecord>;
 /** The run state as this agent holds it; agentVersion is absent only in a file of version 1. */
 export type RunState = Omit<z.infer<typeof runStateV2>, 'agentVersion'> & { agentVersion?: string };
+
+/** `step: reason` for every step of the run that declined its change and let the run go on. */
+export const declinedSteps = (state: Pick<RunState, 'steps'>): string[] =>
+  Object.entries(state.steps).flatMap(([name, r]) => (r.declined !== undefined ? [`${name}: ${r.declined}`] : []));
 
 /** A new run's state, as this agent writes it. */
 export const newRunState = (fields: Omit<RunState, 'version' | 'agentVersion'>): RunState => ({

@@ -34,10 +34,18 @@ export interface Change {
   rollouts?: RolloutKind[];
 }
 
+/**
+ * noop: nothing to do. change: what apply makes. conflict: the run stops before this step changes
+ * anything (exit 3). declined: the step refuses its own change only, the node stays as it is for it
+ * and the run goes on; the reason is kept in the run's state, and `status`, the hub report and the
+ * run's last line say it (a rename the cluster would not survive: the move completes under the
+ * factory name). A later run plans the step again.
+ */
 export type PlanResult =
   | { action: 'noop'; reason: string }
   | { action: 'change'; summary: string; changes: Change[] }
-  | { action: 'conflict'; reason: string };
+  | { action: 'conflict'; reason: string }
+  | { action: 'declined'; reason: string };
 
 export type StepPlan = PlanResult & { step: StepName };
 export type ChangePlan = Extract<PlanResult, { action: 'change' }>;

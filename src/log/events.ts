@@ -11,6 +11,7 @@ export const MessageId = {
   stepFinished: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a22',
   stepFailed: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a23',
   stepSkipped: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a24',
+  stepDeclined: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a25',
   configInvalid: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a31',
   configWaiting: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a32',
   configFound: '6c1f0b7e2d4a4f1b9e3a5c7d8e9f0a33',

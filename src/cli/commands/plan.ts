@@ -41,7 +41,10 @@ export async function planCommand(inv: Invocation): Promise<CommandResult> {
   } finally {
     close();
   }
-  // a step in conflict with the host is what `run` refuses: the plan says so with the same exit code
-  const exitCode = steps.some((s) => s.action === 'conflict') ? ExitCode.refused : ExitCode.ok;
+  // a step in conflict with the host is what `run` refuses: the plan says so with the same exit code;
+  // a step the run would decline (and go on without) says so too, for the factory to fix before shipping
+  const exitCode = steps.some((s) => s.action === 'conflict' || s.action === 'declined')
+    ? ExitCode.refused
+    : ExitCode.ok;
   return { exitCode, stdout: renderPlan({ site: loaded.site.name, siteConfig: loaded.file, steps }, format) };
 }

@@ -3,7 +3,7 @@ import { siteCaCertificate } from '../../certs/site-certs.js';
 import { powerOnByLine, readShipment } from '../../node/shipment.js';
 import { safeLine } from '../../log/safe-text.js';
 import { AGENT_VERSION } from '../../base/version.js';
-import { StateStore, type RunState } from '../../engine/state.js';
+import { declinedSteps, StateStore, type RunState } from '../../engine/state.js';
 import { STEPS } from '../../steps/index.js';
 import { FACTORY_ADMIN_REFUSED, FACTORY_ADMIN_WORKS } from '../../steps/access.js';
 import { renderFindings, table } from '../../watch/render.js';
@@ -27,6 +27,8 @@ export function renderRunState(state: RunState | undefined): string {
     `Site:     ${safeLine(state.site)}`,
     `Result:   ${state.result}${notAsked.length ? ' (partial run)' : ''}${state.message ? `: ${safeLine(state.message)}` : ''}`,
     ...partial,
+    // what the run declined and went on without (a refused rename): the node as it is, and why
+    ...declinedSteps(state).map((d) => `Declined: ${safeLine(d)}`),
     `Started:  ${state.startedAt}${state.finishedAt ? `   Finished: ${state.finishedAt}` : ''}`,
     // after an upgrade or a rollback, the agent that ran the steps is not the one answering
     ...(state.agentVersion !== AGENT_VERSION
@@ -39,7 +41,7 @@ export function renderRunState(state: RunState | undefined): string {
     const r = state.steps[name];
     rows.push([
       name,
-      r?.status ?? (asked.has(name) ? 'pending' : 'not asked for'),
+      (r?.declined !== undefined ? 'declined' : r?.status) ?? (asked.has(name) ? 'pending' : 'not asked for'),
       r ? String(r.attempts) : '',
       r?.durationMs !== undefined ? `${r.durationMs}ms` : '',
       r?.message ?? '',
