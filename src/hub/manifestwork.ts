@@ -39,6 +39,7 @@ export const FEEDBACK_FIELDS: readonly ScalarField[] = [
   'finishedAt',
   'updatedAt',
   'watcherErrorCount',
+  'declined',
   'agentVersion',
 ];
 

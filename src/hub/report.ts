@@ -11,7 +11,7 @@
  */
 import { AGENT_VERSION } from '../base/version.js';
 import { caPaths } from '../certs/site-certs.js';
-import type { RunState } from '../engine/state.js';
+import { declinedSteps, type RunState } from '../engine/state.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
@@ -60,8 +60,24 @@ export interface ReportStatus {
   warnings?: string[];
   /** manifest.json fields accepted and not used */
   unusedFields?: string[];
+  /**
+   * `step: reason` for each change the run declined and went on without (a refused rename), joined
+   * by `; `, empty when it declined nothing: a scalar, so a hub's statusFeedback always reads one
+   */
+  declined?: string;
+  /** one condition, InService: whether the site is moved, and what it declined on the way */
+  conditions?: InServiceCondition[];
   agentVersion: string;
   updatedAt: string;
+}
+
+export interface InServiceCondition {
+  type: 'InService';
+  status: 'True' | 'False' | 'Unknown';
+  /** Moved, MovedWithDeclined, Running, Failed or Refused */
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
 }
 
 const str = { type: 'string' };
@@ -126,6 +142,14 @@ export const REPORT_CRD = {
                   mediaInfraID: str,
                   warnings: { type: 'array', items: str },
                   unusedFields: { type: 'array', items: str },
+                  declined: str,
+                  conditions: {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      properties: { type: str, status: str, reason: str, message: str, lastTransitionTime: str },
+                    },
+                  },
                   agentVersion: str,
                   updatedAt: str,
                 },
@@ -166,6 +190,24 @@ export async function imageBasedStatus(kube: Kube, media: ImageBasedSite): Promi
   };
 }
 
+/** InService from the run: True once it succeeded, its message naming every change it declined. */
+export function inServiceCondition(state: RunState): InServiceCondition {
+  const declined = declinedSteps(state);
+  const at = state.finishedAt ?? state.startedAt;
+  const of = (status: InServiceCondition['status'], reason: string, message: string): InServiceCondition => ({
+    type: 'InService',
+    status,
+    reason,
+    message,
+    lastTransitionTime: at,
+  });
+  if (state.result === 'running') return of('Unknown', 'Running', `the move of site ${state.site} is running`);
+  if (state.result !== 'succeeded')
+    return of('False', PHASE[state.result], `the move of site ${state.site} ${state.result}: ${state.message ?? ''}`);
+  if (declined.length === 0) return of('True', 'Moved', `site ${state.site} is configured`);
+  return of('True', 'MovedWithDeclined', `site ${state.site} is configured; declined: ${declined.join('; ')}`);
+}
+
 /** The status as it stands, from the run's state, the watcher's status file and the site CA. */
 export async function reportStatus(ctx: ReportContext, state: RunState): Promise<ReportStatus> {
   const steps = Object.entries(state.steps).map(([name, r]) => ({
@@ -190,6 +232,8 @@ export async function reportStatus(ctx: ReportContext, state: RunState): Promise
     steps,
     watcherErrorCount: watch ? Object.values(watch.syncErrors).reduce((a, b) => a + b, 0) : 0,
     ...(ca && { siteCACertificate: ca }),
+    declined: declinedSteps(state).join('; '),
+    conditions: [inServiceCondition(state)],
     agentVersion: AGENT_VERSION,
     updatedAt: ctx.clock.now().toISOString(),
   };
