@@ -19,11 +19,22 @@
  * - a MachineHealthCheck covering the node's Machine: it would remediate the node while it is
  *   NotReady under its new name;
  * - /etc/hostname declared by a MachineConfig: the machine-config daemon reports the site's
- *   hostname as drift.
+ *   hostname as drift;
+ * - a machine-config pool not Updated: the daemon is rolling out a rendered config (a reboot may
+ *   come) and the controller that moves the master taint and worker label is busy with it;
+ * - a certificate signing request pending: the approval of kubelet's requests for the new name
+ *   must be the only one in flight (research section 4, preflight);
+ * - the internal IP changed from the factory's: etcd's discovery matches its member by peer URL, an
+ *   address, and the rename's etcd procedure assumes that address kept (research section 3, etcd
+ *   member controllers).
+ *
+ * Three of them pass by themselves: a rollout, a pool updating, a request pending. They are
+ * transient: a run waits for them, bounded, before they count (src/steps/node-rename.ts).
  */
 import type { DeclaredFiles } from './rendered-config.js';
 import { HOSTNAME_FILE } from './hostname.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
+import { csrState, type CsrObject } from '../kube/csr.js';
 
 /** The static-pod operators of library-go whose status.nodeStatuses are keyed by node name. */
 export const STATIC_POD_OPERATORS = ['Etcd', 'KubeAPIServer', 'KubeControllerManager', 'KubeScheduler'] as const;
@@ -66,12 +77,24 @@ export interface ClusterFacts {
   operators: StaticPodOperator[];
   /** MachineHealthChecks whose selector matches this node's Machine */
   healthChecks: string[];
+  /** `MachineConfigPool name` of every pool not Updated */
+  updatingPools: string[];
+  /** names of the certificate signing requests neither approved nor denied */
+  pendingCsrs: string[];
 }
 
 /** What the preflight read of the node itself. */
 export interface NodeFacts {
   declared?: DeclaredFiles;
   startupMonitor: boolean;
+  /** the factory's internal IPs -> the site's, when the site moves them (from the factory record) */
+  addressChange?: string;
+}
+
+/** One reason to refuse; a transient one passes by itself, and a run waits for it first. */
+export interface Refusal {
+  reason: string;
+  transient: boolean;
 }
 
 const sel = (labels: Record<string, string> | undefined, want: Record<string, string> | undefined) =>
@@ -91,6 +114,7 @@ type Pv = KubeObject & {
 type Node = KubeObject & { metadata: KubeObject['metadata'] & { finalizers?: string[] } };
 type Machine = KubeObject & { status?: { nodeRef?: { name?: string } } };
 type HealthCheck = KubeObject & { spec?: { selector?: { matchLabels?: Record<string, string> } } };
+type Pool = KubeObject & { status?: { conditions?: { type: string; status?: string }[] } };
 
 async function listIfServed(kube: Kube, apiVersion: string, kind: string): Promise<KubeObject[]> {
   return (await kube.serves(apiVersion, kind)) ? kube.list(apiVersion, kind) : [];
@@ -133,6 +157,9 @@ export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFa
   const machines = (await listIfServed(kube, 'machine.openshift.io/v1beta1', 'Machine')) as Machine[];
   const mine = machines.filter((m) => m.status?.nodeRef?.name === node);
   const checks = (await listIfServed(kube, 'machine.openshift.io/v1beta1', 'MachineHealthCheck')) as HealthCheck[];
+  const pools = (await listIfServed(kube, 'machineconfiguration.openshift.io/v1', 'MachineConfigPool')) as Pool[];
+  const csrs = (await kube.list('certificates.k8s.io/v1', 'CertificateSigningRequest')) as unknown as (CsrObject &
+    KubeObject)[];
   return {
     pinnedVolumes,
     nodeFinalizers: nodeObject?.metadata.finalizers ?? [],
@@ -144,34 +171,48 @@ export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFa
     healthChecks: checks
       .filter((c) => mine.some((m) => sel(m.metadata.labels, c.spec?.selector?.matchLabels)))
       .map((c) => `MachineHealthCheck ${c.metadata.namespace}/${c.metadata.name}`),
+    updatingPools: pools
+      .filter((p) => p.status?.conditions?.find((c) => c.type === 'Updated')?.status !== 'True')
+      .map((p) => `MachineConfigPool ${p.metadata.name}`),
+    pendingCsrs: csrs.filter((c) => csrState(c) === 'pending').map((c) => c.metadata.name!),
   };
 }
 
 /** Every reason to refuse the rename, each naming what it found; empty when the rename is safe. */
-export function renameRefusals(cluster: ClusterFacts, node: NodeFacts): string[] {
-  const out: string[] = [];
+export function renameRefusals(cluster: ClusterFacts, node: NodeFacts): Refusal[] {
+  const out: Refusal[] = [];
+  const lasting = (reason: string) => out.push({ reason, transient: false });
+  const passing = (reason: string) => out.push({ reason, transient: true });
   if (cluster.pinnedVolumes.length > 0)
-    out.push(`volumes are pinned to the node's name (LVMS, LSO): ${cluster.pinnedVolumes.join(', ')}`);
+    lasting(`volumes are pinned to the node's name (LVMS, LSO): ${cluster.pinnedVolumes.join(', ')}`);
   if (cluster.lvmClusters.length > 0 || cluster.nodeFinalizers.includes(TOPOLVM_FINALIZER))
-    out.push(
+    lasting(
       `LVMS is installed (${[...cluster.lvmClusters, ...(cluster.nodeFinalizers.includes(TOPOLVM_FINALIZER) ? [`finalizer ${TOPOLVM_FINALIZER} on the Node`] : [])].join(', ')}): deleting the former Node deletes its claims`,
     );
   if (cluster.perNodeConfig.length > 0)
-    out.push(
+    lasting(
       `per-node configuration names the node or its hostname and would stop applying: ${cluster.perNodeConfig.join(', ')}`,
     );
   const rolling = cluster.operators.filter((o) =>
     o.nodeStatuses.some((n) => (n.targetRevision ?? 0) > 0 || n.currentRevision !== o.latestAvailableRevision),
   );
   if (rolling.length > 0 || node.startupMonitor)
-    out.push(
+    passing(
       `static-pod operators are mid-rollout: ${[...rolling.map((o) => `${o.kind}/cluster`), ...(node.startupMonitor ? ['the kube-apiserver startup monitor is running'] : [])].join(', ')}`,
     );
+  if (cluster.updatingPools.length > 0)
+    passing(`machine-config pools are not Updated: ${cluster.updatingPools.join(', ')}`);
+  if (cluster.pendingCsrs.length > 0)
+    passing(`certificate signing requests are pending: ${cluster.pendingCsrs.join(', ')}`);
   if (cluster.healthChecks.length > 0)
-    out.push(`a MachineHealthCheck covers the node: ${cluster.healthChecks.join(', ')}`);
+    lasting(`a MachineHealthCheck covers the node: ${cluster.healthChecks.join(', ')}`);
   if (node.declared?.files.has(HOSTNAME_FILE))
-    out.push(
+    lasting(
       `${HOSTNAME_FILE} is declared by the MachineConfig ${node.declared.name}: the site hostname would be drift`,
+    );
+  if (node.addressChange)
+    lasting(
+      `the internal IP changes (${node.addressChange}): etcd matches its member by address, so a rename waits for a move that keeps it`,
     );
   return out;
 }

@@ -3,9 +3,13 @@
  * preflight (src/node/rename-preflight.ts) finds nothing a rename breaks. The node first comes up
  * under the name it has, as without a rename (node-name pinned it, the kubelet gate started
  * kubelet, csr-approval approved its requests), so the cluster answers the preflight at a site boot
- * as at the factory. Every reason it finds is named, and the step refuses: at `plan` (exit 3)
- * before anything changes, and in a run before this step changes anything, the Node left under the
- * name it has and the run's status saying why.
+ * as at the factory. Every reason it finds is named, and the step declines: at `plan` (exit 3)
+ * before anything changes; in a run before this step changes anything, the Node left under the name
+ * it has and the run going on (a refused rename never stops the move), with the run's status, the
+ * hub report's InService condition and the console's last line saying why. A later run (the stick
+ * again, or `sno-relocate run`) plans the rename again. The reasons that pass by themselves (a
+ * static-pod rollout, a machine-config pool updating, a pending certificate request) are waited for
+ * in a run first, up to RENAME_WAIT_MINUTES, and count only if they are still there.
  *
  * Allowed, it does the offline part of the procedure (research node-rename.md section 4, steps 1-2;
  * lifecycle-agent lca-cli/ipconfig/prepivot.go, recert hostname_rename/filesystem_rename.rs):
@@ -19,8 +23,11 @@
  * again from its preflight; after, csr-approval and node-identity finish it.
  */
 import path from 'node:path/posix';
+import { parseCidr } from '../base/addresses.js';
 import { StepError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import { internalIPs, type Site, type Step, type StepContext } from '../config/site.js';
+import { type FactoryRecord, readFactoryRecord } from '../node/factory-record.js';
+import { pollUntil } from '../ports/clock.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import {
   KUBELET_ENV_FILE,
@@ -33,6 +40,7 @@ import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 import {
   type ClusterFacts,
   type NodeFacts,
+  type Refusal,
   renameRefusals,
   STARTUP_MONITOR_MANIFEST,
   surveyCluster,
@@ -44,6 +52,11 @@ const KUBELET_UNIT = 'kubelet.service';
 const KUBELET_JOB_TIMEOUT_MS = 300_000;
 /** plan is pure and has no state folder: the record is named relative to it */
 const STATE_DIR_IN_PLAN = '<state-dir>';
+/**
+ * How long a run waits for the reasons that pass by themselves: a static-pod revision after a long
+ * shelf (certificate rotation) takes 10 to 20 minutes to roll out on a single node.
+ */
+export const RENAME_WAIT_MINUTES = 20;
 
 /** What the step reads: the Node's name now, and before a rename its preflight and the files it changes. */
 export interface NodeRenameView {
@@ -59,6 +72,8 @@ export interface NodeRenameView {
     present: string[];
     /** the former name's etcd certificate files in ETCD_CERTS_DIR */
     etcdCerts: string[];
+    /** in a run: the minutes waited for the reasons that pass by themselves, when there were some */
+    waitedMinutes?: number;
   };
 }
 
@@ -66,21 +81,66 @@ export interface NodeRenameView {
 const wanted = (site: { nodeName?: string; hostname?: string }) =>
   site.nodeName === 'rename' ? site.hostname : undefined;
 
+/** The factory's internal IPs -> the site's, when the site-config moves one (an address, not only its prefix). */
+export function addressChange(record: FactoryRecord | undefined, site: Pick<Site, 'network'>): string | undefined {
+  if (!record) return undefined;
+  const factory = [record.internalIP];
+  const wantedIPs = internalIPs(site.network);
+  const same = (a: string, b: string) => parseCidr(a).ip === parseCidr(b).ip;
+  if (wantedIPs.every((ip) => factory.some((f) => same(f, ip)))) return undefined;
+  return `${factory.join(' and ')} at the factory, ${wantedIPs.join(' and ')} at the site`;
+}
+
+type Preflight = Omit<NonNullable<NodeRenameView['pending']>, 'waitedMinutes'>;
+
+/** The preflight's reads: the cluster, and the node's own files. */
+async function preflight(ctx: StepContext, current: string): Promise<Preflight> {
+  // independent reads, asked together
+  const [cluster, declared, startupMonitor, present, etcdCerts, record] = await Promise.all([
+    ctx.kube().then((kube) => surveyCluster(kube, current)),
+    declaredFiles(ctx.fs),
+    ctx.fs.exists(STARTUP_MONITOR_MANIFEST),
+    Promise.all(OFFLINE_CLEARED.map(async (p) => ((await ctx.fs.exists(p)) ? [p] : []))).then((f) => f.flat()),
+    etcdCertFiles(ctx.fs, current),
+    readFactoryRecord(ctx.fs),
+  ]);
+  const moved = addressChange(record, ctx.site);
+  return {
+    cluster,
+    node: { ...(declared && { declared }), startupMonitor, ...(moved !== undefined && { addressChange: moved }) },
+    present,
+    etcdCerts,
+  };
+}
+
+const reasonsOf = (p: Preflight): Refusal[] => renameRefusals(p.cluster, p.node);
+
 async function survey(ctx: StepContext): Promise<NodeRenameView> {
   const kubeletEnv = await ctx.fs.readText(KUBELET_ENV_FILE);
   const current = await registeredNodeName(ctx.fs);
   const view: NodeRenameView = { current, ...(kubeletEnv !== undefined && { kubeletEnv }) };
   const to = wanted(ctx.site);
   if (!to || to === current) return view;
-  // independent reads, asked together
-  const [cluster, declared, startupMonitor, present, etcdCerts] = await Promise.all([
-    ctx.kube().then((kube) => surveyCluster(kube, current)),
-    declaredFiles(ctx.fs),
-    ctx.fs.exists(STARTUP_MONITOR_MANIFEST),
-    Promise.all(OFFLINE_CLEARED.map(async (p) => ((await ctx.fs.exists(p)) ? [p] : []))).then((f) => f.flat()),
-    etcdCertFiles(ctx.fs, current),
-  ]);
-  view.pending = { cluster, node: { ...(declared && { declared }), startupMonitor }, present, etcdCerts };
+  let pending = await preflight(ctx, current);
+  const first = reasonsOf(pending);
+  // in a run (not at plan), reasons that pass by themselves are waited for when nothing else refuses
+  if (ctx.runStartedAt === undefined || first.length === 0 || first.some((r) => !r.transient)) {
+    view.pending = pending;
+    return view;
+  }
+  const began = ctx.clock.monotonic();
+  const waitingFor = first.map((r) => r.reason).join('; ');
+  ctx.log.info({ waitingFor }, `rename ${current} -> ${to} waits up to ${RENAME_WAIT_MINUTES} min for: ${waitingFor}`);
+  await ctx.progress?.(`waiting up to ${RENAME_WAIT_MINUTES} min before renaming: ${waitingFor}`);
+  await pollUntil(
+    ctx.clock,
+    async () => {
+      pending = await preflight(ctx, current);
+      return reasonsOf(pending).every((r) => !r.transient) ? true : undefined;
+    },
+    { timeoutMs: RENAME_WAIT_MINUTES * 60_000, intervalMs: 2_000, maxIntervalMs: 15_000 },
+  );
+  view.pending = { ...pending, waitedMinutes: Math.round((ctx.clock.monotonic() - began) / 60_000) };
   return view;
 }
 
@@ -90,14 +150,22 @@ function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string })
   if (!v.pending) return { action: 'noop', reason: `the Node is named ${to}` };
   const from = v.current;
   const p = v.pending;
-  const refusals = renameRefusals(p.cluster, p.node);
+  const refusals = reasonsOf(p);
   const drift = driftFromRendered(p.node.declared, KUBELET_ENV_FILE, withNodeName(v.kubeletEnv, to));
-  if (drift) refusals.push(drift);
-  if (refusals.length > 0)
+  if (drift) refusals.push({ reason: drift, transient: false });
+  if (refusals.length > 0) {
+    // a run waits for the reasons that pass by themselves only when nothing else refuses
+    const waited =
+      p.waitedMinutes !== undefined
+        ? ` (still so after ${p.waitedMinutes} min of waiting)`
+        : refusals.every((r) => r.transient)
+          ? ` (a run waits up to ${RENAME_WAIT_MINUTES} min for them first)`
+          : '';
     return {
-      action: 'conflict',
-      reason: `rename ${from} -> ${to} refused, the Node keeps the name ${from}: ${refusals.join('; ')}`,
+      action: 'declined',
+      reason: `rename ${from} -> ${to} refused, the Node keeps the name ${from}: ${refusals.map((r) => r.reason).join('; ')}${waited}; run again once nothing refuses`,
     };
+  }
   const changes: Change[] = [
     { action: 'create', target: renameRecordPath(STATE_DIR_IN_PLAN), summary: `the former name ${from}` },
     { action: 'set', target: KUBELET_UNIT, summary: 'stopped, while the files that carry the name change' },

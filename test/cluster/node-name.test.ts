@@ -21,17 +21,28 @@ import {
   type V1Node,
 } from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RefusedError } from '../../src/base/errors.js';
 import type { Site } from '../../src/config/site.js';
 import { KUBELET_ENV_FILE, SITE_HOSTNAME_ANNOTATION } from '../../src/node/node-name.js';
 import { ETCD_CERTS_DIR, OFFLINE_CLEARED } from '../../src/node/rename.js';
-import type { RunState } from '../../src/engine/state.js';
+import { renderRunState } from '../../src/cli/commands/status.js';
+import {
+  publishReport,
+  REPORT_GROUP,
+  REPORT_NAME,
+  REPORT_PLURAL,
+  REPORT_VERSION,
+  reportStatus,
+  type ReportStatus,
+} from '../../src/hub/report.js';
+import { FACTORY_RECORD } from '../../src/node/machineconfig.js';
+import { type Clock, systemClock } from '../../src/ports/clock.js';
+import { RENAME_WAIT_MINUTES } from '../../src/steps/node-rename.js';
 import { CURRENT_CONFIG } from '../../src/node/rendered-config.js';
 import { connectSystemdBus } from '../../src/ports/systemd-dbus.js';
 import { startTestBus } from '../dbus/bus.js';
 import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
 import { FACTORY_NODE_IP, FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
-import { agent, STATE_DIR, startFactory, storeSite, type ClusterEnv } from './env.js';
+import { agent, problems, STATE_DIR, startFactory, storeSite, type ClusterEnv } from './env.js';
 import {
   envSafe,
   ETCD_NAMESPACE,
@@ -50,6 +61,21 @@ import {
 import type { Model } from './models/loop.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
+/** an internal IP the factory prepared the node on, other than the site-config's */
+const FACTORY_ADDRESS_ELSEWHERE = '192.168.127.99/24';
+
+/** The system clock, except that a sleep returns at once and moves the clock on by its length. */
+function skippingClock(): Clock {
+  let skipped = 0;
+  return {
+    now: () => new Date(Date.now() + skipped),
+    monotonic: () => performance.now() + skipped,
+    sleep: async (ms) => {
+      skipped += ms;
+      await new Promise((r) => setImmediate(r));
+    },
+  };
+}
 const MACHINE_ID = '0f3c6a1e9b2d4c5f8a7e6d5c4b3a2910';
 const SITE_HOSTNAME = 'store-0042-sno';
 const REVISION = 7;
@@ -257,7 +283,7 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     expect((await core.readNode({ name: SITE_HOSTNAME })).metadata?.labels?.[SITE_LABEL]).toBeUndefined();
   });
 
-  it('refuses a rename at plan and at run, naming each reason; the Node keeps its name', async () => {
+  it('declines a rename at plan and at run, naming each reason; the move goes on under the factory name', async () => {
     await layLvms();
     await kc.makeApiClient(CustomObjectsApi).patchClusterCustomObjectStatus({
       group: 'operator.openshift.io',
@@ -267,6 +293,8 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
       body: [{ op: 'add', path: '/status/nodeStatuses/0/targetRevision', value: REVISION + 1 }],
     });
     await layPerNodeConfigAndHealthCheck(kc, FACTORY_NODE_NAME);
+    await masterPoolUpdated(false);
+    const stale = await pendingRequest();
     const a = await factoryRoot({ nodeName: 'rename' });
     a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
     await bus.services.configure({ root: a.root });
@@ -279,6 +307,8 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
         spec: { config: { storage: { files: [{ path: '/etc/hostname', contents: { source: hostnameSource } }] } } },
       }),
     );
+    // the factory prepared the node on another address than the site-config's internal IP
+    writeFactoryRecord(a.root, FACTORY_ADDRESS_ELSEWHERE);
     // the node up under its factory name, as at a site boot once the kubelet gate opened
     expect((await a.run(['node-name'])).result).toBe('succeeded');
     const reason = [
@@ -286,20 +316,90 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
       `LVMS is installed (LVMCluster openshift-storage/lvmcluster, finalizer ${TOPOLVM_FINALIZER} on the Node): deleting the former Node deletes its claims`,
       'per-node configuration names the node or its hostname and would stop applying: PtpConfig openshift-ptp/grandmaster, NodeNetworkConfigurationPolicy vlan-100, LocalVolume openshift-local-storage/disks, SriovNetworkNodePolicy openshift-sriov-network-operator/fronthaul',
       'static-pod operators are mid-rollout: KubeScheduler/cluster',
+      'machine-config pools are not Updated: MachineConfigPool master',
+      `certificate signing requests are pending: ${stale}`,
       'a MachineHealthCheck covers the node: MachineHealthCheck openshift-machine-api/masters',
       '/etc/hostname is declared by the MachineConfig rendered-master-1: the site hostname would be drift',
+      `the internal IP changes (${FACTORY_ADDRESS_ELSEWHERE} at the factory, ${FACTORY_NODE_IP}/24 at the site): etcd matches its member by address, so a rename waits for a move that keeps it; run again once nothing refuses`,
     ].join('; ');
-    expect(await a.plan(['node-rename'])).toEqual([{ step: 'node-rename', action: 'conflict', reason }]);
-    await expect(a.run(['node-rename', 'node-identity'])).rejects.toThrow(RefusedError);
-    const state = JSON.parse(readFileSync(path.join(a.root, STATE_DIR, 'state.json'), 'utf8')) as RunState;
-    expect(state).toMatchObject({ result: 'refused', message: `node-rename: ${reason}` });
+    expect(await a.plan(['node-rename'])).toEqual([{ step: 'node-rename', action: 'declined', reason }]);
+    // the run goes on: the reasons that last are not waited for, and node-identity runs after it
+    const state = await a.run(['node-rename', 'node-identity']);
+    expect(state).toMatchObject({
+      result: 'succeeded',
+      steps: { 'node-rename': { status: 'done', declined: reason }, 'node-identity': { status: 'done' } },
+    });
+    expect(renderRunState(state)).toContain(`Declined: node-rename: ${reason}`);
+    expect(problems(a.logs).map((l) => l.msg)).toEqual([`declined, the run goes on: ${reason}`]);
     expect(kubeletName(a.root)).toBe(FACTORY_NODE_NAME);
     expect(existsSync(path.join(a.root, STATE_DIR, 'node-rename.json'))).toBe(false);
     expect((await bus.services.calls()).map((c) => c.member)).not.toContain('StopUnit');
+    const node = await core.readNode({ name: FACTORY_NODE_NAME });
+    expect(node.metadata?.annotations?.[SITE_HOSTNAME_ANNOTATION]).toBe(SITE_HOSTNAME);
+    // the hub reads it from the cluster: the report's InService condition and its scalar for statusFeedback
+    await publishReport(a.kube, a.ctx.clock, await reportStatus({ ...a.ctx, stateDir: STATE_DIR }, state));
+    const report = (await kc.makeApiClient(CustomObjectsApi).getClusterCustomObject({
+      group: REPORT_GROUP,
+      version: REPORT_VERSION,
+      plural: REPORT_PLURAL,
+      name: REPORT_NAME,
+    })) as { status: ReportStatus };
+    expect(report.status.declined).toBe(`node-rename: ${reason}`);
+    expect(report.status.conditions).toEqual([
+      {
+        type: 'InService',
+        status: 'True',
+        reason: 'MovedWithDeclined',
+        message: `site store-0042 is configured; declined: node-rename: ${reason}`,
+        lastTransitionTime: state.finishedAt,
+      },
+    ]);
     await settled();
     expect(topolvm.deletedClaims).toEqual([]);
     expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([FACTORY_NODE_NAME]);
   });
+
+  /** the master pool's Updated condition, as the machine-config controller sets it */
+  async function masterPoolUpdated(updated: boolean) {
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const pool = (await custom.getClusterCustomObject({
+      group: 'machineconfiguration.openshift.io',
+      version: 'v1',
+      plural: 'machineconfigpools',
+      name: 'master',
+    })) as { status: { conditions: { type: string; status: string }[] } };
+    const at = pool.status.conditions.findIndex((c) => c.type === 'Updated');
+    await custom.patchClusterCustomObjectStatus({
+      group: 'machineconfiguration.openshift.io',
+      version: 'v1',
+      plural: 'machineconfigpools',
+      name: 'master',
+      body: [{ op: 'replace', path: `/status/conditions/${at}/status`, value: updated ? 'True' : 'False' }],
+    });
+  }
+
+  /** a certificate request someone else filed, neither approved nor denied */
+  const pendingRequest = () =>
+    createCsr(kc, {
+      ...kubeletCsrSpecs('store-scanner-3', '192.168.127.80', 'pending').client,
+      as: { user: 'store-technician', group: 'system:masters' },
+    });
+
+  /** the record factory prepare leaves on the node, with its internal IP */
+  function writeFactoryRecord(root: string, internalIP: string) {
+    mkdirSync(path.join(root, path.dirname(FACTORY_RECORD)), { recursive: true });
+    writeFileSync(
+      path.join(root, FACTORY_RECORD),
+      JSON.stringify({
+        version: 1,
+        node: FACTORY_NODE_NAME,
+        installAddress: internalIP,
+        installSubnet: '192.168.127.0/24',
+        internalIP,
+        preparedAt: '2026-01-05T08:00:00.000Z',
+      }),
+    );
+  }
 
   /**
    * The test's kubelet restarted under the new name: with its certificate of the former name it asks
@@ -416,6 +516,75 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
       'noop',
       'noop',
     ]);
+  });
+
+  it('waits out a rollout, an updating pool and a pending request, then renames', async () => {
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const scheduler = { group: 'operator.openshift.io', version: 'v1', plural: 'kubeschedulers', name: 'cluster' };
+    await custom.patchClusterCustomObjectStatus({
+      ...scheduler,
+      body: [{ op: 'add', path: '/status/nodeStatuses/0/targetRevision', value: REVISION + 1 }],
+    });
+    await masterPoolUpdated(false);
+    const stale = await pendingRequest();
+    const a = await factoryRoot({ nodeName: 'rename' });
+    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    await bus.services.configure({ root: a.root });
+    expect((await a.run(['node-name'])).result).toBe('succeeded');
+    await hostnameAndKubelet(a.root);
+    const waiting = `rename ${FACTORY_NODE_NAME} -> ${SITE_HOSTNAME} waits up to ${RENAME_WAIT_MINUTES} min for: static-pod operators are mid-rollout: KubeScheduler/cluster; machine-config pools are not Updated: MachineConfigPool master; certificate signing requests are pending: ${stale}`;
+    const [state] = await Promise.all([
+      a.run(['node-rename']),
+      (async () => {
+        await until('the rename waiting', async () => (a.logs.some((l) => l.includes(waiting)) ? true : undefined));
+        // the agent has changed nothing while it waits
+        expect(kubeletName(a.root)).toBe(FACTORY_NODE_NAME);
+        // the rollout ends, the pool updates, the request is answered: as they do by themselves
+        await custom.patchClusterCustomObjectStatus({
+          ...scheduler,
+          body: [
+            { op: 'remove', path: '/status/nodeStatuses/0/targetRevision' },
+            { op: 'replace', path: '/status/latestAvailableRevision', value: REVISION },
+          ],
+        });
+        await masterPoolUpdated(true);
+        await kc.makeApiClient(CertificatesV1Api).deleteCertificateSigningRequest({ name: stale });
+        await kubeletRestartsAs(a.root, FACTORY_NODE_NAME, SITE_HOSTNAME);
+      })(),
+    ]);
+    expect(state.result).toBe('succeeded');
+    expect(state.steps['node-rename']).not.toHaveProperty('declined');
+    expect(kubeletName(a.root)).toBe(SITE_HOSTNAME);
+  });
+
+  it('a request still pending after the bound declines; the rerun renames once it is gone', async () => {
+    const stale = await pendingRequest();
+    const a = await factoryRoot({ nodeName: 'rename' });
+    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    await bus.services.configure({ root: a.root });
+    expect((await a.run(['node-name'])).result).toBe('succeeded');
+    await hostnameAndKubelet(a.root);
+    // the bound passes on the agent's own clock, which this clock runs through without sleeping
+    a.ctx.clock = skippingClock();
+    const first = await a.run(['node-rename', 'node-identity']);
+    expect(first.result).toBe('succeeded');
+    expect(first.steps['node-rename']?.declined).toBe(
+      `rename ${FACTORY_NODE_NAME} -> ${SITE_HOSTNAME} refused, the Node keeps the name ${FACTORY_NODE_NAME}: certificate signing requests are pending: ${stale} (still so after ${RENAME_WAIT_MINUTES} min of waiting); run again once nothing refuses`,
+    );
+    expect(kubeletName(a.root)).toBe(FACTORY_NODE_NAME);
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([FACTORY_NODE_NAME]);
+
+    // the same stick again, the request gone: the rename is planned again and done
+    a.ctx.clock = systemClock;
+    await kc.makeApiClient(CertificatesV1Api).deleteCertificateSigningRequest({ name: stale });
+    const [again] = await Promise.all([
+      a.run(['node-rename', 'node-identity']),
+      kubeletRestartsAs(a.root, FACTORY_NODE_NAME, SITE_HOSTNAME),
+    ]);
+    expect(again.result).toBe('succeeded');
+    expect(again.steps['node-rename']).not.toHaveProperty('declined');
+    expect(renderRunState(again)).not.toContain('Declined:');
+    expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([SITE_HOSTNAME]);
   });
 });
 
