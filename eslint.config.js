@@ -16,6 +16,7 @@ const LAYERS = [
   'certs',
   'config',
   'trust',
+  'registry',
   'node',
   'watch',
   'hub',

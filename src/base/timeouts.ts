@@ -14,6 +14,10 @@ export const CSR_WAIT_SECONDS = 15 * 60;
 export const CRD_ESTABLISH_TIMEOUT_SECONDS = 30;
 /** hold-upgrades: a ClusterVersion update or a MachineConfigPool roll-out that began before the agent finishing */
 export const CLUSTER_BUSY_WAIT_SECONDS = 10 * 60;
+/** registry-check: the whole check of every image the node needs (a thousand digests take seconds) */
+export const REGISTRY_CHECK_TIMEOUT_SECONDS = 5 * 60;
+/** registry-check: one request to a registry */
+export const REGISTRY_REQUEST_TIMEOUT_SECONDS = 10;
 /** health: --health-timeout */
 export const DEFAULT_HEALTH_TIMEOUT_SECONDS = 10 * 60;
 /** in-service: the site-config's inService.timeoutSeconds, by default */

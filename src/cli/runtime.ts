@@ -224,6 +224,7 @@ export function createStepContext(
       configHash: hashOf(loaded.files),
       options,
       admittedTime: { deferred: loaded.deferred ?? [], timeMarks: loaded.timeMarks ?? [] },
+      console: (line) => rt.banner.show(line),
     },
     close: () => {
       if (systemdUsed)

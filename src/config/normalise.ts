@@ -55,6 +55,7 @@ export function toSite(config: SiteConfigV1, nmstate: NmstateState, rest: SiteFi
     pullSecretPolicy: spec.pullSecretPolicy ?? 'replace',
     imageDigestMirrors: spec.imageDigestMirrors ?? [],
     imageTagMirrors: spec.imageTagMirrors ?? [],
+    ...(spec.registryCheck === 'skip' && { registryCheck: 'skip' as const }),
     certificates: rest.certificates,
     sshAuthorizedKeys: spec.sshAuthorizedKeys ?? [],
     ...(rest.access && { access: rest.access }),

@@ -39,6 +39,8 @@ export interface Site {
   pullSecretPolicy: 'replace' | 'merge';
   imageDigestMirrors: Mirror[];
   imageTagMirrors: Mirror[];
+  /** `skip`: the site's registries are not checked before the pull secret and mirrors change (absent: checked) */
+  registryCheck?: 'skip';
   certificates: { ingress?: CertificatePair; api?: CertificatePair };
   sshAuthorizedKeys: string[];
   /** the node's chrony.conf (absent: the factory's NTP configuration stays) */

@@ -19,7 +19,7 @@ const TARGET = `Secret ${CONFIG_NAMESPACE}/pull-secret`;
 
 type Read = { value?: unknown; unreadable?: string };
 
-function readSecret(secret: SecretObject | undefined): Read {
+export function readSecret(secret: SecretObject | undefined): Read {
   const data = secret?.data?.[DOCKERCONFIG_KEY];
   if (data === undefined) return {};
   try {

@@ -25,6 +25,7 @@ import { nodeNameStep } from './node-name.js';
 import { nodeRenameStep } from './node-rename.js';
 import { ntpStep } from './ntp.js';
 import { proxyStep } from './proxy.js';
+import { registryCheckStep } from './registry-check.js';
 import { releaseUpgradesStep } from './release-upgrades.js';
 import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
@@ -56,8 +57,11 @@ export const STEPS: readonly Step[] = [
   clockStep,
   // the gate: kubelet starts only once every node step has succeeded
   kubeletStep,
-  // first of the cluster steps: nothing is changed while an update, a pool roll-out, an image-based
-  // upgrade or an IP change moves the cluster, and from here on an update waits for the agent
+  // first of the cluster steps, before any cluster change: the site's registries must serve every image
+  // the node needs before cluster-pull-secret and mirrors switch the node to them
+  registryCheckStep,
+  // the first cluster change: none is made while an update, a pool roll-out, an image-based upgrade or
+  // an IP change moves the cluster, and from here on an update waits for the agent
   holdUpgradesStep,
   // IP families other than the cluster's are refused before any cluster change
   ipFamiliesStep,

@@ -245,6 +245,12 @@ export const siteConfigSchema = z.strictObject({
       .optional()
       .describe('ImageDigestMirrorSet (ImageContentSourcePolicy on old clusters)'),
     imageTagMirrors: z.array(mirror).optional().describe('ImageTagMirrorSet: images pulled by tag'),
+    registryCheck: z
+      .enum(['check', 'skip'])
+      .optional()
+      .describe(
+        "before the pull secret and mirrors change: every image the node needs asked of the site's registries (default check)",
+      ),
     chronyConfig: z
       .string()
       .min(1)
