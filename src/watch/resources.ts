@@ -156,6 +156,24 @@ const capi = (key: string, kind: string, plural: string, group = CAPI_GROUP_SUFF
     ),
 });
 
+/** A core (group '') collection Cluster API's checks read: /api/v1/<plural>. */
+const core = (
+  plural: string,
+  kind: string,
+  project: WatchedResource['project'],
+  fieldSelector?: string,
+): WatchedResource => ({
+  key: plural,
+  component: 'capi',
+  group: '',
+  versions: ['v1'],
+  plural,
+  kind,
+  builtIn: { version: 'v1' },
+  ...(fieldSelector && { fieldSelector }),
+  project,
+});
+
 export const RESOURCES: readonly WatchedResource[] = [
   {
     key: 'catalogsources',
@@ -287,34 +305,20 @@ export const RESOURCES: readonly WatchedResource[] = [
     kind: 'HostedCluster',
     project: (raw) => object(meta(raw, { annotations: ['hypershift.openshift.io/'] })),
   },
-  {
-    // the Services behind Cluster API conversion webhooks: how many addresses are ready
-    key: 'endpoints',
-    component: 'capi',
-    group: '',
-    versions: ['v1'],
-    plural: 'endpoints',
-    kind: 'Endpoints',
-    builtIn: { version: 'v1' },
-    project: (raw) => {
-      const subsets = (raw.subsets as { addresses?: unknown[]; notReadyAddresses?: unknown[] }[] | undefined) ?? [];
-      const count = (field: 'addresses' | 'notReadyAddresses') =>
-        subsets.reduce((n, s) => n + (s[field]?.length ?? 0), 0);
-      return object(meta(raw), undefined, { ready: count('addresses'), notReady: count('notReadyAddresses') });
-    },
-  },
-  {
-    key: 'configmaps',
-    component: 'capi',
-    group: '',
-    versions: ['v1'],
-    plural: 'configmaps',
-    kind: 'ConfigMap',
-    builtIn: { version: 'v1' },
-    fieldSelector: `metadata.name=${CAPI_MIGRATION_STATUS}`,
-    // data.status: the migrator's JSON (openshift/hypershift support/capi-crdmigrator/types.go, CAPIMigrationStatus)
-    project: (raw) => object(meta(raw), undefined, pick(raw.data as Status | undefined, ['status'])),
-  },
+  // the Services behind Cluster API conversion webhooks: how many addresses are ready
+  core('endpoints', 'Endpoints', (raw) => {
+    const subsets = (raw.subsets as { addresses?: unknown[]; notReadyAddresses?: unknown[] }[] | undefined) ?? [];
+    const count = (field: 'addresses' | 'notReadyAddresses') =>
+      subsets.reduce((n, s) => n + (s[field]?.length ?? 0), 0);
+    return object(meta(raw), undefined, { ready: count('addresses'), notReady: count('notReadyAddresses') });
+  }),
+  // data.status: the migrator's JSON (openshift/hypershift support/capi-crdmigrator/types.go, CAPIMigrationStatus)
+  core(
+    'configmaps',
+    'ConfigMap',
+    (raw) => object(meta(raw), undefined, pick(raw.data as Status | undefined, ['status'])),
+    `metadata.name=${CAPI_MIGRATION_STATUS}`,
+  ),
   {
     key: 'machineosconfigs',
     component: 'layering',
