@@ -11,6 +11,7 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSiteConfig } from '../../src/config/load.js';
+import { runAgent } from '../node/cli.js';
 import { type InstallerOutput, writeInstallerMedia } from './installer-media.js';
 
 const STORE = {
@@ -97,5 +98,41 @@ describe("the installer's media", () => {
     const loaded = await loadSiteConfig(media.mediaDir, new Date());
     const shown = JSON.stringify({ document: loaded.document, findings: loaded.findings });
     for (const key of KEYS()) expect(shown).not.toContain(key.slice(0, 40));
+  });
+
+  it('validate --translate names every field of the media and what it became, identity, admin CA and signers too', () => {
+    const out = runAgent(['validate', '--translate', media.mediaDir, '--root', work, '-o', 'json'], {});
+    expect(out.code, out.stderr).toBe(0);
+    const { translation } = JSON.parse(out.stdout) as {
+      translation: { field: string; use: string; became?: string; value?: string }[];
+    };
+    // every top-level field of manifest.json the installer wrote non-empty, and every key of its crypto
+    const crypto = 'KubeconfigCryptoRetention';
+    const given = Object.entries(media.manifest)
+      .filter(
+        ([k, v]) =>
+          k !== crypto &&
+          v !== '' &&
+          JSON.stringify(v) !== JSON.stringify({ userCaBundle: '', proxyConfigmapName: '', proxyConfigmapBundle: '' }),
+      )
+      .map(([k]) => k);
+    const leaves = (o: object, at: string): string[] =>
+      Object.entries(o).flatMap(([k, v]) =>
+        typeof v === 'object' ? leaves(v as object, `${at}.${k}`) : [`${at}.${k}`],
+      );
+    const fields = translation.map((t) => t.field);
+    expect(fields.sort()).toEqual([...given, ...leaves(media.manifest[crypto] as object, crypto)].sort());
+    const fate = (field: string) => translation.find((t) => t.field.endsWith(field));
+    expect(fate('cluster_id')).toMatchObject({ use: 'taken', value: media.clusterId });
+    expect(fate('infra_id')).toMatchObject({ use: 'checked', value: media.infraId });
+    expect(fate('release_registry')).toMatchObject({ use: 'checked', value: 'quay.io' });
+    expect(fate('admin_ca_certificate')?.value).toContain('OU=openshift, CN=admin-kubeconfig-signer');
+    expect(fate('admin_ca_certificate')?.value).toContain('factoryAdminKubeconfig: revoke');
+    expect(fate('loadbalancer_external_signer_private_key')?.value).toBe(
+      'the private key of OU=openshift, CN=kube-apiserver-lb-signer (not shown)',
+    );
+    expect(fate('localhost_signer_private_key')?.use).toBe('unused');
+    expect(fate('hostname')).toMatchObject({ use: 'taken', became: 'spec.hostname' });
+    for (const key of KEYS()) expect(out.stdout).not.toContain(key.slice(0, 40));
   });
 });

@@ -1,5 +1,6 @@
 import yaml from 'js-yaml';
 import { formatFinding } from '../../base/findings.js';
+import { translationRecord } from '../../config/ibi/translation.js';
 import type { LoadedSite } from '../../config/site.js';
 import { redactSecrets } from '../../log/redact.js';
 import { atMostOnePath, type Invocation, oneOf } from '../args.js';
@@ -8,13 +9,20 @@ import type { CommandResult } from './result.js';
 
 /**
  * `validate --translate`: the native site-config the input became (for config media, what
- * manifest.json was translated into). Registry credentials are redacted: stdout is a terminal or a
- * log as often as a file.
+ * manifest.json was translated into), and for media a record of every field it gave and what each
+ * became (`translation`, also those with no native field: identity, admin CA, signers, unused
+ * keys). Registry credentials are redacted: stdout is a terminal or a log as often as a file.
  */
 function translated(loaded: LoadedSite, format: 'text' | 'json' | 'yaml'): string {
-  const document = redactSecrets(loaded.document);
+  const media = loaded.site.imageBased;
+  const document = redactSecrets({
+    ...(loaded.document as object),
+    ...(media && { translation: translationRecord(media) }),
+  });
   if (format === 'json') return `${JSON.stringify(document, null, 2)}\n`;
-  const from = loaded.media === 'ibi' ? 'translated from the image-based install config media' : 'as read';
+  const from = media
+    ? 'translated from the image-based install config media; `translation` records what each field of manifest.json became and is no site-config field'
+    : 'as read';
   return `# native site-config ${from} at ${loaded.dir}; registry credentials redacted\n${yaml.dump(document, { lineWidth: 120, noRefs: true })}`;
 }
 

@@ -16,11 +16,11 @@ describe('registryOf', () => {
 
 describe('infraIdWarning', () => {
   it('names both values when they differ, and is silent when they agree or the media has none', () => {
-    const warning = infraIdWarning({ infraID: 'sno-ab12c', unused: [] }, { infrastructureName: 'sno-x7k2p' });
+    const warning = infraIdWarning({ infraID: 'sno-ab12c', unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' });
     expect(warning).toContain('infra_id sno-ab12c');
     expect(warning).toContain('infrastructure name sno-x7k2p');
-    expect(infraIdWarning({ infraID: 'sno-x7k2p', unused: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
-    expect(infraIdWarning({ unused: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
+    expect(infraIdWarning({ infraID: 'sno-x7k2p', unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
+    expect(infraIdWarning({ unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
   });
 });
 
@@ -34,24 +34,24 @@ describe('cluster-identity decisions, on plain views', () => {
   };
   it.each<[string, ImageBasedSite | undefined, ClusterIdentity | undefined, string, string]>([
     ['a native site-config', undefined, undefined, 'noop', 'native site-config'],
-    ['the media names the cluster it is', { clusterID: cluster.clusterID!, unused: [] }, cluster, 'noop', 'already'],
-    ['a new cluster ID', { clusterID: ID, unused: [] }, cluster, 'change', "site's cluster ID"],
-    ['the release registry the cluster has', { releaseRegistry: 'Quay.io', unused: [] }, cluster, 'noop', 'already'],
+    ['the media names the cluster it is', { clusterID: cluster.clusterID!, unused: [], given: [] }, cluster, 'noop', 'already'],
+    ['a new cluster ID', { clusterID: ID, unused: [], given: [] }, cluster, 'change', "site's cluster ID"],
+    ['the release registry the cluster has', { releaseRegistry: 'Quay.io', unused: [], given: [] }, cluster, 'noop', 'already'],
     [
       'another release registry',
-      { releaseRegistry: 'registry.example.com', unused: [] },
+      { releaseRegistry: 'registry.example.com', unused: [], given: [] },
       cluster,
       'conflict',
       'quay.io',
     ],
     [
       'a release image that cannot be read',
-      { releaseRegistry: 'quay.io', unused: [] },
+      { releaseRegistry: 'quay.io', unused: [], given: [] },
       {},
       'conflict',
       'cannot be checked',
     ],
-    ['another infra_id', { infraID: 'sno-ab12c', unused: [] }, cluster, 'noop', 'warning: '],
+    ['another infra_id', { infraID: 'sno-ab12c', unused: [], given: [] }, cluster, 'noop', 'warning: '],
   ])('%s: %s', (_, media, view, action, text) => {
     const plan = clusterIdentityStep.plan({ ...(view && { cluster: view }) }, site(media));
     expect(plan.action).toBe(action);

@@ -36,6 +36,8 @@ export interface ImageBasedSite {
   adminClientCaPem?: string;
   /** manifest.json fields accepted but not used, with why */
   unused: { field: string; reason: string }[];
+  /** every manifest.json field the media gave (a non-empty value), in the translation table's order */
+  given: string[];
 }
 
 /** kube-apiserver-lb-signer, as the installer makes it (pkg/asset/tls/apiserver.go, KubeAPIServerLBSignerCertKey) */

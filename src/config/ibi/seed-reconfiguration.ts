@@ -422,7 +422,7 @@ export function translateSeedReconfiguration(seed: SeedReconfiguration): {
   imageBased: ImageBasedSite;
   findings: Finding[];
 } {
-  const out: Translation = { spec: {}, findings: [], imageBased: { unused: [] } };
+  const out: Translation = { spec: {}, findings: [], imageBased: { unused: [], given: ['api_version'] } };
   if (seed.api_version !== SEED_RECONFIGURATION_VERSION)
     out.findings.push(
       error(
@@ -434,6 +434,7 @@ export function translateSeedReconfiguration(seed: SeedReconfiguration): {
     if (row.field === 'api_version') continue;
     const value = valueAt(seed, row.field);
     if (isEmpty(value)) continue;
+    out.imageBased.given.push(row.field);
     if (row.map) row.map(value as never, out, at(row.field));
     else if (row.use === 'unused') out.imageBased.unused.push({ field: row.field, reason: row.note });
     else out.findings.push(error(at(row.field), row.note));
