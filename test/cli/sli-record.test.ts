@@ -28,16 +28,16 @@ function factoryRoot(): string {
   return root;
 }
 
-interface Record {
+interface Figures {
   runs: { succeeded: number; failed: number; refused: number };
   stepFailures: { [step: string]: { [reason: string]: number } };
   lastRun: { result: string; stoppedAt?: string; reason?: string; durationSeconds: number };
 }
-const record = (root: string) => JSON.parse(readFileSync(path.join(root, STATE, 'sli.json'), 'utf8')) as Record;
+const record = (root: string) => JSON.parse(readFileSync(path.join(root, STATE, 'sli.json'), 'utf8')) as Figures;
 
 /** the environment of a run with the test systemd, and the network stand-in, on `root` */
 async function withSystemd(root: string, units: Parameters<typeof bus.services.configure>[0]['units'] = {}) {
-  const env = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
+  const env: Record<string, string> = { ...stubEnvironment(root), DBUS_SYSTEM_BUS_ADDRESS: bus.address };
   writeFileSync(env.NMSTATECTL_STUB_STATE!, JSON.stringify({ current: factoryNetwork() }));
   await bus.services.configure({ root, units });
   return env;
