@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { WatchedObject } from '../model.js';
 import { capiStatus } from '../resources.js';
 import { ObjectStore } from '../store.js';
+import { evaluate, findingKey } from '../track.js';
 import {
   checkCapi,
   checkCapiCrd,
@@ -479,6 +480,15 @@ describe('HostedCluster private Cluster API migration', () => {
     ],
   ])('%s', (_name, h, s, expected) => {
     expect(brief(checkHostedCluster(h, s))).toEqual(expected);
+  });
+
+  it('is stuck, an error, once the lock has been held for 30 minutes', () => {
+    const raw = checkHostedCluster(hc({ [`${HS}migration-in-progress`]: 'true' }), store());
+    const now = new Date('2026-11-28T05:00:00Z');
+    const held = (minutes: number) =>
+      evaluate(raw, new Map([[findingKey(raw[0]!), new Date(now.getTime() - minutes * 60_000).toISOString()]]), now)
+        .findings[0]!.severity;
+    expect([held(29), held(30)]).toEqual(['info', 'error']);
   });
 });
 
