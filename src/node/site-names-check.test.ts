@@ -2,7 +2,6 @@
  * The health step's check of the site's names against real dnsmasq servers (the node's, the
  * site's) and real TLS listeners standing in for the API server and the router.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,8 +9,9 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsmasq, type RunningDnsmasq } from '../../test/helpers/dnsmasq.js';
+import { opensslCa, opensslServing } from '../../test/helpers/openssl.js';
 import { clusterNames, renderSiteNames } from './dnsmasq.js';
-import { checkNodeNames, checkSiteDns, nameservers } from './site-names-check.js';
+import { checkNodeNames, checkServedNames, checkSiteDns, nameservers } from './site-names-check.js';
 
 const names = clusterNames('sno.store42.example.com');
 const ADDRESS = '127.0.0.1';
@@ -31,15 +31,14 @@ function confDir(name: string, content: string): string {
   return d;
 }
 
-async function tlsListener(host = ADDRESS): Promise<number> {
-  execFileSync('openssl', [
-    ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1'],
-    ...['-subj', '/CN=listener', '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem')],
-  ]);
-  const server = tls.createServer({
-    key: readFileSync(path.join(dir, 'key.pem')),
-    cert: readFileSync(path.join(dir, 'cert.pem')),
-  });
+const siteCa = opensslCa(dir, 'site-ca');
+const trust = readFileSync(siteCa.crt, 'utf8');
+const SITE_SAN = `DNS:${names.api},DNS:*.${names.apps}`;
+
+/** A TLS listener serving a certificate `ca` signed for `san`, as the API server or the router would. */
+async function tlsListener(host = ADDRESS, ca = siteCa, san = SITE_SAN): Promise<number> {
+  const pair = opensslServing(dir, `listener-${servers.length}`, ca, san);
+  const server = tls.createServer({ key: readFileSync(pair.key), cert: readFileSync(pair.crt) });
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return (server.address() as AddressInfo).port;
@@ -74,7 +73,7 @@ afterAll(async () => {
 describe('checkNodeNames and checkSiteDns', () => {
   it('pass when the node resolves and serves the names and the site DNS has them', async () => {
     expect(
-      await checkNodeNames({ names, addresses: [ADDRESS], nodeServers: [node.server], ports: { api, router } }),
+      await checkNodeNames({ names, addresses: [ADDRESS], nodeServers: [node.server], ports: { api, router }, trust }),
     ).toEqual([]);
     expect(await checkSiteDns(names, [siteWithRecords.server])).toBeUndefined();
     expect(await checkSiteDns(names, [])).toBeUndefined();
@@ -95,12 +94,14 @@ describe('checkNodeNames and checkSiteDns', () => {
         nodeServers: [factoryOnly.server],
         ports: { api, router: closed },
         timeoutMs: 1000,
+        trust,
       }),
     ).toEqual([
       'api.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
       'api-int.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
       'console-openshift-console.apps.sno.store42.example.com: does not resolve to 127.0.0.1 on the node (EREFUSED)',
-      `console-openshift-console.apps.sno.store42.example.com: nothing answers on 127.0.0.1:${closed} (ECONNREFUSED)`,
+      `console-openshift-console.apps.sno.store42.example.com at 127.0.0.1:${closed}: nothing answers (ECONNREFUSED)`,
+      `oauth-openshift.apps.sno.store42.example.com at 127.0.0.1:${closed}: nothing answers (ECONNREFUSED)`,
     ]);
   });
 
@@ -112,6 +113,43 @@ describe('checkNodeNames and checkSiteDns', () => {
   });
 });
 
+describe('the certificates served through the names', () => {
+  it('block, naming the endpoint and the certificate, when the router serves one of another CA or for other names', async () => {
+    const stranger = opensslCa(dir, 'stranger-ca');
+    const foreign = await tlsListener(ADDRESS, stranger);
+    const factory = await tlsListener(ADDRESS, siteCa, 'DNS:*.apps.sno.factory.example.com');
+    const check = (port: number) =>
+      checkNodeNames({ names, addresses: [ADDRESS], nodeServers: [node.server], ports: { api, router: port }, trust });
+    const console = `console-openshift-console.apps.sno.store42.example.com at 127.0.0.1`;
+    expect(await check(foreign)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${console}:${foreign} served CN=listener-\\d+ \\(issued by CN=stranger-ca, serial [0-9A-F]+, valid until .+\\), which does not verify with the site's CAs: its issuer CN=stranger-ca is not among the site's CAs, nor served after it$`,
+        ),
+      ),
+      expect.stringContaining(
+        `oauth-openshift.apps.sno.store42.example.com at 127.0.0.1:${foreign} served CN=listener-`,
+      ),
+    ]);
+    expect((await check(factory))[0]).toMatch(
+      new RegExp(
+        `^${console}:${factory} served CN=listener-\\d+ \\(issued by CN=site-ca, .+\\), which is not for console-openshift-console.apps.sno.store42.example.com: it names DNS:\\*.apps.sno.factory.example.com$`,
+      ),
+    );
+  });
+
+  it('are probed where the node resolves the names when it has no single-node dnsmasq configuration', async () => {
+    const foreign = await tlsListener(ADDRESS, opensslCa(dir, 'other-ca'));
+    expect(await checkServedNames(names, [node.server], trust, { ports: { api, router } })).toEqual([]);
+    expect(await checkServedNames(names, [node.server], trust, { ports: { api, router: foreign } })).toEqual([
+      expect.stringContaining(`console-openshift-console.apps.sno.store42.example.com at 127.0.0.1:${foreign} served`),
+      expect.stringContaining(`oauth-openshift.apps.sno.store42.example.com at 127.0.0.1:${foreign} served`),
+    ]);
+    // a name the node does not resolve is the site DNS check's to name, not probed
+    expect(await checkServedNames(names, [factoryOnly.server], trust, { timeoutMs: 1000 })).toEqual([]);
+  });
+});
+
 describe('checkNodeNames, dual-stack', () => {
   it('resolves A and AAAA and completes a handshake on each internal address, an IPv6 one in brackets', async () => {
     // '::' listens on both families: the API and the router at 127.0.0.1 and at ::1
@@ -119,7 +157,7 @@ describe('checkNodeNames, dual-stack', () => {
     const both = await startDnsmasq(confDir('node-dual', renderSiteNames(names, ['127.0.0.1', '::1'])));
     const v4only = await startDnsmasq(confDir('node-v4', renderSiteNames(names, '127.0.0.1')));
     servers.push(both, v4only);
-    const input = { names, addresses: ['127.0.0.1', '::1'], ports: { api: api6, router: router6 } };
+    const input = { names, addresses: ['127.0.0.1', '::1'], ports: { api: api6, router: router6 }, trust };
     expect(await checkNodeNames({ ...input, nodeServers: [both.server] })).toEqual([]);
     expect(await checkNodeNames({ ...input, nodeServers: [v4only.server] })).toEqual([
       'api.sno.store42.example.com: does not resolve to ::1 on the node (EREFUSED)',
@@ -133,7 +171,7 @@ describe('checkNodeNames, dual-stack', () => {
       ports: { api: api6, router: closed },
     });
     expect(blocked).toContain(
-      `console-openshift-console.apps.sno.store42.example.com: nothing answers on [::1]:${closed} (ECONNREFUSED)`,
+      `console-openshift-console.apps.sno.store42.example.com at [::1]:${closed}: nothing answers (ECONNREFUSED)`,
     );
   });
 });

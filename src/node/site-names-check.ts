@@ -1,16 +1,18 @@
 /**
  * Whether the site's names work, for the health step: on the node they resolve to the internal
  * address (through the node's own nameservers, dnsmasq on a single-node dnsmasq node) and answer
- * there (the API on 6443, the router on 443 for an apps host, by a TLS handshake naming the host);
+ * there (the API on 6443, the router on 443 for the console and OAuth hosts, by a TLS handshake
+ * naming the host whose certificate must verify against the site's CA bundle alone: served.ts);
  * at the site, its own DNS servers resolve them, else the site's clients cannot reach the cluster:
  * a warning naming the records to add, not a failure, since the node itself works.
  */
 import { isIP, isIPv6 } from 'node:net';
-import { canonicalIp, hostPort, resolveFamily } from '../base/addresses.js';
-import tls from 'node:tls';
+import { canonicalIp, resolveFamily } from '../base/addresses.js';
 import type { ClusterNames } from './dnsmasq.js';
+import { servedProblem } from './served.js';
 
 const TIMEOUT_MS = 3000;
+const DEFAULT_PORTS = { api: 6443, router: 443 };
 
 export interface NodeNamesInput {
   names: ClusterNames;
@@ -18,6 +20,8 @@ export interface NodeNamesInput {
   addresses: string[];
   /** the node's nameservers (its /etc/resolv.conf) */
   nodeServers: string[];
+  /** the site's CA bundle (PEM): the only anchors the served certificates are verified against */
+  trust: string;
   ports?: { api: number; router: number };
   timeoutMs?: number;
 }
@@ -25,21 +29,12 @@ export interface NodeNamesInput {
 /** An apps host every cluster serves through its router: the console's */
 export const appsProbeHost = (names: ClusterNames) => `console-openshift-console.${names.apps}`;
 
-/** Completes a TLS handshake with `host` named (SNI) at address:port; the reason when it cannot. */
-function handshake(address: string, port: number, host: string, timeoutMs: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    // the certificate is the domain step's business and checked there; this asks only whether
-    // something serves the name
-    const socket = tls.connect({ host: address, port, servername: host, rejectUnauthorized: false });
-    const done = (reason: string | undefined) => {
-      socket.destroy();
-      resolve(reason);
-    };
-    socket.setTimeout(timeoutMs, () => done(`no answer within ${timeoutMs} ms`));
-    socket.once('secureConnect', () => done(undefined));
-    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
-  });
-}
+/** The names a client at the site reaches the cluster by, each with its port: the API, the console, OAuth. */
+export const servedNames = (names: ClusterNames, ports = DEFAULT_PORTS): [string, number][] => [
+  [names.api, ports.api],
+  [appsProbeHost(names), ports.router],
+  [`oauth-openshift.${names.apps}`, ports.router],
+];
 
 /** `nameserver` lines of a resolv.conf */
 export function nameservers(resolvConf: string | undefined): string[] {
@@ -52,7 +47,7 @@ export function nameservers(resolvConf: string | undefined): string[] {
 /** What keeps the site's names from working on the node; empty when they resolve and answer. */
 export async function checkNodeNames(input: NodeNamesInput): Promise<string[]> {
   const { names, addresses } = input;
-  const ports = input.ports ?? { api: 6443, router: 443 };
+  const ports = input.ports ?? DEFAULT_PORTS;
   const timeoutMs = input.timeoutMs ?? TIMEOUT_MS;
   const blocking: string[] = [];
   const apps = appsProbeHost(names);
@@ -69,13 +64,32 @@ export async function checkNodeNames(input: NodeNamesInput): Promise<string[]> {
       }
     }
   for (const address of addresses)
-    for (const [host, port] of [
-      [names.api, ports.api],
-      [apps, ports.router],
-    ] as const) {
-      const reason = await handshake(address, port, host, timeoutMs);
-      if (reason) blocking.push(`${host}: nothing answers on ${hostPort(address, port)} (${reason})`);
+    for (const [host, port] of servedNames(names, ports)) {
+      const reason = await servedProblem({ host, address, port }, input.trust, timeoutMs);
+      if (reason) blocking.push(reason);
     }
+  return blocking;
+}
+
+/**
+ * On a node without the single-node dnsmasq configuration: each site name the node's nameservers
+ * resolve, at each address it resolves to, serves a certificate that verifies against `trust`. A
+ * name they do not resolve is not probed: the site's DNS check names the missing record.
+ */
+export async function checkServedNames(
+  names: ClusterNames,
+  nodeServers: string[],
+  trust: string,
+  { ports = DEFAULT_PORTS, timeoutMs = TIMEOUT_MS } = {},
+): Promise<string[]> {
+  const blocking: string[] = [];
+  for (const [host, port] of servedNames(names, ports)) {
+    const found = await Promise.all(([4, 6] as const).map((f) => resolveFamily(nodeServers, host, f, timeoutMs)));
+    for (const address of found.flatMap((got) => (Array.isArray(got) ? got : []))) {
+      const reason = await servedProblem({ host, address, port }, trust, timeoutMs);
+      if (reason) blocking.push(reason);
+    }
+  }
   return blocking;
 }
 

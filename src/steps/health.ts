@@ -5,8 +5,10 @@
  * updated) and the watcher's checks find no error (catalogs connected, builds sound, ...), and all of
  * it has held for --health-stable: a rollout passes through moments that look settled. On a node
  * with the single-node dnsmasq configuration, the site's names must also resolve and answer on the
- * node. The console and OAuth endpoints must answer as their operators fetch them, through the
- * cluster's DNS, proxy and trust (src/kube/route-endpoints.ts); the one that does not is named.
+ * node; on any node, what the API and the router (console, OAuth) serve through the site's names
+ * must verify against the site's CA bundle alone, with the name as SNI (src/node/served.ts). The
+ * console and OAuth endpoints must answer as their operators fetch them, through the cluster's
+ * DNS, proxy and trust (src/kube/route-endpoints.ts); the one that does not is named.
  * Only then is the run done; a site DNS that lacks the site's names is then a warning. Leaves
  * the site's context in the state folder for the companion watcher that keeps watching after the run.
  */
@@ -19,8 +21,9 @@ import type { Finding } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
 import { operatorsChangedAt, unsettled } from '../kube/rollout.js';
-import { clusterNames } from '../node/dnsmasq.js';
-import { checkNodeNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
+import { clusterNames, type ClusterNames } from '../node/dnsmasq.js';
+import { siteTrust } from '../node/served.js';
+import { checkNodeNames, checkServedNames, checkSiteDns, nameservers } from '../node/site-names-check.js';
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { siteNamesOnNode } from '../node/site-names.js';
 import { checkEndpoint, clusterProxy, routeEndpoints, unavailable } from '../kube/route-endpoints.js';
@@ -32,11 +35,27 @@ const SHOWN = 10;
 const errorsIn = (findings: readonly Finding[]) => findings.filter((f) => f.severity === 'error');
 const line = (f: Finding) => `${f.object}: ${f.reason}`;
 
-/** On a node with the single-node dnsmasq configuration: what keeps the site's names from working there. */
-async function nodeNames(ctx: StepContext): Promise<string[]> {
+/** The site's names: as the single-node dnsmasq configuration has them, else from the cluster's name. */
+async function siteNames(ctx: StepContext): Promise<ClusterNames> {
   const onNode = await siteNamesOnNode(ctx.fs, ctx.site);
-  if (!onNode) return [];
-  return checkNodeNames({ ...onNode, nodeServers: nameservers(await ctx.fs.readText('/etc/resolv.conf')) });
+  if (onNode) return onNode.names;
+  const kube = await ctx.kube();
+  const { cluster } = await siteDomains(kube, ctx.site, await readIngressConfig(kube));
+  return clusterNames(`${cluster}.${ctx.site.baseDomain}`);
+}
+
+/**
+ * What keeps the site's names from working on the node, and the certificates served through them
+ * that do not verify against the site's CA bundle: with the single-node dnsmasq configuration each
+ * name must resolve to the internal address and serve there; otherwise each name the node resolves
+ * is probed where it leads.
+ */
+async function nodeNames(ctx: StepContext): Promise<string[]> {
+  const nodeServers = nameservers(await ctx.fs.readText('/etc/resolv.conf'));
+  const trust = await siteTrust(ctx);
+  const onNode = await siteNamesOnNode(ctx.fs, ctx.site);
+  if (onNode) return checkNodeNames({ ...onNode, nodeServers, trust });
+  return nodeServers.length > 0 ? checkServedNames(await siteNames(ctx), nodeServers, trust) : [];
 }
 
 /**
@@ -60,13 +79,7 @@ async function endpointProblems(ctx: StepContext): Promise<string[]> {
 async function siteDnsWarning(ctx: StepContext): Promise<string | undefined> {
   const servers = ctx.site.network.nmstate['dns-resolver']?.config?.server ?? [];
   if (servers.length === 0) return undefined;
-  const kube = await ctx.kube();
-  const names =
-    (await siteNamesOnNode(ctx.fs, ctx.site))?.names ??
-    clusterNames(
-      `${(await siteDomains(kube, ctx.site, await readIngressConfig(kube))).cluster}.${ctx.site.baseDomain}`,
-    );
-  return checkSiteDns(names, servers);
+  return checkSiteDns(await siteNames(ctx), servers);
 }
 
 /** What keeps the cluster from being done: the watcher's errors, what has not settled, the site's names. */

@@ -11,11 +11,12 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startDnsmasq, type RunningDnsmasq } from '../helpers/dnsmasq.js';
 import { opensslCa, opensslServing } from '../helpers/openssl.js';
 import { agent, CLUSTER_PHASE, startFactory, storeSite, type ClusterEnv } from './env.js';
+import { startApiServing, type ApiServing } from './models/apiserver-sni.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const SITE_APPS = 'apps.sno.store42.example.com';
@@ -33,6 +34,7 @@ describe.skipIf(kubeSkipped)("route health through the cluster's DNS, proxy and 
   const dnsDir = path.join(work, 'dnsmasq.d');
   let dns: RunningDnsmasq;
   let env: ClusterEnv;
+  let api: ApiServing;
   let kc: KubeConfig;
   let root: string;
 
@@ -75,12 +77,15 @@ describe.skipIf(kubeSkipped)("route health through the cluster's DNS, proxy and 
     await clusterDns({ 'sno.factory.example.com': ROUTER });
     env = await startFactory({ routeHealth: { address: ROUTER, nameservers: [NAMESERVER] } });
     kc = env.cluster.kubeConfig();
+    // the API server answers the site's API name where it resolves, by SNI
+    api = await startApiServing(kc, ROUTER);
     root = mkdtempSync(path.join(tmpdir(), 'route-health-root-'));
     mkdirSync(path.join(root, 'etc'), { recursive: true });
     // the node's resolv.conf: the cluster DNS forwards to these
     writeFileSync(path.join(root, 'etc/resolv.conf'), `nameserver ${NAMESERVER}\n`);
   }, 300_000);
   afterAll(async () => {
+    await api?.close();
     await env?.stop();
     await dns?.stop();
   });
@@ -142,6 +147,39 @@ describe.skipIf(kubeSkipped)("route health through the cluster's DNS, proxy and 
     } finally {
       await proxySpec({ httpsProxy: null, noProxy: null });
     }
+  }, 180_000);
+
+  it("names the endpoint and the certificate when the router serves one the site's CA did not issue", async () => {
+    const core = kc.makeApiClient(CoreV1Api);
+    const ref = { namespace: 'openshift-config', name: 'sno-relocate-console' };
+    const kept = (await core.readNamespacedSecret(ref)).data!;
+    // the console's componentRoute secret replaced by a pair of another CA: the console operator
+    // puts it on its route and the router serves it, though the Secret still looks like a serving pair
+    const pair = opensslServing(work, 'wrong-console', opensslCa(work, 'not-the-site-ca'), `DNS:*.${SITE_APPS}`);
+    const data = {
+      'tls.crt': readFileSync(pair.crt).toString('base64'),
+      'tls.key': readFileSync(pair.key).toString('base64'),
+    };
+    await core.patchNamespacedSecret(
+      { ...ref, body: { data } },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    try {
+      // the operators have seen it: health then reads the served certificate, not the one before it
+      await env.models!.settled();
+      expect(await health(15)).toMatch(
+        new RegExp(
+          `console-openshift-console\\.${SITE_APPS.replace(/\./g, '\\.')} at ${ROUTER.replace(/\./g, '\\.')}:443 served CN=wrong-console \\(issued by CN=not-the-site-ca, serial [0-9A-F]+, valid until [^)]+\\), which does not verify with the site's CAs: its issuer CN=not-the-site-ca is not among the site's CAs, nor served after it`,
+        ),
+      );
+    } finally {
+      await core.patchNamespacedSecret(
+        { ...ref, body: { data: kept } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      await env.models!.settled();
+    }
+    expect(await health(60)).toBe('succeeded');
   }, 180_000);
 
   it("names the certificate when the names lead to a server whose certificate does not chain to the operators' trust", async () => {
