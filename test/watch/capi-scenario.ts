@@ -24,6 +24,7 @@ const PRIVATE = 'cluster.hypershift.openshift.io';
 const gvr = (group: string, version: string, plural: string, kind: string): Gvr => ({ group, version, plural, kind });
 const CLUSTER = gvr(PUBLIC, 'v1beta1', 'clusters', 'Cluster');
 const MACHINE = gvr(PUBLIC, 'v1beta1', 'machines', 'Machine');
+const MACHINE_DEPLOYMENT = gvr(PUBLIC, 'v1beta1', 'machinedeployments', 'MachineDeployment');
 const PRIVATE_CLUSTER = gvr(PRIVATE, 'v1beta2', 'clusters', 'Cluster');
 const PRIVATE_MACHINE = gvr(PRIVATE, 'v1beta2', 'machines', 'Machine');
 const HOSTED_CLUSTER = gvr('hypershift.openshift.io', 'v1beta1', 'hostedclusters', 'HostedCluster');
@@ -42,6 +43,7 @@ export const CAPI_FINDINGS = [
   `warning CRD machinesets.${PUBLIC}: owned by HyperShift (field manager hypershift, conversion webhook hypershift/operator) but not listed as unmanaged in ClusterAPI cluster`,
   `error CRD machinesets.${PUBLIC}: conversion webhook Service hypershift/operator has no ready endpoints (1 not ready)`,
   `error CRD machines.${PRIVATE}: stored versions v1beta1 no longer served (status.storedVersions v1beta1, v1beta2; served v1beta2)`,
+  'warning MachineDeployment openshift-cluster-api/workers-short: 1 of 2 replicas ready',
   'warning Cluster openshift-cluster-api/legacy: Ready False: WaitingForControlPlane: control plane not yet initialized',
   'warning Machine openshift-cluster-api/sno-node-unhealthy: NodeHealthy False: NodeConditionsFailed: Node sno-0: kubelet stopped posting node status',
   'error Machine openshift-cluster-api/sno-failed: failed: CreateError: machine sno-failed: no capacity on host bm-2 (deprecated v1beta1 failureReason/failureMessage)',
@@ -62,6 +64,8 @@ export const CAPI_QUIET = [
   `Cluster.${PRIVATE} clusters-guest/guest`,
   `Machine.${PRIVATE} clusters-guest/guest-worker-1`,
   'Cluster clusters-rolled-back/rolled-back',
+  'MachineDeployment openshift-cluster-api/workers',
+  'HostedCluster clusters/migrated',
 ];
 
 const v1beta2True = (...types: string[]) => ({ conditions: types.map((t) => condition(t, 'True')) });
@@ -184,6 +188,17 @@ export async function seedCapi(kc: KubeConfig, kubeconfigPath: string): Promise<
     { phase: 'Failed', failureReason: 'CreateError', failureMessage: 'machine sno-failed: no capacity on host bm-2' },
   );
 
+  for (const [name, ready] of [
+    ['workers', 2],
+    ['workers-short', 1],
+  ] as const)
+    await s.create(
+      MACHINE_DEPLOYMENT,
+      { name, namespace: platform },
+      { clusterName: 'sno', replicas: 2 },
+      { replicas: 2, readyReplicas: ready },
+    );
+
   // HyperShift's private copies, written as v1beta2: the deprecated fields under status.deprecated.v1beta1
   await s.create(
     PRIVATE_CLUSTER,
@@ -216,6 +231,7 @@ export async function seedCapi(kc: KubeConfig, kubeconfigPath: string): Promise<
   // unpauses the Cluster and keeps scope legacy
   const hostedCluster = (name: string, annotations: Record<string, string>) =>
     s.create(HOSTED_CLUSTER, { name, namespace: 'clusters', annotations }, { release: { image: 'ocp-release' } });
+  await hostedCluster('migrated', { [`${HS}private-capi-types`]: 'true' });
   await hostedCluster('guest', { [`${HS}migration-in-progress`]: 'true', [`${HS}scope`]: 'legacy' });
   await s.create(CLUSTER, { name: 'guest', namespace: 'clusters-guest' }, { paused: true }, { phase: 'Provisioned' });
   await hostedCluster('rolled-back', { [`${HS}migration-failed`]: 'health-check-timeout', [`${HS}scope`]: 'legacy' });
