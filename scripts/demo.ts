@@ -1,5 +1,6 @@
 /**
- * `npm run demo` (through scripts/demo.sh): relocates the bundled example site-config, store-0042,
+ * `npm run demo` (through scripts/demo.sh): signs the bundled example site-config, store-0042, with a
+ * factory key whose public half becomes the node's trust anchor, and relocates it
  * on a factory-fresh node laid out in a temporary root and a factory cluster seeded on a local API
  * server, then shows `status`, `watch --once` on the relocated cluster, and a second `run` with
  * nothing left to do. nmstatectl is answered by the test stand-in holding the factory network, and
@@ -11,7 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as wait } from 'node:timers/promises';
 import { CertificatesV1Api } from '@kubernetes/client-node';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
@@ -22,6 +23,7 @@ import { createCsr, kubeletCsrSpecs } from '../test/kube/csr-requests.js';
 import { FACTORY_NODE_IP } from '../test/kube/factory-cluster.js';
 import { layFactoryNode } from '../test/fixtures/factory-node.js';
 import { REPO, stubEnvironment } from '../test/node/context.js';
+import { TRUST_DIR } from '../src/trust/check.js';
 import { factoryNetwork } from '../test/node/factory-network.js';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -151,6 +153,20 @@ async function main(): Promise<number> {
   say(
     `Factory node: laid out in $DEMO/node (nmstatectl stand-in with the factory network, systemd on a private D-Bus)`,
   );
+
+  // the recommended configuration: the factory signs the folder, and the node takes only what its
+  // trust anchor verifies (docs/security.md)
+  say("\nThe factory signs the site folder; its public key is the node's trust anchor:");
+  const key = path.join(temp, 'factory-demo');
+  for (const args of [
+    ['keygen', '--out', key],
+    ['sign', '--key', `${key}.key`, site],
+  ]) {
+    const signed = await agent(args, env);
+    if (signed !== 0) return signed;
+  }
+  mkdirSync(path.join(root, TRUST_DIR), { recursive: true });
+  cpSync(`${key}.pub`, path.join(root, TRUST_DIR, 'factory-demo.pub'));
 
   const missing = missingBinaries();
   if (missing.length === 0) {

@@ -73,6 +73,9 @@ describe.skipIf(kubeSkipped)('npm run demo on a fresh clone', () => {
     expect(existsSync(path.join(clone, 'node_modules/.bin/tsx'))).toBe(true);
 
     const [first, rest] = output.split('\n$ sno-relocate status');
+    // the recommended configuration: a signed folder, the site's admin client CA, the factory's kubeconfig revoked
+    expect(first).toMatch(/^\$ sno-relocate keygen --out \$DEMO\/factory-demo$/m);
+    expect(first).toMatch(/^signed 4 file\(s\) of site store-0042 into .*site-config\.sig/m);
     // the technician's console during the first run: every step in order, then done
     const consoleLines = first!.split('\n').filter((l) => l.startsWith('  console | '));
     expect(consoleLines).toEqual([
@@ -83,6 +86,8 @@ describe.skipIf(kubeSkipped)('npm run demo on a fresh clone', () => {
 
     const [status, watch, second] = rest!.split(/\n\$ sno-relocate (?:watch --once|run) /);
     expect(status).toContain('Result:   succeeded');
+    expect(status).toMatch(/^access +done .*the factory's admin\.kubeconfig is refused at this site$/m);
+    expect(status).toContain('Factory admin kubeconfig: refused at this site');
     for (const step of STEPS) expect(status).toMatch(new RegExp(`^${step.name} +done `, 'm'));
     expect(watch).toMatch(/^Cluster: +https:\/\/127\.0\.0\.1:\d+\nHealth: +(healthy|degraded)\n/m);
     expect(watch).not.toMatch(/^error /m);
