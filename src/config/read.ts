@@ -32,12 +32,9 @@ export async function fileReader(dir: string, findings: Finding[], unsealer?: Un
     realDir,
     seal,
     async read(fieldPath, name) {
+      let data: Buffer;
       try {
-        const data = await readBounded(path.join(realDir, name), name, { inside: realDir });
-        // the digest is the ciphertext's: what the signature covers
-        digests.push({ name, sha256: sha256(data) });
-        if (!isSealed(data)) return data;
-        return (await seal.open(data.toString('utf8'), fieldPath, findings)) ?? Buffer.alloc(0);
+        data = await readBounded(path.join(realDir, name), name, { inside: realDir });
       } catch (err) {
         findings.push({
           severity: 'error',
@@ -46,6 +43,11 @@ export async function fileReader(dir: string, findings: Finding[], unsealer?: Un
         });
         return Buffer.alloc(0);
       }
+      // the digest is the ciphertext's: what the signature covers
+      digests.push({ name, sha256: sha256(data) });
+      if (!isSealed(data)) return data;
+      // a sealed value that does not open is a refusal (exit 3), not a finding
+      return (await seal.open(data.toString('utf8'), fieldPath, findings)) ?? Buffer.alloc(0);
     },
   };
 }

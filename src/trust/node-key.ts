@@ -133,7 +133,7 @@ export async function nodeUnsealer(ctx: NodeKeyContext): Promise<Unsealer | unde
           err instanceof SealedFormatError
             ? err.message
             : /no identity matched/i.test((err as Error).message)
-              ? `sealed for node ${sealedFor}, not for this node (${await (thisNode ??= nodeName())})`
+              ? `${sealedFor === 'unknown' ? "sealed for another node's key (the stick does not say which)" : `sealed for node ${sealedFor}`}, not for this node (${await (thisNode ??= nodeName())})`
               : `the sealed value is damaged (${(err as Error).message})`;
         throw new RefusedError(`site-config refused: ${field}: ${why}; nothing on the host was changed`);
       }

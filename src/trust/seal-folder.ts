@@ -24,17 +24,15 @@ import type { SiteConfigV1 } from '../config/v1/schema.js';
 import { sealTo } from './sealed-format.js';
 import { type NodeBinding, type SignatureDocument, signSiteConfig } from './signature.js';
 
-/** a proxy whose URLs carry a user:password@ part: the whole proxy is sealed, so it stays valid unopened */
+/**
+ * A proxy whose URLs carry a user:password@ part, read as the schema reads the URL (everything up
+ * to the first "/" after the scheme is the authority): the whole proxy is sealed, so a site-config
+ * read without the key is still a valid one.
+ */
 const hasCredentials = (proxy: unknown): boolean =>
   ['httpProxy', 'httpsProxy'].some((key) => {
     const url = object(proxy)?.[key];
-    if (typeof url !== 'string') return false;
-    try {
-      const parsed = new URL(url);
-      return parsed.username !== '' || parsed.password !== '';
-    } catch {
-      return false;
-    }
+    return typeof url === 'string' && /^[a-z]+:\/\/[^/]*@/i.test(url);
   });
 
 type Holder = Record<string, unknown>;
