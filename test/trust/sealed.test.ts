@@ -99,11 +99,16 @@ beforeAll(async () => {
   const pullSecret = pem('pull-secret.json');
   const auths = Object.values((JSON.parse(pullSecret) as { auths: Record<string, { auth: string }> }).auths);
   const body = (file: string) => pem(file).replace(/-----(BEGIN|END) [A-Z ]+-----|\n/g, '');
+  const certificates = readdirSync(plain)
+    .filter((f) => f.endsWith('.crt'))
+    .map(body)
+    .join('\n');
   secrets = [
     { name: 'pull secret', text: pullSecret, material: auths.map((a) => a.auth).join(' ') },
-    // a private key file holds its public half too: that part is on the certificate beside it
-    { name: 'ingress key', text: pem('ingress.key'), material: body('ingress.key'), public: body('ingress.crt') },
-    { name: 'site CA key', text: pem('site-ca.key'), material: body('site-ca.key'), public: body('site-ca.crt') },
+    // a private key file holds its public half and its algorithm's identifier too: those parts are
+    // on the certificates beside it
+    { name: 'ingress key', text: pem('ingress.key'), material: body('ingress.key'), public: certificates },
+    { name: 'site CA key', text: pem('site-ca.key'), material: body('site-ca.key'), public: certificates },
     { name: 'proxy password', text: PROXY_PASSWORD, material: PROXY_PASSWORD },
   ];
 });
