@@ -41,7 +41,8 @@ const fake = (file: string, port: number) =>
   );
 
 try {
-  const kube = await connectKube(cluster.kubeconfigPath, createLogger({ write: () => undefined, journal: false }));
+  const log = createLogger({ write: () => undefined, journal: false });
+  const kube = await connectKube(cluster.kubeconfigPath, log);
   const now = new Date().toISOString();
   await publishReport(kube, systemClock, {
     site: 'store',
@@ -61,7 +62,7 @@ try {
   const files = await kubeconfigsIn(dir);
   const time = async (concurrency: number) => {
     const started = performance.now();
-    const lines = await fleetStatus(files, { concurrency, timeoutMs: TIMEOUT_MS });
+    const lines = await fleetStatus(files, { concurrency, timeoutMs: TIMEOUT_MS, log });
     const unreachable = lines.filter((l) => l.state === 'unreachable').length;
     if (unreachable !== SILENT + STOPPED) throw new Error(`${unreachable} unreachable, expected ${SILENT + STOPPED}`);
     return performance.now() - started;

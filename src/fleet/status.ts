@@ -9,8 +9,9 @@ import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { REPORT_GROUP, REPORT_NAME, REPORT_PLURAL, REPORT_VERSION, type ReportStatus } from '../hub/report.js';
 import { surelyUnserved } from '../kube/discovery.js';
-import { describeFailure, isNotFound, isTransient, isUnserved } from '../kube/retry.js';
+import { describeFailure, isNotFound, isTransient, isUnserved, outageLines } from '../kube/retry.js';
 import { RequestTimeoutError, timeoutConfiguration } from '../kube/transport.js';
+import type { Logger } from '../log/logger.js';
 
 export interface SiteLine {
   /** the kubeconfig file's name, without its extension */
@@ -24,6 +25,8 @@ export interface SiteLine {
 export interface FleetStatusOptions {
   concurrency: number;
   timeoutMs: number;
+  /** where each site's outages are said, as the agent says its own */
+  log: Logger;
 }
 
 /** The kubeconfig files of a folder, one per cluster, in name order. */
@@ -39,17 +42,20 @@ export async function kubeconfigsIn(dir: string): Promise<string[]> {
  * One site's report, retried within the site's timeout while its API is away: a refused connection,
  * a 503, or a 404 for a path not served yet (an API server that has just started). "No report" is
  * an answer: a NotFound for the object, or an API that is ready and does not serve the kind at all
- * (the agent has not installed it yet).
+ * (the agent has not installed it yet). An outage is logged as the agent logs one: a warning when
+ * it starts and a line when the API answers again or the site's time runs out.
  */
-export async function readSite(file: string, timeoutMs: number): Promise<SiteLine> {
+export async function readSite(file: string, timeoutMs: number, log: Logger): Promise<SiteLine> {
   const name = path.basename(file).replace(/\.(ya?ml|kubeconfig|conf)$/, '');
+  const what = `read the SiteRelocation of ${name}`;
   const started = performance.now();
-  const done = (line: Omit<SiteLine, 'name' | 'durationMs'>): SiteLine => ({
-    name,
-    ...line,
-    durationMs: Math.round(performance.now() - started),
-  });
+  const outage = outageLines({ monotonic: () => performance.now() }, log.child({ cluster: name }));
+  const done = (line: Omit<SiteLine, 'name' | 'durationMs'>): SiteLine => {
+    outage.ended(what, true);
+    return { name, ...line, durationMs: Math.round(performance.now() - started) };
+  };
   const unreachable = (err: unknown) => {
+    outage.ended(what, false, err);
     // a request out of time names the site's bound (--timeout), not the part of it the attempt had left
     const failure = err instanceof RequestTimeoutError ? new RequestTimeoutError(err.method, err.url, timeoutMs) : err;
     return done({ state: 'unreachable', error: describeFailure(failure).split('\n')[0]! });
@@ -91,7 +97,9 @@ export async function readSite(file: string, timeoutMs: number): Promise<SiteLin
       if (isNotFound(err)) return done({ state: 'no report' });
       if (isUnserved(err) && (await surelyUnserved(configuration, REPORT_GROUP, REPORT_VERSION).catch(() => false)))
         return done({ state: 'no report' });
-      if (!isTransient(err) || started + timeoutMs - performance.now() < delay) return unreachable(err);
+      const left = started + timeoutMs - performance.now();
+      if (!isTransient(err) || left < delay) return unreachable(err);
+      outage.failed(what, err, left);
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }
@@ -99,7 +107,7 @@ export async function readSite(file: string, timeoutMs: number): Promise<SiteLin
 
 export async function fleetStatus(files: readonly string[], options: FleetStatusOptions): Promise<SiteLine[]> {
   const limit = pLimit(options.concurrency);
-  return Promise.all(files.map((file) => limit(() => readSite(file, options.timeoutMs))));
+  return Promise.all(files.map((file) => limit(() => readSite(file, options.timeoutMs, options.log))));
 }
 
 export function renderFleetStatus(lines: readonly SiteLine[]): string {

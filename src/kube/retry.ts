@@ -126,6 +126,45 @@ export class OutageBudgetError extends Error {
 export type Retry = <T>(what: string, fn: () => Promise<T>) => Promise<T>;
 
 /**
+ * One outage's two lines, as support reads them (docs/api-outages.md): a warning at the first
+ * failure, naming what met it and for how long it is waited out, and one line when it ends, with
+ * how long it lasted and how many retries it took: the API answered, or the wait gave up.
+ */
+export function outageLines(clock: Pick<Clock, 'monotonic'>, log: Logger) {
+  let outage: { since: number; retries: number } | undefined;
+  return {
+    get open(): boolean {
+      return outage !== undefined;
+    },
+    /** a transient failure of `what`: the first one of an outage is logged */
+    failed(what: string, err: unknown, budgetMs: number): void {
+      if (!outage) {
+        outage = { since: clock.monotonic(), retries: 0 };
+        const budgetSeconds = Math.round(budgetMs / 1000);
+        log.warn(
+          { event: 'apiOutageStarted', reason: describeFailure(err), budgetSeconds },
+          `the API is away (${describeFailure(err)}) at ${what}: retrying for up to ${budgetSeconds} s`,
+        );
+      }
+      outage.retries += 1;
+    },
+    /** the outage is over: the API answered, or `what` gave up after `last` */
+    ended(what: string, answered: boolean, last?: unknown): void {
+      if (!outage) return;
+      const seconds = Math.round((clock.monotonic() - outage.since) / 1000);
+      const fields = { event: 'apiOutageEnded', outageSeconds: seconds, retries: outage.retries };
+      outage = undefined;
+      if (answered) log.info(fields, `the API answers again after ${seconds} s`);
+      else
+        log.warn(
+          { ...fields, reason: describeFailure(last) },
+          `the API is still away after ${seconds} s: ${what} gives up`,
+        );
+    },
+  };
+}
+
+/**
  * Retries that share one view of the API's outages: the first call that meets one logs a warning,
  * the last one waiting logs once the API answers again (and `onBack` runs: discovery asks again).
  * Every retry in between is a debug line. Each call gives up after the budget, with an
@@ -138,20 +177,11 @@ export function createRetry(
   onBack: () => void = () => undefined,
 ): Retry {
   let waiting = 0;
-  let outage: { since: number; retries: number } | undefined;
+  const outage = outageLines(clock, log);
   const end = (answered: boolean, what: string, last: unknown) => {
-    if (waiting > 0 || !outage) return;
-    const seconds = Math.round((clock.monotonic() - outage.since) / 1000);
-    const fields = { event: 'apiOutageEnded', outageSeconds: seconds, retries: outage.retries };
-    outage = undefined;
-    if (answered) {
-      onBack();
-      log.info(fields, `the API answers again after ${seconds} s`);
-    } else
-      log.warn(
-        { ...fields, reason: describeFailure(last) },
-        `the API is still away after ${seconds} s: ${what} gives up`,
-      );
+    if (waiting > 0 || !outage.open) return;
+    if (answered) onBack();
+    outage.ended(what, answered, last);
   };
   return async (what, fn) => {
     let deadline: number | undefined;
@@ -178,18 +208,7 @@ export function createRetry(
           deadline = now + policy.budgetMs;
           waiting += 1;
         }
-        if (!outage) {
-          outage = { since: now, retries: 0 };
-          log.warn(
-            {
-              event: 'apiOutageStarted',
-              reason: describeFailure(err),
-              budgetSeconds: Math.round(policy.budgetMs / 1000),
-            },
-            `the API is away (${describeFailure(err)}) at ${what}: retrying for up to ${Math.round(policy.budgetMs / 1000)} s`,
-          );
-        }
-        outage.retries += 1;
+        outage.failed(what, err, policy.budgetMs);
         const wait = Math.min(delay, deadline - now);
         log.debug(
           { attempt, retryInMs: Math.round(wait), reason: describeFailure(err) },

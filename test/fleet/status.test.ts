@@ -1,8 +1,11 @@
 /**
  * `fleet status` through the built executable against a real kube-apiserver holding a
  * SiteRelocation, an API without one, a server that accepts connections and never answers, and a
- * port where nothing listens: one line each, the stopped ones unreachable within their timeout.
+ * port where nothing listens: one line each, the stopped ones unreachable within their timeout. An
+ * API that has just started (a bare `404 page not found` for a while, then the real server) is
+ * waited out, its outage said on stderr as the agent says its own.
  */
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -15,7 +18,7 @@ import { publishReport, type ReportStatus } from '../../src/hub/report.js';
 import { connectKube } from '../../src/kube/client.js';
 import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
-import { runCli } from '../helpers/cli.js';
+import { BINARY, runCli } from '../helpers/cli.js';
 import { opensslSelfSigned } from '../helpers/openssl.js';
 import { missingBinaries, startCluster, type TestCluster } from '../kube/cluster.js';
 
@@ -25,6 +28,7 @@ let bare: TestCluster;
 let work: string;
 let silent: net.Server;
 let starting: https.Server;
+const waking: https.Server[] = [];
 const sockets: net.Socket[] = [];
 
 /** A kubeconfig for a server that is no real cluster. */
@@ -83,12 +87,67 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => starting.listen(0, '127.0.0.1', resolve));
   fakeKubeconfig(path.join(work, 'starting.yaml'), `https://127.0.0.1:${(starting.address() as net.AddressInfo).port}`);
+
+  // a site whose API answers a bare 404 for its first requests, then is the real one; and one that never stops
+  mkdirSync(path.join(work, 'waking'));
+  for (const [name, notFound] of [
+    ['store-0046', 6],
+    ['store-0047', Infinity],
+  ] as const) {
+    const server = wakingApi({ cert: readFileSync(crt), key: readFileSync(key) }, notFound);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    waking.push(server);
+    const url = `https://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    fakeKubeconfig(path.join(work, 'waking', `${name}.yaml`), url);
+    const file = path.join(work, 'waking', `${name}.yaml`);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('not-a-real-token', cluster.token));
+  }
 }, 120_000);
+
+/**
+ * An API server that has just started: `404 page not found` as plain text (as a server answers
+ * before it serves its paths) for its first `notFound` requests, then the test cluster's answers.
+ */
+function wakingApi(tls: { cert: Buffer; key: Buffer }, notFound: number): https.Server {
+  let seen = 0;
+  const upstream = new URL(cluster.server);
+  const ca = readFileSync(cluster.caPath);
+  return https.createServer(tls, (req, res) => {
+    if (seen++ < notFound) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('404 page not found\n');
+      return;
+    }
+    const forward = https.request(
+      new URL(req.url!, upstream),
+      { method: req.method, headers: { ...req.headers, host: upstream.host }, ca },
+      (answer) => {
+        res.writeHead(answer.statusCode!, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    req.pipe(forward);
+  });
+}
+
+/** the built executable, run without blocking this process (whose servers must keep answering) */
+function runCliAsync(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(BINARY, args, { env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
 afterAll(async () => {
   for (const s of sockets) s.destroy();
   silent?.close();
-  starting?.closeAllConnections();
-  starting?.close();
+  for (const server of [starting, ...waking]) {
+    server?.closeAllConnections();
+    server?.close();
+  }
   await Promise.all([cluster?.stop(), bare?.stop()]);
   if (work) rmSync(work, { recursive: true, force: true });
 });
@@ -126,10 +185,34 @@ describe.skipIf(skip)('fleet status', () => {
   });
 
   it('names the whole timeout when an API answers 503 and then nothing, not what its last attempt had left', async () => {
-    const line = await readSite(path.join(work, 'starting.yaml'), 1_000);
+    const log = createLogger({ write: () => undefined, journal: false });
+    const line = await readSite(path.join(work, 'starting.yaml'), 1_000, log);
     expect(line.state).toBe('unreachable');
     expect(line.error).toBe(
       'no answer from the API within 1 s (GET /apis/sno-relocate.openshift.io/v1alpha1/siterelocations/sno-relocate)',
     );
+  });
+
+  it('waits out an API answering a bare 404 for a while, saying when the outage starts and ends, as the agent does', async () => {
+    const result = await runCliAsync(['fleet', 'status', '--kubeconfigs', path.join(work, 'waking'), '--timeout', '4']);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines.find((l) => l.startsWith('store-0046'))).toMatch(/store-0046\s+store-0042\s+Running\s+routes\s/);
+    expect(lines.find((l) => l.startsWith('store-0047'))).toMatch(/unreachable\s+HTTP 404: 404 page not found/);
+    const said = (cluster: string) => result.stderr.split('\n').filter((l) => l.includes(`cluster=${cluster}`));
+    const away =
+      /WARN {2}the API is away \(HTTP 404: 404 page not found \(the path is not served yet\)\) at read the SiteRelocation of store-004\d: retrying for up to [1-4] s /;
+    expect(said('store-0046')).toEqual([
+      expect.stringMatching(away),
+      expect.stringMatching(
+        /INFO {2}the API answers again after \d+ s cluster=store-0046 outageSeconds=\d+ retries=\d+/,
+      ),
+    ]);
+    expect(said('store-0047')).toEqual([
+      expect.stringMatching(away),
+      expect.stringMatching(
+        /WARN {2}the API is still away after \d+ s: read the SiteRelocation of store-0047 gives up cluster=store-0047 outageSeconds=\d+ retries=\d+ reason="HTTP 404/,
+      ),
+    ]);
   });
 });

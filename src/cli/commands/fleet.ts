@@ -1,6 +1,7 @@
 import { UsageError } from '../../base/errors.js';
 import { fleetStatus, kubeconfigsIn, renderFleetStatus } from '../../fleet/status.js';
 import { type Invocation, oneOf, seconds } from '../args.js';
+import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
 /** `fleet status --kubeconfigs DIR [--concurrency N] [--timeout SECONDS] [-o json]` */
@@ -17,7 +18,9 @@ export async function fleetCommand(inv: Invocation): Promise<CommandResult> {
   const files = await kubeconfigsIn(dir).catch((err: NodeJS.ErrnoException) => {
     throw new UsageError(`--kubeconfigs: cannot read ${dir}: ${err.code ?? err.message}`);
   });
-  const lines = await fleetStatus(files, { concurrency, timeoutMs: timeoutSeconds * 1000 });
+  // each site's API outages go to stderr as the agent's go to its journal; stdout stays the table
+  const { log } = createRuntime(inv.flags);
+  const lines = await fleetStatus(files, { concurrency, timeoutMs: timeoutSeconds * 1000, log });
   return {
     exitCode: 0,
     stdout: format === 'json' ? `${JSON.stringify({ clusters: lines }, null, 2)}\n` : renderFleetStatus(lines),
