@@ -46,6 +46,20 @@ export function outsideWindow(window: ValidityWindow, now: Date): string | undef
   return undefined;
 }
 
+/** What a finding of time is about, without what the clock it was made on said of it. */
+export const subjectOf = (f: Finding): string => f.message.split(/ (?:expired on|is not valid before) /)[0]!;
+
+/**
+ * The deferred findings the true time already proves expired, at an instant it is no earlier than:
+ * only a notAfter before it is proven (a notBefore after it proves nothing, the true time may be later).
+ */
+export function expiredAt(deferred: readonly Finding[], at: Date): string[] {
+  return deferred.flatMap((f) => {
+    const problem = f.window?.notAfter !== undefined ? outsideWindow({ notAfter: f.window.notAfter }, at) : undefined;
+    return problem ? [`${f.path}: ${subjectOf(f)} ${problem}`] : [];
+  });
+}
+
 /** Whether admission defers the findings of time: only on a clock chronyd will still synchronise. */
 export const defersTime = (sync: SyncState): boolean => sync === 'unsynchronised';
 
@@ -92,7 +106,7 @@ export function decideClock(input: ClockInput): ClockDecision {
     };
   const failed = input.deferred.flatMap((f) => {
     const problem = outsideWindow(f.window ?? {}, input.now);
-    return problem ? [`${f.path}: ${f.message.split(/ (?:expired on|is not valid before) /)[0]} ${problem}`] : [];
+    return problem ? [`${f.path}: ${subjectOf(f)} ${problem}`] : [];
   });
   if (failed.length)
     return {

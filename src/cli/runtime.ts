@@ -19,6 +19,7 @@ import type { Systemd } from '../ports/systemd.js';
 import { connectSystemdBus } from '../ports/systemd-dbus.js';
 import { checkTrust } from '../trust/check.js';
 import { checkSiteAgainstRecord } from '../node/factory-record.js';
+import { checkProvenTime } from '../node/proven-time.js';
 import { nodeUnsealer } from '../trust/node-key.js';
 import { defersTime, type TimeMark } from '../base/true-time.js';
 import { chronySyncState } from '../node/chrony.js';
@@ -95,11 +96,14 @@ async function nodeUnsealerOf(rt: Runtime): Promise<Pick<Admission, 'unseal'>> {
 async function admission(rt: Runtime): Promise<Admission> {
   // on a clock chronyd has yet to synchronise, time is judged by the clock step (src/base/true-time.ts)
   const deferTime = defersTime(await chronySyncState(rt.fs, rt.exec));
+  const now = rt.clock.now();
   return {
-    now: rt.clock.now(),
+    now,
     deferTime,
     timeMarks: await timeMarks(rt),
     trust: (loaded) => checkTrust(rt, loaded, deferTime),
+    // what the seal, the build or the signing time already proves expired is refused before any change
+    provenTime: (loaded) => checkProvenTime(rt, loaded, now, !deferTime),
     // a node prepared at the factory keeps its install subnet for the internal IP
     factoryRecord: (loaded) => checkSiteAgainstRecord(rt.fs, loaded.site),
     ...(await nodeUnsealerOf(rt)),

@@ -1,11 +1,12 @@
 /**
  * The one way a site-config is admitted, for every command that acts on one: located, read with
  * bounds and digests, parsed and checked by the rules (loadSiteConfig), then held to the node's
- * own rules, in the order fixed here: who wrote it (the trust anchors), then what the node was
- * prepared for (the factory record). All of it finishes before the first change on the host, at
- * the time passed in.
+ * own rules, in the order fixed here: who wrote it (the trust anchors, which add the signing time
+ * to what the true time is known to be no earlier than), then what that time already proves
+ * expired (src/node/proven-time.ts), then what the node was prepared for (the factory record).
+ * All of it finishes before the first change on the host, at the time passed in.
  *
- * The node's rules live in the layers that own what they read (src/trust, src/factory), above this
+ * The node's rules live in the layers that own what they read (src/trust, src/node), above this
  * one; the caller hands them in by name, and this file alone decides the order they run in.
  */
 import { loadSiteConfig } from './load.js';
@@ -28,6 +29,8 @@ export interface Admission {
   timeMarks?: TimeMark[];
   /** who wrote it: the node's trust anchors; undefined only off the node (see offNode) */
   trust: NodeRule | undefined;
+  /** what the lower bound of the true time already proves expired; absent only off the node */
+  provenTime?: NodeRule;
   /** what the node was prepared for: the factory record's install subnet; undefined only off the node */
   factoryRecord: NodeRule | undefined;
   /** opens fields sealed to the node's key (src/trust/node-key.ts); undefined: they are listed, not read */
@@ -35,14 +38,19 @@ export interface Admission {
 }
 
 /** The order the node's rules run in: who wrote it is settled before what it asks is weighed. */
-const NODE_RULES = ['trust', 'factoryRecord'] as const;
+const NODE_RULES = ['trust', 'provenTime', 'factoryRecord'] as const;
 
 /**
  * Off the node (rendering or signing a site folder at the author's desk) there are no trust
  * anchors and no factory record to hold a site-config to: it is parsed and checked by the rules
  * only, exactly as the node will parse and check it.
  */
-export const offNode = (now: Date): Admission => ({ now, trust: undefined, factoryRecord: undefined });
+export const offNode = (now: Date): Admission => ({
+  now,
+  trust: undefined,
+  provenTime: undefined,
+  factoryRecord: undefined,
+});
 
 export async function admitSite(target: string, admission: Admission): Promise<LoadedSite> {
   try {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { planClock, shelfLife, type ClockView } from './clock.js';
+import { shelfLife } from '../node/shipment.js';
+import { planClock, type ClockView } from './clock.js';
 
 const powerOnBy = { date: '2027-03-01T00:00:00.000Z', expiry: '2027-03-15T00:00:00.000Z', certificate: 'etcd peer' };
 const view = (now: string, over: Partial<ClockView> = {}): ClockView => ({

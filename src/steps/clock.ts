@@ -18,11 +18,7 @@ import type { Finding } from '../base/findings.js';
 import type { Step, StepContext } from '../config/site.js';
 import type { PlanResult } from '../engine/step.js';
 import { chronySyncState, chronyWaitSync } from '../node/chrony.js';
-import { readShipment, type Shipment } from '../node/shipment.js';
-
-/** warn this long before the power-on-by date */
-export const POWER_ON_WARN_DAYS = 14;
-const DAY_MS = 86_400_000;
+import { readShipment, shelfLife, type Shipment } from '../node/shipment.js';
 
 export interface ClockView {
   now: Date;
@@ -32,21 +28,6 @@ export interface ClockView {
   bound: TimeMark | undefined;
   deferred: Finding[];
   powerOnBy?: NonNullable<Shipment['powerOnBy']>;
-}
-
-export type ShelfVerdict = { verdict: 'ok' | 'warn'; line: string } | { verdict: 'refuse'; reason: string };
-
-/** The shelf life, on a trusted clock: fine, near (or past) the power-on-by date, or past the expiry it guards. */
-export function shelfLife(now: Date, powerOnBy: NonNullable<Shipment['powerOnBy']>): ShelfVerdict {
-  const line = `power on by ${powerOnBy.date.slice(0, 10)} (${powerOnBy.certificate} expires ${powerOnBy.expiry})`;
-  if (now.getTime() > Date.parse(powerOnBy.expiry))
-    return {
-      verdict: 'refuse',
-      reason: `the node stayed off past its power-on-by date ${powerOnBy.date.slice(0, 10)}: ${powerOnBy.certificate} expired on ${powerOnBy.expiry} and nothing on the node renews it; the cluster cannot recover by itself: recover its certificates (see docs/clock-and-shelf-life.md) before relocating`,
-    };
-  if (now.getTime() > Date.parse(powerOnBy.date) - POWER_ON_WARN_DAYS * DAY_MS)
-    return { verdict: 'warn', line: `${line}: ${now.getTime() > Date.parse(powerOnBy.date) ? 'PAST' : 'near'}` };
-  return { verdict: 'ok', line };
 }
 
 /** The step's decision: the clock's, then the shelf life's on it. */
