@@ -106,6 +106,14 @@ function judge(view: CsrView): Judged {
   return result;
 }
 
+/** Pending requests the step leaves alone, as its result names them (`status`): never approved. */
+function othersPending(s: Judged): string {
+  if (s.leftAlone.length === 0) return '';
+  const listed = s.leftAlone.slice(0, 5).map((l) => `${l.name} (${l.why})`);
+  const more = s.leftAlone.length > listed.length ? `, and ${s.leftAlone.length - listed.length} more` : '';
+  return `; pending requests left alone (not approved): ${listed.join(', ')}${more}`;
+}
+
 const missing = (s: Judged): CsrKind[] =>
   (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
 
@@ -144,7 +152,10 @@ export const csrApprovalStep: Step<CsrView> = {
   plan(view) {
     const s = judge(view);
     if (s.toApprove.length === 0 && s.done.size === 2)
-      return { action: 'noop', reason: `node ${view.node.hostname} has its client and serving certificates approved` };
+      return {
+        action: 'noop',
+        reason: `node ${view.node.hostname} has its client and serving certificates approved${othersPending(s)}`,
+      };
     const changes: Change[] = s.toApprove.map((a) => ({
       action: 'approve',
       target: `CertificateSigningRequest ${a.name}`,
@@ -154,7 +165,7 @@ export const csrApprovalStep: Step<CsrView> = {
     const wait = waiting.length > 0 ? `; then wait for kubelet's ${waiting.join(' and ')} request` : '';
     return {
       action: 'change',
-      summary: `approve node ${view.node.hostname}'s kubelet certificate requests${wait}`,
+      summary: `approve node ${view.node.hostname}'s kubelet certificate requests${wait}${othersPending(s)}`,
       changes,
     };
   },

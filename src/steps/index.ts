@@ -12,6 +12,7 @@ import { extraManifestsStep } from './extra-manifests.js';
 import { healthStep } from './health.js';
 import { holdUpgradesStep } from './hold-upgrades.js';
 import { hostnameStep } from './hostname.js';
+import { imagePullRetryStep } from './image-pull-retry.js';
 import { inServiceStep } from './in-service.js';
 import { internalIpStep } from './internal-ip.js';
 import { ipFamiliesStep } from './ip-families.js';
@@ -94,6 +95,9 @@ export const STEPS: readonly Step[] = [
   extraManifestsStep,
   // last: waits for those rollouts to settle, with everything above in place
   healthStep,
+  // after health, which waits for the master pool to roll the site's pull secret and mirrors out: pods
+  // that failed to pull before the switch pull again through the site's registries
+  imagePullRetryStep,
   // after health: the site's own workloads run on a healthy cluster; `done` means they are ready
   inServiceStep,
   // last: the move is done, so the cluster may be updated again
