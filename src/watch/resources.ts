@@ -156,6 +156,13 @@ const capi = (key: string, kind: string, plural: string, group = CAPI_GROUP_SUFF
     ),
 });
 
+/**
+ * The annotations a Cluster API CRD is judged by: the release manifests' (the platform owns it) and
+ * the CRD migrators' (kubernetes-sigs/cluster-api api/core/v1beta2/common_types.go); not, say,
+ * kubectl's last-applied-configuration, a copy of the whole CRD.
+ */
+const CAPI_CRD_ANNOTATIONS = ['include.release.openshift.io/', 'crd-migration.cluster.x-k8s.io/'];
+
 /** A core (group '') collection Cluster API's checks read: /api/v1/<plural>. */
 const core = (
   plural: string,
@@ -268,7 +275,7 @@ export const RESOURCES: readonly WatchedResource[] = [
       const group = spec?.group ?? '';
       const isCapi = isCapiGroup(group);
       return object(
-        isCapi ? meta(raw, { labels: true, annotations: true, managers: true }) : meta(raw),
+        isCapi ? meta(raw, { labels: true, annotations: CAPI_CRD_ANNOTATIONS, managers: true }) : meta(raw),
         {
           group,
           versions: (spec?.versions ?? []).map((v) => ({

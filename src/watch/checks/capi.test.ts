@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WatchedObject } from '../model.js';
-import { capiStatus } from '../resources.js';
+import { capiStatus, RESOURCE_BY_KEY } from '../resources.js';
 import { ObjectStore } from '../store.js';
 import { evaluate, findingKey } from '../track.js';
 import {
@@ -560,6 +560,24 @@ describe('a Cluster API object read as v1beta2', () => {
       failureReason: 'CreateError',
       failureMessage: 'no capacity',
       v1beta2: { conditions },
+    });
+  });
+});
+
+describe('a Cluster API CRD as kept', () => {
+  it('keeps the annotations it is judged by, not a last-applied copy of the whole CRD', () => {
+    const annotations = {
+      'include.release.openshift.io/single-node-developer': 'true',
+      'crd-migration.cluster.x-k8s.io/observed-generation': '2',
+      'kubectl.kubernetes.io/last-applied-configuration': 'x'.repeat(200_000),
+    };
+    const kept = RESOURCE_BY_KEY.get('crds')!.project({
+      metadata: { name: 'machines.cluster.hypershift.openshift.io', annotations },
+      spec: { group: 'cluster.hypershift.openshift.io', versions: [] },
+    });
+    expect(kept?.metadata.annotations).toEqual({
+      'include.release.openshift.io/single-node-developer': 'true',
+      'crd-migration.cluster.x-k8s.io/observed-generation': '2',
     });
   });
 });
