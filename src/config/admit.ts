@@ -38,7 +38,7 @@ export interface Admission {
 }
 
 /** The order the node's rules run in: who wrote it is settled before what it asks is weighed. */
-const NODE_RULES = ['trust', 'provenTime', 'factoryRecord'] as const;
+export const NODE_RULES = ['trust', 'provenTime', 'factoryRecord'] as const;
 
 /**
  * Off the node (rendering or signing a site folder at the author's desk) there are no trust
