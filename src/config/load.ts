@@ -55,5 +55,6 @@ export async function loadSiteConfig(
     findings,
     deferred,
     ...(files.seal.left.length > 0 && { sealed: { node: await files.seal.sealedFor(), fields: files.seal.left } }),
+    ...(files.seal.opened.length > 0 && { opened: files.seal.opened }),
   };
 }

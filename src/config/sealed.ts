@@ -39,6 +39,8 @@ export interface Sealing {
   open(armored: string, field: string, findings: Finding[]): Promise<Buffer | undefined>;
   /** the fields left sealed, in the order met */
   left: string[];
+  /** the fields opened with the node's key, in the order met */
+  opened: string[];
 }
 
 /** Which node the folder's signature says it is sealed for; read only to say so, never trusted. */
@@ -60,11 +62,17 @@ export function sealing(realDir: string, unsealer: Unsealer | undefined): Sealin
   let node: Promise<string> | undefined;
   const sealedFor = () => (node ??= readSealedFor(realDir));
   const left: string[] = [];
+  const opened: string[] = [];
   return {
     sealedFor,
     left,
+    opened,
     async open(armored, field, findings) {
-      if (unsealer) return unsealer.open(armored, field, await sealedFor());
+      if (unsealer) {
+        const plain = await unsealer.open(armored, field, await sealedFor());
+        opened.push(field);
+        return plain;
+      }
       left.push(field);
       findings.push({ severity: 'warning', path: field, message: `sealed for node ${await sealedFor()}` });
       return undefined;

@@ -112,6 +112,8 @@ export interface LoadedSite {
   deferred?: Finding[];
   /** fields sealed to a node's key that this machine could not open (it has no node key) */
   sealed?: { node: string; fields: string[] };
+  /** fields sealed to this node's key and opened in memory */
+  opened?: string[];
   /** what says the true time is at least some instant (the signature's signing time, ...) */
   timeMarks?: TimeMark[];
 }

@@ -13,8 +13,10 @@ import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admitSite, offNode } from '../../src/config/admit.js';
 import { createLogger } from '../../src/log/logger.js';
+import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
+import { beforeFirstChange } from '../../src/trust/admitted.js';
 import { ensureNodeKey, NODE_KEY_CREDENTIAL, type NodeKey, nodeUnsealer } from '../../src/trust/node-key.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { EXAMPLE, runCli } from '../helpers/cli.js';
@@ -268,5 +270,34 @@ describe("Debian's age CLI", () => {
       unseal: (await nodeUnsealer(nodeCtx(nodes.mine.root)))!,
     });
     expect(loaded.site.certificates.ingress?.keyPem.trim()).toBe(secrets[1]!.text.trim());
+  });
+});
+
+describe('status', () => {
+  const applied = async (root: string, dir: string) => {
+    const ctx = nodeCtx(root);
+    const unseal = await nodeUnsealer(ctx);
+    const loaded = await admitSite(dir, { ...offNode(new Date()), ...(unseal && { unseal }) });
+    await beforeFirstChange({ fs: ctx.fs, clock: systemClock, stateDir: '/var/lib/sno-relocate' }, loaded);
+  };
+
+  it("says a node's key and that the applied stick's secrets came sealed for it", async () => {
+    await applied(nodes.mine.root, sealedSite('status-sealed'));
+    const status = onNode(nodes.mine.root, 'status');
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`Node key: ${nodes.mine.key!.recipient} (sealed with the host key)\n`);
+    expect(status.stdout).toContain(
+      'Secrets:  site store-0042: sealed for this node, opened in memory ($.spec.proxy, $.spec.pullSecretFile, $.spec.certificates.ingress.keyFile, $.spec.access.siteCA.keyFile)\n',
+    );
+    const json = JSON.parse(onNode(nodes.mine.root, 'status', '-o', 'json').stdout) as { secrets: object };
+    expect(json.secrets).toMatchObject({ nodeKey: { sealing: 'host' }, applied: { site: 'store-0042' } });
+  });
+
+  it('says a node shipped without a node key takes its secrets in clear', async () => {
+    const root = layNode('shipped-before', 'SN7777');
+    await applied(root, plain);
+    expect(onNode(root, 'status').stdout).toContain(
+      'Node key: none (shipped before node keys): its sticks carry secrets in clear\nSecrets:  site store-0042: in clear on the stick\n',
+    );
   });
 });

@@ -8,6 +8,7 @@ import { STEPS } from '../../steps/index.js';
 import { FACTORY_ADMIN_REFUSED, FACTORY_ADMIN_WORKS } from '../../steps/access.js';
 import { renderFindings, table } from '../../watch/render.js';
 import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
+import { renderSecretsStatus, secretsStatus } from '../../trust/secrets-record.js';
 import { type Invocation, oneOf } from '../args.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
@@ -91,10 +92,11 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
     : '';
   const factoryAdmin = factoryAdminKubeconfig(state);
   const factoryLine = `Factory admin kubeconfig: ${FACTORY_ADMIN_LINE[factoryAdmin]}\n`;
+  const secrets = await secretsStatus(rt.fs, rt.stateDir);
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ agentVersion: AGENT_VERSION, run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin }, null, 2)}\n`
+      ? `${JSON.stringify({ agentVersion: AGENT_VERSION, run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin, secrets }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `Agent:    sno-relocate ${AGENT_VERSION}\n${shipped}${renderRunState(state)}${caLine}${factoryLine}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `Agent:    sno-relocate ${AGENT_VERSION}\n${shipped}${renderRunState(state)}${caLine}${factoryLine}${renderSecretsStatus(secrets)}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }
