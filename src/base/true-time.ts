@@ -60,6 +60,9 @@ export function expiredAt(deferred: readonly Finding[], at: Date): string[] {
   });
 }
 
+/** One judgment per field and window: a deferred finding and the same certificate's passed one are one. */
+const windowKey = (f: Finding): string => `${f.path} ${f.window?.notBefore ?? ''} ${f.window?.notAfter ?? ''}`;
+
 /** Whether admission defers the findings of time: only on a clock chronyd will still synchronise. */
 export const defersTime = (sync: SyncState): boolean => sync === 'unsynchronised';
 
@@ -71,6 +74,11 @@ export interface ClockInput {
   waited: boolean;
   /** the findings admission deferred, each with its window */
   deferred: readonly Finding[];
+  /**
+   * every window admission judged and passed (the site-config's certificates): judged again too,
+   * since a clock months off passes a CA that expired, or one not valid yet
+   */
+  passed?: readonly Finding[];
 }
 
 export type ClockDecision =
@@ -104,7 +112,9 @@ export function decideClock(input: ClockInput): ClockDecision {
       verdict: 'refuse',
       reason: `${wrong}, which is known wrong, and no time server corrected it: ${FIX_CLOCK}`,
     };
-  const failed = input.deferred.flatMap((f) => {
+  const seen = new Set(input.deferred.map(windowKey));
+  const again = [...input.deferred, ...(input.passed ?? []).filter((f) => !seen.has(windowKey(f)))];
+  const failed = again.flatMap((f) => {
     const problem = outsideWindow(f.window ?? {}, input.now);
     return problem ? [`${f.path}: ${subjectOf(f)} ${problem}`] : [];
   });
@@ -118,6 +128,9 @@ export function decideClock(input: ClockInput): ClockDecision {
     notes: [
       `time judged on ${clock}`,
       ...input.deferred.map((f) => `${f.path}: valid on ${clock}, judged again after the clock sync`),
+      ...(again.length > input.deferred.length
+        ? [`${again.length - input.deferred.length} certificate(s) admission passed: valid on ${clock} too`]
+        : []),
     ],
   };
 }

@@ -9,6 +9,7 @@ const view = (now: string, over: Partial<ClockView> = {}): ClockView => ({
   waited: false,
   bound: { what: 'factory seal', at: new Date('2026-11-20T00:00:00Z') },
   deferred: [],
+  passed: [],
   powerOnBy,
   ...over,
 });

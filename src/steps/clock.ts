@@ -4,8 +4,10 @@
  * (src/base/true-time.ts). chronyd is given a bounded wait (CLOCK_SYNC_TIMEOUT_SECONDS, in the
  * clock budget) to synchronise with the site's time servers and step the clock; then what
  * admission deferred (a signature or CA that looked expired or not yet valid on the unsynchronised
- * clock) is judged again, and the journal says so. A clock before the lower bound (signature,
- * factory seal, agent build) that no time server corrected stops the run with what to fix.
+ * clock) is judged again, and so is every certificate of the site-config admission passed (a CA
+ * that expired while the clock lagged passed on it), in both directions; the journal says so. A
+ * clock before the lower bound (signature, factory seal, agent build) that no time server corrected
+ * stops the run with what to fix.
  *
  * The shelf life is judged here too, on that clock: the power-on-by date `factory seal` recorded
  * is shown; near it the run warns, and past the expiry it was set by (a certificate nothing on the
@@ -19,6 +21,7 @@ import type { Step, StepContext } from '../config/site.js';
 import type { PlanResult } from '../engine/step.js';
 import { chronySyncState, chronyWaitSync } from '../node/chrony.js';
 import { readShipment, shelfLife, type Shipment } from '../node/shipment.js';
+import { timeJudgments } from '../config/time-judgments.js';
 
 export interface ClockView {
   now: Date;
@@ -27,6 +30,8 @@ export interface ClockView {
   waited: boolean;
   bound: TimeMark | undefined;
   deferred: Finding[];
+  /** the site-config's certificates admission passed, judged again on this clock */
+  passed: Finding[];
   powerOnBy?: NonNullable<Shipment['powerOnBy']>;
 }
 
@@ -68,6 +73,7 @@ export const clockStep: Step<ClockView> = {
       waited: waitedFor.has(admitted),
       bound: lowerBound(marks),
       deferred: admitted.deferred,
+      passed: timeJudgments(ctx.site),
       ...(shipment?.powerOnBy && { powerOnBy: shipment.powerOnBy }),
     };
   },
