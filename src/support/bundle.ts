@@ -38,21 +38,48 @@ const AGENT_UNITS = [
   'sno-relocate-install.path',
 ];
 const JOURNAL_LINES = '20000';
-const journal = (units: readonly string[]): string[] => [
+
+/**
+ * The journal's parts, each selected by the unit or identifier its program really writes under.
+ * kubelet.service runs kubelet through kubenswrapper (openshift/machine-config-operator
+ * templates/master/01-master-kubelet/_base/units/kubelet.service.yaml), so its unit selects it; CRI-O
+ * and NetworkManager run as crio.service and NetworkManager.service (cri-o/cri-o
+ * contrib/systemd/crio.service, NetworkManager data/NetworkManager.service.in). The machine-config
+ * daemon runs in a pod: its own journal lines are written by `logger` with no tag, as
+ * "machine-config-daemon[PID]: ...", so journald files them under the user's name, root
+ * (openshift/machine-config-operator pkg/daemon, logSystem); its first-boot and pull steps are units.
+ */
+const JOURNALS: readonly (readonly [entry: string, matches: readonly string[]])[] = [
+  ['journal/sno-relocate.txt', AGENT_UNITS.flatMap((u) => ['-u', u])],
+  ['journal/kubelet.txt', ['-u', 'kubelet.service']],
+  ['journal/crio.txt', ['-u', 'crio.service']],
+  ['journal/NetworkManager.txt', ['-u', 'NetworkManager.service']],
+  [
+    'journal/machine-config-daemon.txt',
+    [
+      'SYSLOG_IDENTIFIER=root',
+      '+',
+      '_SYSTEMD_UNIT=machine-config-daemon-firstboot.service',
+      '+',
+      '_SYSTEMD_UNIT=machine-config-daemon-pull.service',
+    ],
+  ],
+];
+
+/** journalctl for one part: of the node's own journal, or of the journal files under --root */
+const journal = (root: string, matches: readonly string[]): string[] => [
   '--no-pager',
   '-o',
   'short-iso-precise',
   '-n',
   JOURNAL_LINES,
-  ...units.flatMap((u) => ['-u', u]),
+  ...(root === '/' ? [] : ['--root', root]),
+  ...matches,
 ];
 
 /** name in the bundle, and the command whose output it is */
-const COMMANDS: readonly (readonly [entry: string, command: string, args: readonly string[]])[] = [
-  ['journal/sno-relocate.txt', 'journalctl', journal(AGENT_UNITS)],
-  ['journal/kubelet.txt', 'journalctl', journal(['kubelet.service'])],
-  ['journal/NetworkManager.txt', 'journalctl', journal(['NetworkManager.service'])],
-  ['journal/machine-config-daemon.txt', 'journalctl', journal(['machine-config-daemon*'])],
+const commands = (root: string): readonly (readonly [entry: string, command: string, args: readonly string[]])[] => [
+  ...JOURNALS.map(([entry, matches]) => [entry, 'journalctl', journal(root, matches)] as const),
   ['network/nmstate.yaml', 'nmstatectl', ['show']],
   ['network/ip-address.json', 'ip', ['-j', 'address']],
   ['network/ip-route.json', 'ip', ['-j', 'route', 'show', 'table', 'all']],
@@ -135,7 +162,7 @@ export async function writeSupportBundle(input: BundleInput, out: string): Promi
     if (text === undefined) notes.push(`${name}: ${file} is not there`);
     else add(name, text);
   }
-  for (const [name, command, args] of COMMANDS) {
+  for (const [name, command, args] of commands(input.fs.root)) {
     const left = limits.totalMs - (input.now() - started);
     if (left <= 0) {
       notes.push(`${name}: not gathered, the bundle's time (${limits.totalMs / 1000} s) ran out`);
