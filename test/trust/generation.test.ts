@@ -16,6 +16,8 @@ import { beforeFirstChange } from '../../src/trust/admitted.js';
 import { checkTrust } from '../../src/trust/check.js';
 import { GENERATION_FILE } from '../../src/trust/generation.js';
 import { REVOKED_KEYS } from '../../src/trust/revocation.js';
+import { agentSources, optionsFromEnv } from '../../scripts/render-machineconfigs.js';
+import { renderMachineConfigs } from '../../src/node/machineconfig.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { EXAMPLE, runCli } from '../helpers/cli.js';
 import { snapshotTree } from '../helpers/tree.js';
@@ -137,6 +139,27 @@ describe('the revocation list', () => {
     expect(result.code).toBe(3);
     expect(result.stderr).toContain(`it was signed by key ${keyId()} (factory.pub), which is revoked`);
     expect(snapshotTree(root)).toEqual(before);
+  });
+
+  it('travels to the node with the anchors in the MachineConfig, checked as the node reads it', async () => {
+    const trust = path.join(work, 'trust-folder');
+    mkdirSync(trust, { recursive: true });
+    cpSync(`${factoryKey}.pub`, path.join(trust, 'factory-2026.pub'));
+    const list = `# lost with the line-3 laptop\n${keyId()}\n`;
+    writeFileSync(path.join(trust, 'revoked-keys'), list);
+    const files = renderMachineConfigs(agentSources(), optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: trust }))
+      .flatMap((mc) => mc.spec.config.storage?.files ?? [])
+      .filter((f) => f.path.startsWith('/etc/sno-relocate/trust/'));
+    expect(files.map((f) => f.path).sort()).toEqual([
+      '/etc/sno-relocate/trust/factory-2026.pub',
+      '/etc/sno-relocate/trust/revoked-keys',
+    ]);
+    const revoked = files.find((f) => f.path.endsWith('revoked-keys'))!;
+    expect(await (await fetch(revoked.contents.source)).text()).toBe(list);
+    writeFileSync(path.join(trust, 'revoked-keys'), 'factory-2025.pub\n');
+    expect(() => optionsFromEnv({ SNO_RELOCATE_TRUST_DIR: trust })).toThrow(
+      'revoked-keys line 1 is not a key id (sha256:<64 hex digits>)',
+    );
   });
 
   it('refuses every stick while a line of it is not a key id', () => {
