@@ -181,6 +181,14 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         return fail('discover', apiVersion, err);
       }
     },
+    async kinds(): Promise<{ apiVersion: string; kind: string }[]> {
+      try {
+        const found = await retry('discover the API', () => discovery.listable());
+        return found.map(({ apiVersion, kind }) => ({ apiVersion, kind }));
+      } catch (err) {
+        return fail('discover', 'the API', err);
+      }
+    },
     async approveCsr(name: string, reason: string, message: string): Promise<void> {
       for (let attempt = 1; ; attempt++) {
         try {

@@ -25,11 +25,15 @@ export interface Resource {
   version: string;
   plural: string;
   namespaced: boolean;
+  /** whether the resource can be listed */
+  listable: boolean;
 }
 
 export interface Discovery {
   /** the resource that serves `kind`, or undefined; `fresh` asks again when the remembered answer is no */
   resourceOf(apiVersion: string, kind: string, fresh?: boolean): Promise<Resource | undefined>;
+  /** every resource that can be listed, in the core group and each group's preferred version */
+  listable(): Promise<Resource[]>;
   /** forgets every answer: after an outage, a group version may be served again, or no more */
   forget(apiVersion?: string): void;
 }
@@ -81,7 +85,18 @@ export function createDiscovery(configuration: Configuration): Discovery {
       return new Map(
         list.resources
           .filter((r) => !r.name.includes('/'))
-          .map((r) => [r.kind, { apiVersion, kind: r.kind, group, version, plural: r.name, namespaced: r.namespaced }]),
+          .map((r) => [
+            r.kind,
+            {
+              apiVersion,
+              kind: r.kind,
+              group,
+              version,
+              plural: r.name,
+              namespaced: r.namespaced,
+              listable: r.verbs.includes('list'),
+            },
+          ]),
       );
     } catch (err) {
       // a failure of the check itself leaves the 404 as it was: not served yet
@@ -108,6 +123,16 @@ export function createDiscovery(configuration: Configuration): Discovery {
       if (found || !fresh) return found;
       served.delete(apiVersion);
       return (await resources(apiVersion)).get(kind);
+    },
+    async listable() {
+      const groups = await new ApisApi(configuration).getAPIVersions();
+      const versions = [
+        'v1',
+        ...groups.groups.flatMap((g) => (g.preferredVersion ? [g.preferredVersion.groupVersion] : [])),
+      ];
+      const out: Resource[] = [];
+      for (const apiVersion of versions) out.push(...(await resources(apiVersion)).values());
+      return out.filter((r) => r.listable);
     },
     forget(apiVersion) {
       if (apiVersion === undefined) served.clear();

@@ -9,9 +9,12 @@
  * - LVMS installed: its vgmanager puts the finalizer `topolvm.io/node` on the Node, and TopoLVM's
  *   node controller, on the Node's deletion, deletes every LVMS claim of that node
  *   (topolvm internal/controller/node_controller.go; test/cluster/models/topolvm.ts);
- * - per-node configuration naming the node or its hostname (PtpConfig match.nodeName, NNCP,
- *   LocalVolume and SR-IOV policy node selectors, a custom MachineConfigPool): it silently stops
- *   applying to the renamed node;
+ * - any object whose spec names the node or its hostname (PtpConfig match.nodeName, NNCP,
+ *   LocalVolume and SR-IOV policy node selectors, a custom MachineConfigPool, a Tuned profile's
+ *   `kubernetes.io/hostname` match, a PerformanceProfile or KubeletConfig selecting the node by
+ *   hostname, a Deployment pinned by nodeName): it silently stops applying to the renamed node.
+ *   The known kinds are read first; then every other kind the API serves is listed and searched the
+ *   same way, so an operator the agent has never heard of is caught too;
  * - a static-pod operator mid-rollout (a node with a target revision, or not at the latest one, or
  *   the kube-apiserver's startup monitor present): renaming its nodeStatuses then starts an
  *   installer for the new name on a revision that does not know it, which stops etcd for good
@@ -53,6 +56,27 @@ export const PER_NODE_KINDS: readonly { apiVersion: string; kind: string }[] = [
   { apiVersion: 'machineconfiguration.openshift.io/v1', kind: 'MachineConfigPool' },
 ];
 
+/**
+ * Kinds the scan of every other kind leaves out: Kubernetes keeps one per node and makes it again
+ * under the new name (a Pod's spec.nodeName, kubelet's Lease and CSINode, a VolumeAttachment of
+ * the attach/detach controller), or the preflight judges them on its own terms above
+ * (PersistentVolume, CertificateSigningRequest), or they are the Node itself. Keyed group/Kind.
+ */
+const REMADE_PER_NODE: ReadonlySet<string> = new Set([
+  '/Node',
+  '/Pod',
+  '/PersistentVolume',
+  '/Event',
+  'events.k8s.io/Event',
+  'coordination.k8s.io/Lease',
+  'storage.k8s.io/CSINode',
+  'storage.k8s.io/VolumeAttachment',
+  'certificates.k8s.io/CertificateSigningRequest',
+]);
+
+const groupKind = (apiVersion: string, kind: string) =>
+  `${apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : ''}/${kind}`;
+
 export interface NodeStatus {
   nodeName: string;
   currentRevision?: number;
@@ -72,7 +96,7 @@ export interface ClusterFacts {
   nodeFinalizers: string[];
   /** `Kind name` of every LVMCluster */
   lvmClusters: string[];
-  /** `Kind [namespace/]name` of per-node configuration naming this node */
+  /** `Kind [namespace/]name` of every object whose spec names this node or its hostname */
   perNodeConfig: string[];
   operators: StaticPodOperator[];
   /** MachineHealthChecks whose selector matches this node's Machine */
@@ -120,6 +144,39 @@ async function listIfServed(kube: Kube, apiVersion: string, kind: string): Promi
   return (await kube.serves(apiVersion, kind)) ? kube.list(apiVersion, kind) : [];
 }
 
+/**
+ * The group versions an aggregated API server serves (openshift-apiserver's, metrics, OLM's
+ * packages): reading them waits on that server, which a site boot may not have up yet, so the scan
+ * leaves them out (a DeploymentConfig pinned to the node goes unseen).
+ */
+async function aggregated(kube: Kube): Promise<Set<string>> {
+  type ApiService = KubeObject & { spec?: { group?: string; version?: string; service?: unknown } };
+  const services = await kube.list<ApiService>('apiregistration.k8s.io/v1', 'APIService');
+  return new Set(
+    services.filter((a) => a.spec?.service).map((a) => (a.spec?.group ? `${a.spec.group}/${a.spec.version}` : '')),
+  );
+}
+
+/**
+ * `Kind [namespace/]name` of every object whose spec names one of `wanted`: the known per-node
+ * kinds first, then every other kind the API serves (those Kubernetes makes again per node left out).
+ */
+async function namingObjects(kube: Kube, wanted: ReadonlySet<string>): Promise<string[]> {
+  const found: string[] = [];
+  const search = (kind: string, objects: KubeObject[]) => {
+    for (const obj of objects)
+      if (names(obj.spec, wanted))
+        found.push(`${kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`);
+  };
+  for (const { apiVersion, kind } of PER_NODE_KINDS) search(kind, await listIfServed(kube, apiVersion, kind));
+  const known = new Set([...PER_NODE_KINDS.map((k) => groupKind(k.apiVersion, k.kind)), ...REMADE_PER_NODE]);
+  const skipped = await aggregated(kube);
+  for (const { apiVersion, kind } of await kube.kinds())
+    if (!known.has(groupKind(apiVersion, kind)) && !skipped.has(apiVersion))
+      search(kind, await kube.list(apiVersion, kind));
+  return found;
+}
+
 /** Reads the cluster for the preflight; `node` is the Node's current name. */
 export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFacts> {
   const nodeObject = await kube.get<Node>({ apiVersion: 'v1', kind: 'Node', name: node });
@@ -132,12 +189,7 @@ export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFa
       .filter((c) => c.metadata.annotations?.['volume.kubernetes.io/selected-node'] === node)
       .map((c) => `PersistentVolumeClaim ${c.metadata.namespace}/${c.metadata.name}`),
   ];
-  const wanted = new Set([node, hostnameLabel]);
-  const perNodeConfig: string[] = [];
-  for (const { apiVersion, kind } of PER_NODE_KINDS)
-    for (const obj of await listIfServed(kube, apiVersion, kind))
-      if (names(obj.spec, wanted))
-        perNodeConfig.push(`${kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name}`);
+  const perNodeConfig = await namingObjects(kube, new Set([node, hostnameLabel]));
   const operators: StaticPodOperator[] = [];
   for (const kind of STATIC_POD_OPERATORS) {
     const o = await kube.get<KubeObject & { status?: Omit<StaticPodOperator, 'kind'> }>({
@@ -190,9 +242,7 @@ export function renameRefusals(cluster: ClusterFacts, node: NodeFacts): Refusal[
       `LVMS is installed (${[...cluster.lvmClusters, ...(cluster.nodeFinalizers.includes(TOPOLVM_FINALIZER) ? [`finalizer ${TOPOLVM_FINALIZER} on the Node`] : [])].join(', ')}): deleting the former Node deletes its claims`,
     );
   if (cluster.perNodeConfig.length > 0)
-    lasting(
-      `per-node configuration names the node or its hostname and would stop applying: ${cluster.perNodeConfig.join(', ')}`,
-    );
+    lasting(`objects name the node or its hostname and would stop applying to it: ${cluster.perNodeConfig.join(', ')}`);
   const rolling = cluster.operators.filter((o) =>
     o.nodeStatuses.some((n) => (n.targetRevision ?? 0) > 0 || n.currentRevision !== o.latestAvailableRevision),
   );

@@ -314,7 +314,7 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     const reason = [
       `rename ${FACTORY_NODE_NAME} -> ${SITE_HOSTNAME} refused, the Node keeps the name ${FACTORY_NODE_NAME}: volumes are pinned to the node's name (LVMS, LSO): PersistentVolumeClaim ${CLAIM.namespace}/${CLAIM.name}`,
       `LVMS is installed (LVMCluster openshift-storage/lvmcluster, finalizer ${TOPOLVM_FINALIZER} on the Node): deleting the former Node deletes its claims`,
-      'per-node configuration names the node or its hostname and would stop applying: PtpConfig openshift-ptp/grandmaster, NodeNetworkConfigurationPolicy vlan-100, LocalVolume openshift-local-storage/disks, SriovNetworkNodePolicy openshift-sriov-network-operator/fronthaul',
+      'objects name the node or its hostname and would stop applying to it: PtpConfig openshift-ptp/grandmaster, NodeNetworkConfigurationPolicy vlan-100, LocalVolume openshift-local-storage/disks, SriovNetworkNodePolicy openshift-sriov-network-operator/fronthaul',
       'static-pod operators are mid-rollout: KubeScheduler/cluster',
       'machine-config pools are not Updated: MachineConfigPool master',
       `certificate signing requests are pending: ${stale}`,
