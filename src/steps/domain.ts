@@ -12,7 +12,9 @@
  * Entries other tools put in those lists stay: the agent's own are told by their secret's name
  * prefix and are replaced, never duplicated; a list the kube-apiserver operator would refuse (more
  * than 10 entries, or the API name held by another entry) is refused here.
- * Settles by waiting, bounded by --health-timeout, for the operators' routes admitted on their new hosts.
+ * Settles by waiting, bounded by --health-timeout, for the operators' routes admitted on their new
+ * hosts, then for the API and the router (console, OAuth) to serve, through the site's names, what
+ * verifies against the site's CA bundle.
  */
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -34,6 +36,9 @@ import { warnOnce } from '../engine/warn-once.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Site, Step, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
+import { clusterNames } from '../node/dnsmasq.js';
+import { siteTrust } from '../node/served.js';
+import { checkServedNames, nameservers } from '../node/site-names-check.js';
 import {
   admittedFor,
   APISERVER_CONFIG,
@@ -485,13 +490,15 @@ export const domainStep: Step<DomainView> = {
     });
   },
 
-  /** the operators move their routes on their own time, through rollouts of the API servers */
+  /**
+   * the operators move their routes on their own time, through rollouts of the API servers; then
+   * what is stored must be what is served
+   */
   async settle(ctx) {
     const kube = await ctx.kube();
-    await admitted(ctx, await siteDomains(kube, ctx.site, await readIngressConfig(kube)), () => true, {
-      intervalMs: 1000,
-      maxIntervalMs: 5000,
-    });
+    const domains = await siteDomains(kube, ctx.site, await readIngressConfig(kube));
+    await admitted(ctx, domains, () => true, { intervalMs: 1000, maxIntervalMs: 5000 });
+    await served(ctx, domains);
   },
 };
 
@@ -523,6 +530,32 @@ async function admitted(
   if (!settled)
     throw new VerificationError(
       `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${pending.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
+      { step: 'domain', retryable: true },
+    );
+}
+
+/**
+ * Waits, bounded by --health-timeout, until what the API server and the router serve through the
+ * site's names (where the node resolves them) verifies against the site's CA bundle: the router
+ * restarts for its new certificate, the API server takes its named certificate in a revision.
+ */
+async function served(ctx: StepContext, domains: SiteDomains): Promise<void> {
+  const nodeServers = nameservers(await ctx.fs.readText('/etc/resolv.conf'));
+  if (nodeServers.length === 0) return;
+  const names = clusterNames(`${domains.cluster}.${ctx.site.baseDomain}`);
+  const trust = await siteTrust(ctx);
+  let problems: string[] = [];
+  const settled = await pollUntil(
+    ctx.clock,
+    async () => {
+      problems = await checkServedNames(names, nodeServers, trust);
+      return problems.length === 0 ? true : undefined;
+    },
+    { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
+  );
+  if (!settled)
+    throw new VerificationError(
+      `domain: the site's names do not serve the site's certificates after ${ctx.options.healthTimeoutSeconds}s: ${problems.join('; ')}`,
       { step: 'domain', retryable: true },
     );
 }

@@ -210,6 +210,17 @@ describe.skipIf(kubeSkipped)("route health through the cluster's DNS, proxy and 
         `console: ${CONSOLE}: the certificate served (stranger) does not chain to a CA the operator trusts`,
       );
       expect(said).toContain(`authentication: ${OAUTH}: the certificate served (stranger) does not chain`);
+      // the domain step on a node that has yet to store its certificates (a state folder of its
+      // own): once stored, it is not done while its names serve another certificate
+      const fresh = mkdtempSync(path.join(tmpdir(), 'route-health-fresh-'));
+      mkdirSync(path.join(fresh, 'etc'));
+      writeFileSync(path.join(fresh, 'etc/resolv.conf'), `nameserver ${NAMESERVER}\n`);
+      const domain = await agent(env, storeSite(), fresh, undefined, { healthTimeoutSeconds: 5 });
+      await expect(domain.run(['domain'])).rejects.toThrow(
+        new RegExp(
+          `domain: the site's names do not serve the site's certificates after 5s: .*oauth-openshift\\.${SITE_APPS.replace(/\./g, '\\.')} at ${STRANGER.replace(/\./g, '\\.')}:443 served CN=stranger \\(issued by CN=someone-elses-ca`,
+        ),
+      );
     } finally {
       stranger.closeAllConnections();
       await new Promise<void>((resolve) => stranger.close(() => resolve()));
