@@ -17,6 +17,7 @@ import type { Exec } from '../ports/exec.js';
 import { type FolderSigning, sealAndSign } from '../trust/seal-folder.js';
 import { SIGNATURE_FILE } from '../trust/signature.js';
 import { AGE_RECIPIENT } from '../trust/node-key.js';
+import { GENERATION_TEXT } from '../trust/generation.js';
 import { type Inventory, type InventoryRow, rowProblems, SITE_COLUMN } from './inventory.js';
 import { columnsOf, fill, type Template } from './template.js';
 
@@ -74,7 +75,7 @@ function nodeColumns(row: InventoryRow): Pick<FolderSigning, 'node' | 'nodeKey' 
     return `${row.at(NODE_KEY_COLUMN)}: not an age recipient (age1..., printed by factory prepare)`;
   if (nodeKey !== undefined && serial === undefined)
     return `${row.at(NODE_KEY_COLUMN)}: a node key needs the node's serial in column "${SERIAL_COLUMN}"`;
-  if (generation !== undefined && !/^[1-9][0-9]{0,14}$/.test(generation))
+  if (generation !== undefined && !GENERATION_TEXT.test(generation))
     return `${row.at(GENERATION_COLUMN)}: not a whole number from 1`;
   return {
     ...(serial !== undefined && { node: { serial } }),

@@ -5,6 +5,7 @@ import { admitSite, offNode } from '../../config/admit.js';
 import { systemClock } from '../../ports/clock.js';
 import { UsageError } from '../../base/errors.js';
 import { createRootFs } from '../../ports/fs.js';
+import { GENERATION_TEXT } from '../../trust/generation.js';
 import { sealAndSign } from '../../trust/seal-folder.js';
 import { KeyError, readPrivateKey, SIGNATURE_FILE } from '../../trust/signature.js';
 import { AGE_RECIPIENT } from '../../trust/node-key.js';
@@ -38,7 +39,7 @@ export async function signingKeyFlag(key: string): Promise<KeyObject> {
 /** --generation: a whole number from 1. */
 export function generationFlag(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,14}$/.test(value)) throw new UsageError(`--generation: "${value}" is not a whole number from 1`);
+  if (!GENERATION_TEXT.test(value)) throw new UsageError(`--generation: "${value}" is not a whole number from 1`);
   return Number(value);
 }
 
