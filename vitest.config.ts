@@ -8,6 +8,8 @@ export default defineConfig({
     exclude: ['test/e2e/**', 'node_modules/**', 'dist/**'],
     // an unexpected error-level log line fails the test, in every tier
     setupFiles: ['test/helpers/error-log-hook.ts'],
+    // one shared kube-apiserver + etcd per worker, reset between files (test/kube/pool.ts)
+    globalSetup: ['test/kube/pool-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 180_000,

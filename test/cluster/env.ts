@@ -27,7 +27,7 @@ import {
   type FactoryCluster,
   type SeedOptions,
 } from '../kube/factory-cluster.js';
-import { applyCrds, type ApplyCrdsOptions } from '../kube/install.js';
+import type { ApplyCrdsOptions } from '../kube/install.js';
 import { serveRoutesByAggregation, type AggregatedRoutes } from '../kube/aggregated-routes.js';
 import { startModels, type ModelOptions, type Models } from './models/index.js';
 import { startRouterDataPlane } from './models/router-data-plane.js';
@@ -59,8 +59,10 @@ export interface FactoryOptions {
   modelOptions?: Omit<ModelOptions, 'nodeName' | 'routes'>;
   /** how long the models may take to settle the seeded cluster (the router admits each route in turn) */
   settleTimeoutMs?: number;
-  /** more static-token users of the API server, for RBAC tests */
+  /** more static-token users of the API server, for RBAC tests (they make the server private) */
   users?: TestUser[];
+  /** why the file needs an API server of its own rather than the shared one (test/kube/pool.ts) */
+  private?: string;
   /**
    * serve route.openshift.io through an APIService backed by the tests' aggregated server, as
    * OpenShift does, instead of a CRD (test/kube/aggregated-routes.ts); default false
@@ -88,7 +90,14 @@ function serializeRestarts(cluster: TestCluster): void {
 }
 
 export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEnv> {
-  const cluster = await startCluster(opts.users && { users: opts.users });
+  const crds = opts.aggregatedRoutes
+    ? { ...opts.crds, except: [...(opts.crds?.except ?? []), 'routes.route.openshift.io'] }
+    : (opts.crds ?? {});
+  const cluster = await startCluster({
+    crds,
+    ...(opts.users && { users: opts.users }),
+    ...(opts.private && { private: opts.private }),
+  });
   serializeRestarts(cluster);
   let models: Models | undefined;
   let routes: AggregatedRoutes | undefined;
@@ -98,10 +107,6 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
     await cluster.stop();
   };
   try {
-    const crds = opts.aggregatedRoutes
-      ? { ...opts.crds, except: [...(opts.crds?.except ?? []), 'routes.route.openshift.io'] }
-      : opts.crds;
-    await applyCrds(cluster.kubeconfigPath, crds);
     if (opts.aggregatedRoutes) routes = await serveRoutesByAggregation(cluster, cluster.kubeConfig());
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {

@@ -2,6 +2,9 @@
  * Faults in the cluster phase: kube-apiserver restarting (and crashing) while the steps run,
  * kube-apiserver stopped (SIGSTOP: connections accepted, nothing answered) under a call and under
  * the readiness wait, and another writer racing the agent on apiserver.config and ingress.config.
+ *
+ * Its API servers are its own, not the worker's shared one (test/kube/pool.ts): it stops the
+ * process by signal and reads its threads' state by pid, which only the process's parent can do.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -16,6 +19,7 @@ import { EMPTY_CONTEXT } from '../../src/watch/model.js';
 import { ClusterView } from '../../src/watch/view.js';
 import { agent, memoryLogger, startFactory, STATE_DIR, storeSite, type ClusterEnv, type LogEntry } from './env.js';
 
+const PRIVATE = 'stops kube-apiserver by signal and waits on its threads by pid';
 const cfg = { group: 'config.openshift.io', version: 'v1' };
 type Ingress = {
   metadata: { resourceVersion: string };
@@ -76,7 +80,7 @@ describe.skipIf(kubeSkipped)('cluster phase under faults', () => {
   let env: ClusterEnv;
   let kc: KubeConfig;
   beforeAll(async () => {
-    env = await startFactory({ seed: { extraRoutes: 300 } });
+    env = await startFactory({ seed: { extraRoutes: 300 }, private: PRIVATE });
     kc = env.cluster.kubeConfig();
   });
   afterAll(async () => {
@@ -352,7 +356,7 @@ type Entry = LogEntry & { outageSeconds?: number };
 
 describe.skipIf(kubeSkipped).concurrent('cluster phase through API outages', () => {
   const scenario = (s: Scenario) => async () => {
-    const env = await startFactory({ aggregatedRoutes: true, seed: { extraRoutes: 100 } });
+    const env = await startFactory({ aggregatedRoutes: true, seed: { extraRoutes: 100 }, private: PRIVATE });
     try {
       await rideOut(env, s);
     } finally {

@@ -3,6 +3,9 @@
  * test CRDs install (also partially), the factory cluster seeds, the API server restarts with its
  * data intact, and nothing is left running.
  *
+ * Its server is its own, not the worker's shared one (test/kube/pool.ts): the file tests how a
+ * server starts and stops, by pid, with a user of its own in the token file.
+ *
  * Needs scripts/ensure-kube-apiserver.sh to have run. Without the binary these tests fail, unless
  * SNO_RELOCATE_SKIP_KUBE=1, which skips them (and says so).
  */
@@ -81,7 +84,10 @@ describe.skipIf(skip)('real Kubernetes API (etcd + kube-apiserver v1.20.2)', () 
     if (missing.length > 0) {
       throw new Error(`${missing.join('\n')}\n(set SNO_RELOCATE_SKIP_KUBE=1 to skip these tests instead)`);
     }
-    cluster = await startCluster({ users: [{ name: 'viewer', groups: ['store-staff'] }] });
+    cluster = await startCluster({
+      users: [{ name: 'viewer', groups: ['store-staff'] }],
+      private: 'tests the start and stop of a server, by pid',
+    });
   }, 120_000);
 
   afterAll(async () => {

@@ -22,6 +22,8 @@ import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { freeTcpPort } from '../helpers/ports.js';
+import { applyCrds, type ApplyCrdsOptions } from './install.js';
+import { acquirePooledCluster, holdingPooledCluster, POOL_ENV } from './pool.js';
 
 export const KUBE_VERSION = '1.20.2';
 /**
@@ -91,6 +93,13 @@ export interface StartClusterOptions {
   users?: TestUser[];
   /** Extra kube-apiserver flags, e.g. ['--v=4']. */
   extraApiServerArgs?: string[];
+  /**
+   * Why this caller needs a server of its own rather than its worker's shared one (test/kube/pool.ts),
+   * e.g. it stops the process by signal. Any of the options above also makes the server private.
+   */
+  private?: string;
+  /** the test CRDs to install (test/kube/install.ts), before the server is handed out */
+  crds?: ApplyCrdsOptions;
 }
 
 export interface RestartOptions {
@@ -280,12 +289,18 @@ function kubeconfigYaml(server: string, caPem: string, user: string, token: stri
 }
 
 /**
- * Starts etcd and kube-apiserver and resolves once /readyz answers 200. Throws (with the tail of the
- * process log) when a binary is missing or a process fails to become ready in time.
+ * Starts etcd and kube-apiserver and resolves once /readyz answers 200; under vitest, hands out the
+ * worker's shared server instead (test/kube/pool.ts) unless the options make the server private.
+ * Throws (with the tail of the process log) when a binary is missing or a process fails to become
+ * ready in time.
  */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<TestCluster> {
   const missing = missingBinaries();
   if (missing.length > 0) throw new Error(missing.join('\n'));
+  const pool = process.env[POOL_ENV];
+  const shareable = !opts.private && !opts.dir && !opts.keepDir && !opts.users?.length && !opts.extraApiServerArgs;
+  if (pool && shareable && opts.readyTimeoutMs === undefined && !holdingPooledCluster())
+    return acquirePooledCluster(pool, opts.crds);
   installExitHook();
   const apiServerBin = kubeApiServerPath();
   const etcdBin = etcdPath();
@@ -424,7 +439,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
     apiServer = undefined;
   };
 
-  return {
+  const cluster: TestCluster = {
     kubeconfigPath,
     server,
     token,
@@ -462,4 +477,13 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Test
       await cleanup();
     },
   };
+  if (opts.crds) {
+    try {
+      await applyCrds(kubeconfigPath, opts.crds);
+    } catch (e) {
+      await cluster.stop();
+      throw e;
+    }
+  }
+  return cluster;
 }
