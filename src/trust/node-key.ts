@@ -70,10 +70,14 @@ async function hasTpm2(ctx: NodeKeyContext): Promise<boolean> {
  */
 export async function ensureNodeKey(ctx: NodeKeyContext, now: Date, requireTpm = false): Promise<NodeKey> {
   const existing = await readNodeKey(ctx.fs).catch(() => undefined);
-  if (existing && (await ctx.fs.exists(NODE_KEY_CREDENTIAL))) {
-    const identity = await unsealIdentity(ctx);
-    if ((await identityToRecipient(identity)) === existing.recipient) return existing;
-  }
+  // a credential that no longer opens here (another machine's, a cleared TPM2) is replaced: nothing
+  // sealed to it could be opened on this node anyway
+  const unsealed = existing && (await ctx.fs.exists(NODE_KEY_CREDENTIAL)) ? await unsealIdentity(ctx) : undefined;
+  const kept =
+    typeof unsealed === 'object' &&
+    (await identityToRecipient(unsealed.identity)) === existing?.recipient &&
+    (!requireTpm || existing.sealing === 'tpm2');
+  if (kept) return existing;
   const tpm = await hasTpm2(ctx);
   if (requireTpm && !tpm)
     throw new RefusedError(
@@ -97,16 +101,24 @@ export async function ensureNodeKey(ctx: NodeKeyContext, now: Date, requireTpm =
   return key;
 }
 
-/** The identity, out of its credential: only this machine (its TPM2 or host key) can do it. */
-async function unsealIdentity(ctx: NodeKeyContext): Promise<string> {
+/**
+ * The identity, out of its credential: only this machine (its TPM2 or host key) can do it. A string
+ * is why it does not open here.
+ */
+async function unsealIdentity(ctx: NodeKeyContext): Promise<{ identity: string } | string> {
   const result = await creds(ctx, ['decrypt', `--name=${CREDENTIAL_NAME}`, ctx.fs.resolve(NODE_KEY_CREDENTIAL), '-'], {
     allowFailure: true,
   });
-  if (result.code !== 0)
-    throw new RefusedError(
-      `site-config refused: the node key ${NODE_KEY_CREDENTIAL} does not open on this machine (systemd-creds: ${result.stderr.trim().split('\n').pop() ?? `exit ${result.code}`}); nothing on the host was changed`,
-    );
-  return result.stdout.trim();
+  if (result.code === 0) return { identity: result.stdout.trim() };
+  return `the node key ${NODE_KEY_CREDENTIAL} does not open on this machine (systemd-creds: ${result.stderr.trim().split('\n').pop() ?? `exit ${result.code}`})`;
+}
+
+/** The identity for admission; a credential that does not open here refuses the site-config. */
+async function admissionIdentity(ctx: NodeKeyContext): Promise<string> {
+  const unsealed = await unsealIdentity(ctx);
+  if (typeof unsealed === 'string')
+    throw new RefusedError(`site-config refused: ${unsealed}; nothing on the host was changed`);
+  return unsealed.identity;
 }
 
 /**
@@ -123,7 +135,7 @@ export async function nodeUnsealer(ctx: NodeKeyContext): Promise<Unsealer | unde
   };
   return {
     async open(armored, field, sealedFor) {
-      identity ??= unsealIdentity(ctx);
+      identity ??= admissionIdentity(ctx);
       const decrypter = new Decrypter();
       decrypter.addIdentity(await identity);
       try {

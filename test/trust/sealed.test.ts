@@ -158,6 +158,14 @@ describe('the node key', () => {
     await expect(admitSite(dir, { ...offNode(new Date()), unseal: unsealer! })).rejects.toThrow(
       `the node key ${NODE_KEY_CREDENTIAL} does not open on this machine`,
     );
+    // prepare on that machine makes it a key of its own rather than keep one it cannot open
+    cpSync(
+      path.join(nodes.mine.root, 'etc/sno-relocate/node-key.json'),
+      path.join(thief, 'etc/sno-relocate/node-key.json'),
+    );
+    const own = await ensureNodeKey(nodeCtx(thief), new Date());
+    expect(own.recipient).not.toBe(nodes.mine.key!.recipient);
+    expect(await nodeUnsealer(nodeCtx(thief))).toBeDefined();
   });
 });
 
