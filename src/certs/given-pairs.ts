@@ -23,7 +23,7 @@ export interface GivenPair {
 }
 
 /** Where the CAs a given certificate may chain to come from, as a refusal names them. */
-export const SITE_ANCHOR_FIELDS = 'spec.access.siteCA or spec.trustBundle';
+const SITE_ANCHOR_FIELDS = 'spec.access.siteCA or spec.trustBundle';
 
 /** Why the file's certificates do not lead, link by link, to one of `anchors` (or, without any, to a root). */
 function chainProblem(certs: readonly X509Certificate[], anchors: readonly X509Certificate[]): string | undefined {

@@ -92,10 +92,10 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
 }
 
 /** under this many days left to the issuer's end, issuing under it is said as a warning */
-export const ISSUER_WARN_DAYS = 90;
+const ISSUER_WARN_DAYS = 90;
 
 /** When the first of the CA and the CAs above it expires: nothing it signs verifies after that. */
-export const issuerEnd = (ca: Issuer): Date =>
+const issuerEnd = (ca: Issuer): Date =>
   new Date(Math.min(...[ca.cert, ...ca.chain].map((c) => Date.parse(c.validTo))));
 
 /**
