@@ -63,7 +63,7 @@ describe('sno-relocate (single executable)', () => {
 
   it('validates the bundled example', () => {
     const r = runCli(['validate', EXAMPLE]);
-    expect(r).toMatchObject({ code: 0, stdout: 'site-config valid: site store-0042, 3 file(s) read\n' });
+    expect(r).toMatchObject({ code: 0, stdout: 'site-config valid: site store-0042, 4 file(s) read\n' });
   });
 
   it('accepts JSON, warns about unknown keys and names them', () => {

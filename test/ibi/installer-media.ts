@@ -8,7 +8,8 @@
  *   cluster_id, cluster_name, hostname, infra_id, kubeadmin_password_hash, proxy (omitted when
  *   nil), pull_secret, release_registry, ssh_key, node_labels, raw_nm_state_config, chrony_config
  *   (defaultChronyConf plus a `server <source> iburst` line per additional NTP source),
- *   additionalTrustBundle, KubeconfigCryptoRetention (LB, localhost and service-network signer
+ *   additionalTrustBundle (proxyConfigmapName user-ca-bundle when the policy is Always, or
+ *   Proxyonly with a proxy), KubeconfigCryptoRetention (LB, localhost and service-network signer
  *   keys, the admin-kubeconfig signer's certificate, the ingress-operator signer's key and its
  *   certificate's CN) and machine_networks;
  * - pkg/types/imagebased/seedreconfiguration.go @ 095bcd995a910082b814207347df7e9eba25e8f6: the
@@ -62,6 +63,12 @@ export interface InstallerInput {
   imageDigestSources?: { source: string; mirrors: string[] }[];
   /** bcrypt hash of the generated kubeadmin password */
   kubeadminPasswordHash: string;
+  /** install-config proxy (the installer has added the cluster networks to noProxy) */
+  proxy?: { httpProxy?: string; httpsProxy?: string; noProxy?: string };
+  /** install-config additionalTrustBundle and additionalTrustBundlePolicy */
+  additionalTrustBundle?: { pem: string; policy: 'Proxyonly' | 'Always' };
+  /** image-based-config.yaml nodeLabels */
+  nodeLabels?: Record<string, string>;
 }
 
 export interface Signer {
@@ -189,8 +196,16 @@ export function writeInstallerMedia(workDir: string, input: InstallerInput): Ins
   const infraId = infraIdFor(input.clusterName);
 
   // field order of pkg/types/imagebased/seedreconfiguration.go; empty strings and nil values omitted
+  // clusterconfiguration.go: the bundle's ConfigMap is named for the proxy when the policy is
+  // Always, or Proxyonly with a proxy (user-ca-bundle, holding the same bundle)
+  const bundle = input.additionalTrustBundle;
+  const proxyConfigmap = bundle && (bundle.policy === 'Always' || input.proxy !== undefined);
   const manifest: Record<string, unknown> = {
-    additionalTrustBundle: { userCaBundle: '', proxyConfigmapName: '', proxyConfigmapBundle: '' },
+    additionalTrustBundle: {
+      userCaBundle: bundle?.pem ?? '',
+      proxyConfigmapName: proxyConfigmap ? 'user-ca-bundle' : '',
+      proxyConfigmapBundle: proxyConfigmap ? bundle.pem : '',
+    },
     api_version: 1,
     base_domain: input.baseDomain,
     cluster_id: clusterId,
@@ -216,10 +231,12 @@ export function writeInstallerMedia(workDir: string, input: InstallerInput): Ins
       },
     },
     machine_networks: [input.machineNetwork],
+    ...(input.nodeLabels && { node_labels: input.nodeLabels }),
     ...(input.networkConfig && { raw_nm_state_config: yaml.dump(input.networkConfig) }),
     ...(input.releaseRegistry && { release_registry: input.releaseRegistry }),
     ssh_key: input.sshKey,
     pull_secret: JSON.stringify(input.pullSecret),
+    ...(input.proxy && { proxy: input.proxy }),
   };
   const mediaDir = path.join(workDir, 'media');
   mkdirSync(path.join(mediaDir, 'cluster-configuration/manifests'), { recursive: true });

@@ -99,7 +99,7 @@ describe('a node with trust anchors', () => {
         dir,
       ]);
       expect(signed.code, signed.stderr).toBe(0);
-      expect(signed.stdout).toContain('signed 3 file(s) of site store-0042');
+      expect(signed.stdout).toContain('signed 4 file(s) of site store-0042');
       const plan = onNode('plan', dir);
       expect(plan.code, plan.stderr).toBe(0);
       expect(plan.stderr).toContain(`site-config signed by trusted key ${key}.pub`);

@@ -21,7 +21,7 @@ import { layFactoryNode } from '../fixtures/factory-node.js';
 import { EXAMPLE, REPO, runCli } from '../helpers/cli.js';
 
 const MEDIA = {
-  native: { source: EXAMPLE, files: 3 },
+  native: { source: EXAMPLE, files: 4 },
   'image-based install': { source: path.join(REPO, 'examples/ibi-config-media'), files: 2 },
 };
 const CONFIG_MAP = (name: string) =>
