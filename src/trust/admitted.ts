@@ -13,14 +13,19 @@ import { recordGeneration } from './generation.js';
 import { NODE_KEY_CREDENTIAL } from './node-key.js';
 import { recordSecrets } from './secrets-record.js';
 
-export async function beforeFirstChange(
-  rt: { fs: RootFs; clock: Clock; stateDir: string },
-  loaded: LoadedSite,
-): Promise<void> {
+/** Refuses (exit 3) a site-config whose sealed fields this node could not open: `plan` and `run` need them. */
+export function refuseUnopened(loaded: LoadedSite): void {
   if (loaded.sealed)
     throw new RefusedError(
       `site-config refused: ${loaded.sealed.fields.join(', ')} sealed for node ${loaded.sealed.node}, and this node has no node key (${NODE_KEY_CREDENTIAL}) to open them; nothing on the host was changed`,
     );
+}
+
+export async function beforeFirstChange(
+  rt: { fs: RootFs; clock: Clock; stateDir: string },
+  loaded: LoadedSite,
+): Promise<void> {
+  refuseUnopened(loaded);
   await recordGeneration(rt.fs, rt.stateDir, verifiedSignature(loaded), rt.clock.now());
   await recordSecrets(rt.fs, rt.stateDir, loaded.site.name, loaded.opened ?? [], rt.clock.now());
 }

@@ -232,14 +232,16 @@ describe('a sealed stick', () => {
     expect(snapshotTree(nodes.other.root)).toEqual(before);
   });
 
-  it('is refused by run on a node without a node key, with nothing changed', () => {
+  it('is refused by plan and run on a node without a node key, with nothing changed', () => {
     const dir = sealedSite('keyless', ['--bind-serial', 'SN5555']);
     const before = snapshotTree(nodes.keyless.root);
-    const result = onNode(nodes.keyless.root, 'run', dir);
-    expect(result.code).toBe(3);
-    expect(result.stderr).toContain(
-      `sealed for node SN5555, and this node has no node key (${NODE_KEY_CREDENTIAL}) to open them`,
-    );
+    for (const command of ['plan', 'run']) {
+      const result = onNode(nodes.keyless.root, command, dir);
+      expect(result.code, command).toBe(3);
+      expect(result.stderr).toContain(
+        `sealed for node SN5555, and this node has no node key (${NODE_KEY_CREDENTIAL}) to open them`,
+      );
+    }
     const after = snapshotTree(nodes.keyless.root);
     // the run lock is taken and released around the refusal: nothing else
     expect(after).toEqual(before);

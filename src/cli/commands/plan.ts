@@ -5,6 +5,7 @@ import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
 import { renderPlan, type ShownPlan } from '../render-plan.js';
 import { createRuntime, createStepContext, loadSite } from '../runtime.js';
+import { refuseUnopened } from '../../trust/admitted.js';
 import type { CommandResult } from './result.js';
 
 const PLAN_API_WAIT_MS = 5000;
@@ -15,6 +16,8 @@ export async function planCommand(inv: Invocation): Promise<CommandResult> {
   const rt = createRuntime(inv.flags);
   const loaded = await loadSite(rt, atMostOnePath('plan', inv.positionals));
   if (!loaded) return { exitCode: 0, stdout: 'no site-config found: nothing to plan\n' };
+  // what run would refuse, the plan refuses: secrets this node cannot open
+  refuseUnopened(loaded);
   // a plan is a look, not a wait: an API that does not answer within seconds defers the cluster steps
   const { ctx, close } = createStepContext(
     rt,
