@@ -20,7 +20,7 @@ import { EMPTY_CONTEXT } from '../watch/model.js';
 import { readContextFile } from '../watch/context.js';
 import { type CertificateReport, type CertificateScan, certificateReports, powerOnByDate } from './certificates.js';
 import { DEFAULT_INTERNAL_IP } from './options.js';
-import { readFactoryRecord } from '../node/factory-record.js';
+import { readFactoryRecord, recordedFamilies, recordedInternalIPs } from '../node/factory-record.js';
 import { powerOnByLine } from '../node/shipment.js';
 
 export type Verdict = 'ok' | 'warning' | 'fail';
@@ -240,16 +240,21 @@ async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; want
     item(
       'factory record',
       record ? [] : ['/etc/sno-relocate/factory.json missing: run factory prepare on this node'],
-      record ? `internal IP ${record.internalIP}, install subnet ${record.installSubnet}` : '',
+      record
+        ? recordedFamilies(record)
+            .map((f) => `internal IP ${f.internalIP}, install subnet ${f.installSubnet}`)
+            .join('; ')
+        : '',
     ),
     item('agent units', await unitProblems(fs, ctx.sources), 'units installed and enabled, executable present'),
     item('kubelet gate', await gateProblems(fs), `kubelet held by ${KUBELET_GATE_DROP_IN} until the site's node steps`),
   ];
   if (record) {
     const drift: string[] = [];
-    for (const f of nodeIpFiles(record.internalIP))
-      if ((await fs.readText(f.path)) !== f.content) drift.push(`${f.path} does not pin ${record.internalIP}`);
-    items.push(item('internal IP', drift, `kubelet, CRI-O and br-ex pinned to ${record.internalIP}`));
+    const pinned = recordedInternalIPs(record).join(' and ');
+    for (const f of nodeIpFiles(recordedInternalIPs(record)))
+      if ((await fs.readText(f.path)) !== f.content) drift.push(`${f.path} does not pin ${pinned}`);
+    items.push(item('internal IP', drift, `kubelet, CRI-O and br-ex pinned to ${pinned}`));
   }
   let anchors = 0;
   let anchorError: string | undefined;

@@ -24,6 +24,15 @@ export function checkInternalIP(setting: string, value: string): string {
   return value;
 }
 
+/** One internal IP per family, comma-separated, the primary family first: each a CIDR, no family twice. */
+export function checkInternalIPs(setting: string, value: string): string[] {
+  const ips = value.split(',').map((v) => checkInternalIP(setting, v.trim()));
+  const families = ips.map((ip) => parseCidr(ip).family);
+  if (ips.length > 2 || new Set(families).size !== families.length)
+    throw new Error(`${setting}: one address per IP family, the primary family first: ${JSON.stringify(value)}`);
+  return ips;
+}
+
 // the reference goes into install.env, read by systemd: one line of reference characters only
 const IMAGE_REFERENCE = /^[a-z0-9][\w.\-/:@]*$/i;
 // pinned by digest, as the installer requires: a tag could be moved after the factory tested the image

@@ -37,6 +37,8 @@ import {
   makeRecord,
   parseRecord,
   readFactoryRecord,
+  recordedFamilies,
+  recordedInternalIPs,
   recordText,
   writeFactoryRecord,
 } from '../node/factory-record.js';
@@ -74,16 +76,30 @@ interface NodeObject extends KubeObject {
   status?: { addresses?: { type: string; address: string }[] };
 }
 
-/** br-ex's first address on this node: the install address. */
-async function installAddress(exec: Exec): Promise<string> {
+/**
+ * br-ex's first address of each family the Node has an InternalIP of, in the Node's order (its
+ * primary family first): the install addresses; IPv4 then IPv6 for a Node that lists none.
+ */
+async function installAddresses(exec: Exec, node: NodeObject): Promise<string[]> {
   if ((await interfaceAddresses(exec, BR_EX)) === undefined)
     throw new StepError(
       `there is no ${BR_EX} here: run factory prepare on the cluster's node (it reads the install address on ${BR_EX} and writes the kubelet gate and its record there)`,
     );
-  const first = (await firstNodeAddress(exec, BR_EX, 4)) ?? (await firstNodeAddress(exec, BR_EX, 6));
-  if (!first) throw new StepError(`${BR_EX} has no address OVN-Kubernetes would take as the node IP`);
-  return first;
+  const listed = [...new Set(nodeInternalIPs(node).map((ip) => parseCidr(ip).family))];
+  const families: (4 | 6)[] = listed.length > 0 ? listed : [4, 6];
+  const found: string[] = [];
+  for (const family of families) {
+    const first = await firstNodeAddress(exec, BR_EX, family);
+    if (first) found.push(formatCidr(parseCidr(first)));
+    // a Node listing no InternalIP: the first family found is the one
+    if (listed.length === 0 && found.length > 0) break;
+  }
+  if (found.length === 0) throw new StepError(`${BR_EX} has no address OVN-Kubernetes would take as the node IP`);
+  return found;
 }
+
+const nodeInternalIPs = (node: NodeObject): string[] =>
+  (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
 
 /** A file of a MachineConfig the cluster holds, decoded. */
 function fileIn(mc: MachineConfig | undefined, path: string): string | undefined {
@@ -105,7 +121,7 @@ function pinnedIn(mc: MachineConfig | undefined): string | undefined {
 async function recordFor(
   ctx: PrepareContext,
   node: string,
-  address: string,
+  addresses: string[],
   declared: string | undefined,
   internalIpConfig: MachineConfig | undefined,
 ): Promise<FactoryRecord> {
@@ -117,8 +133,15 @@ async function recordFor(
   }
   const candidates = [parseRecord(declared), parseRecord(fileIn(internalIpConfig, FACTORY_RECORD)), onDisk];
   return (
-    candidates.find((r) => r?.installAddress === address && r.internalIP === address) ??
-    makeRecord(node, address, ctx.clock.now())
+    candidates.find(
+      (r) =>
+        r !== undefined &&
+        isDeepStrictEqual(recordedInternalIPs(r), addresses) &&
+        isDeepStrictEqual(
+          recordedFamilies(r).map((f) => f.installAddress),
+          addresses,
+        ),
+    ) ?? makeRecord(node, addresses, ctx.clock.now())
   );
 }
 
@@ -133,14 +156,16 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
       `the cluster is not relocatable; unmet: ${unmet.map((u, i) => `(${i + 1}) ${u}`).join('; ')}; nothing was changed`,
     );
   const node = nodes[0]!;
-  const address = formatCidr(parseCidr(await installAddress(ctx.exec)));
+  const addresses = await installAddresses(ctx.exec, node);
+  const address = addresses[0]!;
   const ip = parseCidr(address).ip;
-  const internal = (node.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
-  if (internal.length && !internal.includes(ip))
-    throw new RefusedError(
-      `${BR_EX}'s first address ${address} is not an InternalIP of Node ${node.metadata.name} (${internal.join(', ')}): this is not the cluster's node, or its node IP was moved; nothing was changed`,
-    );
-  const names = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: address }).map(
+  const internal = nodeInternalIPs(node);
+  for (const a of addresses)
+    if (internal.length && !internal.includes(parseCidr(a).ip))
+      throw new RefusedError(
+        `${BR_EX}'s first address ${a} is not an InternalIP of Node ${node.metadata.name} (${internal.join(', ')}): this is not the cluster's node, or its node IP was moved; nothing was changed`,
+      );
+  const names = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: addresses }).map(
     (mc) => mc.metadata.name,
   );
   const current = new Map<string, MachineConfig | undefined>();
@@ -154,18 +179,24 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
   }
   const internalIpConfig = [...current.values()].find((mc) => pinnedIn(mc) !== undefined);
   const daemon = await declaredFiles(ctx.fs);
-  const record = await recordFor(ctx, node.metadata.name, address, daemon?.files.get(FACTORY_RECORD), internalIpConfig);
+  const record = await recordFor(
+    ctx,
+    node.metadata.name,
+    addresses,
+    daemon?.files.get(FACTORY_RECORD),
+    internalIpConfig,
+  );
   const text = recordText(record);
   const drift = driftFromRendered(daemon, FACTORY_RECORD, text);
   if (drift)
     throw new RefusedError(
-      `${drift}: it records another install address than ${BR_EX}'s ${address}; nothing was changed`,
+      `${drift}: it records another install address than ${BR_EX}'s ${addresses.join(' and ')}; nothing was changed`,
     );
   const nodeKey = await ensureNodeKey(ctx, ctx.clock.now(), ctx.requireTpm);
   // before the MachineConfigs: the reboot that applies them must find the gate open and the record written
   await writeFactoryRecord(ctx.fs, record);
   await openGate(ctx.fs, ctx.stateDir, FACTORY_GATE);
-  const rendered = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: address, factoryRecord: text });
+  const rendered = renderMachineConfigs(ctx.sources, { ...ctx.options, internalIP: addresses, factoryRecord: text });
   const configs: AppliedConfig[] = [];
   for (const mc of rendered) {
     const before = current.get(mc.metadata.name);

@@ -1,8 +1,11 @@
 /**
  * What `factory prepare` decided, kept at /etc/sno-relocate/factory.json: the address the
- * installation gave br-ex, its subnet, and the internal IP pinned to it. The node's etcd member,
- * its serving certificates and its Node object keep that address, so a site-config that moves the
- * internal IP off the install subnet is refused (exit 3) before anything changes.
+ * installation gave br-ex, its subnet, and the internal IP pinned to it, one per IP family of the
+ * node (a dual-stack node's other family in the `secondary` fields, the primary family first, as
+ * the Node lists its InternalIPs). The node's etcd member, its serving certificates and its Node
+ * object keep those addresses, so a site-config whose internal IPs are off an install subnet, of a
+ * family the node does not have, or in another family order, is refused (exit 3) at admission, by
+ * validate, plan and run alike, before anything changes.
  *
  * The record is a file of the MachineConfig 51-master-sno-relocate-internal-ip, beside the files
  * pinning that address: rendered before installation (`prepare --manifests`, no node name yet) the
@@ -17,6 +20,7 @@ import type { Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { FACTORY_RECORD } from './machineconfig.js';
+import type { InternalIPs } from './internal-ip.js';
 
 const RecordSchema = z.object({
   version: z.literal(1),
@@ -25,6 +29,10 @@ const RecordSchema = z.object({
   installAddress: z.string(),
   installSubnet: z.string(),
   internalIP: z.string(),
+  /** dual-stack: the other family's, absent on a single-stack node (and in records before them) */
+  secondaryInstallAddress: z.string().optional(),
+  secondaryInstallSubnet: z.string().optional(),
+  secondaryInternalIP: z.string().optional(),
   preparedAt: z.string(),
 });
 export type FactoryRecord = z.infer<typeof RecordSchema>;
@@ -32,17 +40,57 @@ export type FactoryRecord = z.infer<typeof RecordSchema>;
 /** The subnet a CIDR address lies in, as network/prefix: 192.168.127.0/24 for 192.168.127.10/24. */
 export const subnetOf = (cidr: string): string => `${networkAddress(cidr)}/${parseCidr(cidr).prefix}`;
 
-export function makeRecord(node: string | undefined, installAddress: string, now: Date): FactoryRecord {
-  const cidr = formatCidr(parseCidr(installAddress));
+/** The record of these install addresses: one, or one per family with the primary family first. */
+export function makeRecord(node: string | undefined, installAddresses: InternalIPs, now: Date): FactoryRecord {
+  const [cidr, secondary] = (typeof installAddresses === 'string' ? [installAddresses] : installAddresses).map((a) =>
+    formatCidr(parseCidr(a)),
+  );
   return {
     version: 1,
     ...(node !== undefined && { node }),
-    installAddress: cidr,
-    installSubnet: subnetOf(cidr),
-    internalIP: cidr,
+    installAddress: cidr!,
+    installSubnet: subnetOf(cidr!),
+    internalIP: cidr!,
+    ...(secondary !== undefined && {
+      secondaryInstallAddress: secondary,
+      secondaryInstallSubnet: subnetOf(secondary),
+      secondaryInternalIP: secondary,
+    }),
     preparedAt: now.toISOString(),
   };
 }
+
+/** One family's part of a record. */
+interface RecordedFamily {
+  family: 4 | 6;
+  installAddress: string;
+  installSubnet: string;
+  internalIP: string;
+}
+
+/** The record's families, the primary first. */
+export function recordedFamilies(record: FactoryRecord): RecordedFamily[] {
+  const primary = {
+    installAddress: record.installAddress,
+    installSubnet: record.installSubnet,
+    internalIP: record.internalIP,
+  };
+  const secondary =
+    record.secondaryInstallAddress !== undefined &&
+    record.secondaryInstallSubnet !== undefined &&
+    record.secondaryInternalIP !== undefined
+      ? {
+          installAddress: record.secondaryInstallAddress,
+          installSubnet: record.secondaryInstallSubnet,
+          internalIP: record.secondaryInternalIP,
+        }
+      : undefined;
+  return [primary, ...(secondary ? [secondary] : [])].map((f) => ({ ...f, family: parseCidr(f.internalIP).family }));
+}
+
+/** The internal IPs the record pins, the primary family's first. */
+export const recordedInternalIPs = (record: FactoryRecord): string[] =>
+  recordedFamilies(record).map((f) => f.internalIP);
 
 /** The record as its file holds it (on the node and in its MachineConfig alike). */
 export const recordText = (record: FactoryRecord): string => `${JSON.stringify(record, null, 2)}\n`;
@@ -78,19 +126,69 @@ export function inSubnet(address: string, subnet: string): boolean {
   return a.family === net.family && a.prefix === net.prefix && subnetContains(subnet, a.ip);
 }
 
-/** Why this site's internal IP cannot be used on the prepared node, or undefined when it can. */
-export function offInstallSubnet(record: FactoryRecord, internalIP: string): string | undefined {
-  if (inSubnet(internalIP, record.installSubnet)) return undefined;
-  const wanted = parseCidr(internalIP);
-  const address = parseCidr(record.installAddress).ip;
-  return `$.spec.network.internalIP: ${formatCidr(wanted)} is off the install subnet ${record.installSubnet} of this node (recorded by factory prepare in ${FACTORY_RECORD}): the node's etcd member, serving certificates and Node object keep the install address ${address}; leave internalIP out or set it to ${record.internalIP}`;
+const FIELDS = ['$.spec.network.internalIP', '$.spec.network.secondaryInternalIP'] as const;
+const familyName = (family: 4 | 6) => `IPv${family}`;
+
+/**
+ * Why this site's network cannot be used on the prepared node, each naming its field; empty when it
+ * can. Per family: an internal IP on that family's install subnet, no family the node was not
+ * installed with (internal IPs and machine networks alike), and the node's primary family first.
+ */
+export function siteAgainstRecord(
+  record: FactoryRecord,
+  network: Pick<Site['network'], 'internalIP' | 'secondaryInternalIP' | 'machineNetworks'>,
+): string[] {
+  const recorded = recordedFamilies(record);
+  const has = recorded.map((f) => familyName(f.family)).join(' and ');
+  const where = `recorded by factory prepare in ${FACTORY_RECORD}`;
+  const out: string[] = [];
+  const wanted = [network.internalIP, network.secondaryInternalIP];
+  wanted.forEach((ip, i) => {
+    if (ip === undefined) return;
+    const parsed = parseCidr(ip);
+    const field = FIELDS[i]!;
+    const mine = recorded.find((f) => f.family === parsed.family);
+    if (!mine) {
+      out.push(
+        `${field}: ${formatCidr(parsed)} is ${familyName(parsed.family)}, but this node was installed ${has} only (${where}): the cluster cannot take another family at a site`,
+      );
+      return;
+    }
+    if (!inSubnet(ip, mine.installSubnet))
+      out.push(
+        `${field}: ${formatCidr(parsed)} is off the install subnet ${mine.installSubnet} of this node (${where}): the node's etcd member, serving certificates and Node object keep the install address ${parseCidr(mine.installAddress).ip}; leave it out or set it to ${mine.internalIP}`,
+      );
+  });
+  const given = wanted.filter((ip): ip is string => ip !== undefined).map((ip) => parseCidr(ip).family);
+  const missing = recorded.filter((f) => given.length > 0 && !given.includes(f.family));
+  if (missing.length > 0)
+    out.push(
+      `${FIELDS[0]}: the internal IPs are ${given.map(familyName).join(' and ')} only, but this node was installed ${has} (${where}): give one per family, ${familyName(recorded[0]!.family)} first, or leave them out`,
+    );
+  const first = network.internalIP !== undefined ? parseCidr(network.internalIP).family : undefined;
+  if (
+    recorded.length > 1 &&
+    first !== undefined &&
+    first !== recorded[0]!.family &&
+    recorded.some((f) => f.family === first)
+  )
+    out.push(
+      `${FIELDS[0]}: ${network.internalIP} is ${familyName(first)}, but this node's primary family is ${familyName(recorded[0]!.family)} (${where}): give the ${familyName(recorded[0]!.family)} internal IP first and the other in secondaryInternalIP`,
+    );
+  const foreign = [...new Set(network.machineNetworks.map((c) => parseCidr(c).family))].filter(
+    (family) => !recorded.some((f) => f.family === family),
+  );
+  if (foreign.length > 0)
+    out.push(
+      `$.spec.network.machineNetworks: ${foreign.map(familyName).join(' and ')}, but this node was installed ${has} only (${where})`,
+    );
+  return out;
 }
 
-/** Refuses (exit 3) a site-config that moves the internal IP off the prepared node's install subnet. */
+/** Refuses (exit 3) a site-config whose network the prepared node cannot take (siteAgainstRecord). */
 export async function checkSiteAgainstRecord(fs: RootFs, site: Site): Promise<void> {
-  const internalIP = site.network.internalIP;
-  if (internalIP === undefined) return;
   const record = await readFactoryRecord(fs);
-  const reason = record && offInstallSubnet(record, internalIP);
-  if (reason) throw new RefusedError(`site-config refused: ${reason}; nothing on the host was changed`);
+  const reasons = record ? siteAgainstRecord(record, site.network) : [];
+  if (reasons.length > 0)
+    throw new RefusedError(`site-config refused: ${reasons.join('; ')}; nothing on the host was changed`);
 }

@@ -6,7 +6,7 @@
  */
 import yaml from 'js-yaml';
 import { TRUST_DIR } from '../trust/check.js';
-import { nodeIpFiles } from './internal-ip.js';
+import { type InternalIPs, nodeIpFiles } from './internal-ip.js';
 import { KUBELET_GATE_DROP_IN, renderKubeletGateDropIn } from './kubelet-gate.js';
 import { byCodeUnit } from '../base/order.js';
 
@@ -24,8 +24,8 @@ export interface AgentSources {
 }
 
 export interface MachineConfigOptions {
-  /** the br-ex internal node IP fixed at the factory, CIDR */
-  internalIP: string;
+  /** the br-ex internal node IP fixed at the factory, CIDR; one per family, the primary first, on a dual-stack node */
+  internalIP: InternalIPs;
   /** the container image the installer extracts the agent from; no installer settings when unset */
   image?: string;
   /** trust anchors: file name to PEM public key, installed under /etc/sno-relocate/trust/ */

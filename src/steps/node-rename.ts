@@ -26,7 +26,7 @@ import path from 'node:path/posix';
 import { parseCidr } from '../base/addresses.js';
 import { StepError } from '../base/errors.js';
 import { internalIPs, type Site, type Step, type StepContext } from '../config/site.js';
-import { type FactoryRecord, readFactoryRecord } from '../node/factory-record.js';
+import { type FactoryRecord, readFactoryRecord, recordedInternalIPs } from '../node/factory-record.js';
 import { pollUntil } from '../ports/clock.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import {
@@ -84,7 +84,7 @@ const wanted = (site: { nodeName?: string; hostname?: string }) =>
 /** The factory's internal IPs -> the site's, when the site-config moves one (an address, not only its prefix). */
 export function addressChange(record: FactoryRecord | undefined, site: Pick<Site, 'network'>): string | undefined {
   if (!record) return undefined;
-  const factory = [record.internalIP];
+  const factory = recordedInternalIPs(record);
   const wantedIPs = internalIPs(site.network);
   const same = (a: string, b: string) => parseCidr(a).ip === parseCidr(b).ip;
   if (wantedIPs.every((ip) => factory.some((f) => same(f, ip)))) return undefined;

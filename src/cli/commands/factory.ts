@@ -9,10 +9,10 @@ import { errorMessage, ExitCode, RefusedError, UsageError } from '../../base/err
 import { parseYamlDocument } from '../../config/yaml.js';
 import { bundledAgentSources } from '../../factory/agent-sources.js';
 import { checkFactoryNode, type CheckReport, renderCheck } from '../../factory/check.js';
-import { checkImage, checkInternalIP, readTrustAnchors } from '../../factory/options.js';
+import { checkImage, checkInternalIPs, readTrustAnchors } from '../../factory/options.js';
 import { type AppliedConfig, installManifests, prepareNode, type PrepareResult } from '../../factory/prepare.js';
 import { installConfigPreconditions } from '../../factory/preconditions.js';
-import { makeRecord, recordText } from '../../node/factory-record.js';
+import { makeRecord, recordedFamilies, recordText } from '../../node/factory-record.js';
 import { sealNode } from '../../factory/seal.js';
 import { powerOnByLine, type Shipment } from '../../node/shipment.js';
 import { FACTORY_RECORD, machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
@@ -58,9 +58,13 @@ const REBOOT_NOTE: Record<AppliedConfig['disruption'], string> = {
 function renderPrepared(result: PrepareResult): string {
   const { record } = result;
   const lines = [
-    `node ${result.node}: install address ${result.installAddress} on br-ex is the internal IP`,
+    `node ${result.node}: install address ${recordedFamilies(record)
+      .map((f) => f.installAddress)
+      .join(' and ')} on br-ex ${recordedFamilies(record).length > 1 ? 'are the internal IPs' : 'is the internal IP'}`,
     'preconditions met: one node, OVN-Kubernetes, platform none',
-    `recorded in ${FACTORY_RECORD}: internal IP ${record.internalIP}, install subnet ${record.installSubnet}`,
+    ...recordedFamilies(record).map(
+      (f) => `recorded in ${FACTORY_RECORD}: internal IP ${f.internalIP}, install subnet ${f.installSubnet}`,
+    ),
     `node key ${result.nodeKey.recipient} (${result.nodeKey.sealing === 'tpm2' ? "sealed to the node's TPM2" : 'sealed with the host key: this node has no TPM2'}): put it in the inventory's node-key column`,
     'kubelet gate open for the factory until factory seal',
     ...result.configs.map(
@@ -83,23 +87,24 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
     throw new UsageError(
       'factory prepare --manifests DIR needs --install-config FILE (checked for a relocatable cluster) and --internal-ip CIDR (the address the installation gives br-ex)',
     );
-  const ip = usage(() => checkInternalIP('--internal-ip', internalIP));
+  // one address per family of the cluster, its primary family first (comma-separated)
+  const ips = usage(() => checkInternalIPs('--internal-ip', internalIP));
   let doc: unknown;
   try {
     doc = parseYamlDocument(await readFile(installConfig), installConfig);
   } catch (err) {
     throw new UsageError(`--install-config: ${errorMessage(err)}`);
   }
-  const unmet = installConfigPreconditions(doc, ip);
+  const unmet = ips.flatMap((ip) => installConfigPreconditions(doc, ip));
   if (unmet.length)
     throw new RefusedError(
       `${installConfig} is not a relocatable cluster; unmet: ${unmet.map((u, i) => `(${i + 1}) ${u}`).join('; ')}; nothing was written`,
     );
   // no node yet: the record names the address the installation gives br-ex, and the node has it from its first boot
-  const record = makeRecord(undefined, ip, new Date());
+  const record = makeRecord(undefined, ips, new Date());
   const configs = installManifests(bundledAgentSources(), {
     ...machineConfigOptions(inv),
-    internalIP: ip,
+    internalIP: ips,
     factoryRecord: recordText(record),
   });
   await mkdir(dir, { recursive: true });
@@ -111,14 +116,18 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
   }
   const text = [
     ...files.map((f) => `wrote ${f}`),
-    `internal IP ${ip}; the installer applies them at the first boot (no extra reboot)`,
-    `${FACTORY_RECORD} comes with them: install subnet ${record.installSubnet}, which validate, plan and run hold a site-config's internalIP to from the first boot`,
+    `internal IP ${ips.join(' and ')}; the installer applies them at the first boot (no extra reboot)`,
+    `${FACTORY_RECORD} comes with them: install subnet ${recordedFamilies(record)
+      .map((f) => f.installSubnet)
+      .join(' and ')}, which validate, plan and run hold a site-config's internalIP to from the first boot`,
     'the kubelet gate is left out, so the installation can start kubelet: once installed, run factory prepare on the node to arm it (one reboot)',
   ];
   return {
     exitCode: ExitCode.ok,
     stdout:
-      format === 'json' ? json({ manifests: files, internalIP: ip, record, gate: false }) : `${text.join('\n')}\n`,
+      format === 'json'
+        ? json({ manifests: files, internalIP: ips.join(','), record, gate: false })
+        : `${text.join('\n')}\n`,
   };
 }
 
