@@ -134,7 +134,17 @@ describe.skipIf(kubeSkipped)('proxy and trust bundle on a real API', () => {
     expect(steps.map((st) => [st.step, st.action, st.changes.map((c) => c.target)])).toEqual([
       // the Node keeps its factory name: node-name pinned it for kubelet in the node phase
       ['node-labels', 'change', [`Node ${FACTORY_NODE_NAME} label store.example.com/id`]],
-      ['access', 'change', ['Secret kube-system/kubeadmin']],
+      // the media's admin CA becomes the client CA, and the factory's admin kubeconfig is revoked
+      [
+        'access',
+        'change',
+        [
+          'ConfigMap openshift-config/sno-relocate-admin-client-ca',
+          'APIServer cluster',
+          'Secret kube-system/kubeadmin',
+          'ConfigMap openshift-config/admin-kubeconfig-client-ca',
+        ],
+      ],
       ['proxy', 'change', ['ConfigMap openshift-config/user-ca-bundle', 'Proxy cluster']],
     ]);
   });
