@@ -5,7 +5,6 @@
  * API that has just started (a bare `404 page not found` for a while, then the real server) is
  * waited out, its outage said on stderr as the agent says its own.
  */
-import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -18,7 +17,7 @@ import { publishReport, type ReportStatus } from '../../src/hub/report.js';
 import { connectKube } from '../../src/kube/client.js';
 import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
-import { BINARY, runCli } from '../helpers/cli.js';
+import { runCli, runCliAsync } from '../helpers/cli.js';
 import { opensslSelfSigned } from '../helpers/openssl.js';
 import { missingBinaries, startCluster, type TestCluster } from '../kube/cluster.js';
 
@@ -129,18 +128,6 @@ function wakingApi(tls: { cert: Buffer; key: Buffer }, notFound: number): https.
   });
 }
 
-/** the built executable, run without blocking this process (whose servers must keep answering) */
-function runCliAsync(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(BINARY, args, { env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 afterAll(async () => {
   for (const s of sockets) s.destroy();
   silent?.close();

@@ -2,7 +2,7 @@
  * Runs the built single executable, as a user would: black-box, with its exit code, stdout and
  * stderr. `./build.sh` (run by `npm test`) makes it.
  */
-import { spawnSync } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,4 +44,22 @@ export function runCli(
   if (result.error) throw result.error;
   noteCliOutput(result.stderr, result.status);
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** what a started process wrote and how it ended, once it has */
+export function outputOf(child: ChildProcessWithoutNullStreams): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** runCli without blocking this process: for tests whose own servers must keep answering while it runs */
+export function runCliAsync(args: readonly string[]): Promise<CliResult> {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run ./build.sh first`);
+  return outputOf(spawn(BINARY, args, { cwd: REPO, env: { ...process.env, JOURNAL_STREAM: '', INVOCATION_ID: '' } }));
 }

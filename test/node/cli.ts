@@ -6,6 +6,7 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:chil
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
+import { outputOf } from '../helpers/cli.js';
 import { noteCliOutput } from '../helpers/error-log.js';
 import { REPO } from './context.js';
 
@@ -53,15 +54,7 @@ export function startAgent(args: readonly string[], env: Record<string, string>)
  * reconciling in this process while the agent runs.
  */
 export function runAgentAsync(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
-  const child = startAgent(args, env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return outputOf(startAgent(args, env));
 }
 
 /** Writes a site-config folder: site-config.yaml with the given spec, and any files beside it. */

@@ -9,13 +9,13 @@
  * in them.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { extract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leaks, makePrivateKeys, secretCorpus, secretValues, type CorpusEntry } from '../fixtures/secret-corpus.js';
+import { unpackBundle } from '../helpers/bundle.js';
 import { runCli } from '../helpers/cli.js';
 
 const JOURNAL_REMOTE = '/usr/lib/systemd/systemd-journal-remote';
@@ -127,21 +127,6 @@ function nodeWithJournal(corpus: readonly CorpusEntry[]): string {
   return root;
 }
 
-function unpack(archive: string, into: string): Map<string, string> {
-  mkdirSync(into, { recursive: true });
-  extract({ file: archive, cwd: into, sync: true });
-  const files = new Map<string, string>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else files.set(path.relative(path.join(into, 'sno-relocate-support'), p), readFileSync(p, 'utf8'));
-    }
-  };
-  walk(into);
-  return files;
-}
-
 describe('support-bundle on a real journal', () => {
   it("holds each program's lines in its part, by the identifiers it really writes under, and no secret", () => {
     const [values] = fc.sample(secretValues, 1);
@@ -150,7 +135,7 @@ describe('support-bundle on a real journal', () => {
     const out = path.join(work, 'bundle.tar.gz');
     const r = runCli(['support-bundle', '--root', root, '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    const files = unpack(out, path.join(work, 'unpacked'));
+    const files = unpackBundle(out, path.join(work, 'unpacked'));
 
     for (const w of WRITERS) {
       const text = files.get(`journal/${w.part}.txt`)!;

@@ -5,15 +5,15 @@
  * runs (journalctl, nmstatectl, ip, nmcli) are stand-ins on PATH that print what a node would, with
  * the secrets in it; the bounds in size and time are checked on the module with small limits.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { extract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.js';
 import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
-import { BUNDLE_DIR, writeSupportBundle } from '../../src/support/bundle.js';
+import { writeSupportBundle } from '../../src/support/bundle.js';
+import { unpackBundle } from '../helpers/bundle.js';
 import { runCli } from '../helpers/cli.js';
 
 const PULL_AUTH = Buffer.from('factory-robot:pu11-s3cret-t0ken').toString('base64');
@@ -118,22 +118,6 @@ function plantedNode(): { root: string; bin: string } {
   return { root, bin };
 }
 
-/** every file of an extracted bundle, by its name in the bundle */
-function unpack(archive: string, into: string): Map<string, string> {
-  mkdirSync(into, { recursive: true });
-  extract({ file: archive, cwd: into, sync: true });
-  const files = new Map<string, string>();
-  const walk = (dir: string) => {
-    for (const name of readdirSync(dir)) {
-      const p = path.join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else files.set(path.relative(path.join(into, BUNDLE_DIR), p), readFileSync(p, 'utf8'));
-    }
-  };
-  walk(into);
-  return files;
-}
-
 describe('sno-relocate support-bundle', () => {
   it('holds status, state, the last plan, the journal, the network and versions, and no secret', () => {
     const { root, bin } = plantedNode();
@@ -144,7 +128,7 @@ describe('sno-relocate support-bundle', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^wrote .*bundle\.tar\.gz: \d+ entries/);
     expect(statSync(out).mode & 0o777).toBe(0o600);
-    const files = unpack(out, path.join(work, 'unpacked'));
+    const files = unpackBundle(out, path.join(work, 'unpacked'));
     const version = runCli(['--version']).stdout.trim();
 
     for (const name of [
@@ -219,7 +203,7 @@ describe('the bundle is bounded', () => {
     } finally {
       process.env.PATH = saved;
     }
-    const files = unpack(out, path.join(work, 'bounded'));
+    const files = unpackBundle(out, path.join(work, 'bounded'));
     expect(files.get('journal/sno-relocate.txt')).toMatch(/last-line\n$/);
     expect(Buffer.byteLength(files.get('journal/sno-relocate.txt')!)).toBeLessThanOrEqual(64 * 1024);
     expect(files.get('MANIFEST.txt')).toContain('cut to its last 65536 bytes');

@@ -5,14 +5,14 @@
  * one, found in the archive, while the lines around them are. The logger, which shares the
  * redaction, is held to the same corpus.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { extract } from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log/logger.js';
 import { leaks, makePrivateKeys, secretCorpus, secretValues, type CorpusEntry } from '../fixtures/secret-corpus.js';
+import { unpackBundle } from '../helpers/bundle.js';
 import { runCli } from '../helpers/cli.js';
 
 let work: string;
@@ -65,22 +65,6 @@ function plantedNode(corpus: readonly CorpusEntry[], values: { password: string;
   return { dir, root, bin };
 }
 
-/** every file of an extracted bundle, by its path in the archive */
-function unpack(archive: string, into: string): Map<string, string> {
-  mkdirSync(into, { recursive: true });
-  extract({ file: archive, cwd: into, sync: true });
-  const files = new Map<string, string>();
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = path.join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else files.set(path.relative(into, p), readFileSync(p, 'utf8'));
-    }
-  };
-  walk(into);
-  return files;
-}
-
 describe('the support bundle, against the corpus of secrets', () => {
   it('holds no secret of the corpus, nor any 24-byte window of one, and every line around them', () => {
     fc.assert(
@@ -92,12 +76,10 @@ describe('the support bundle, against the corpus of secrets', () => {
           env: { PATH: `${bin}:${process.env.PATH}` },
         });
         expect(r.code, r.stderr).toBe(0);
-        const files = unpack(out, path.join(dir, 'unpacked'));
+        const files = unpackBundle(out, path.join(dir, 'unpacked'));
         for (const [name, text] of files) expect(leaks(text, corpus), name).toEqual([]);
         // the lines that carried the secrets are there, in each place they were planted
-        for (const name of ['journal/kubelet.txt', 'install/install.env', 'state/shipment.json'].map(
-          (f) => `sno-relocate-support/${f}`,
-        ))
+        for (const name of ['journal/kubelet.txt', 'install/install.env', 'state/shipment.json'])
           for (const i of corpus.keys()) expect(files.get(name), `${marker(i)} in ${name}`).toContain(marker(i));
         rmSync(dir, { recursive: true, force: true });
       }),
