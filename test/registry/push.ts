@@ -11,6 +11,11 @@ const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 
 const sha256 = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 
+interface BlobRef {
+  digest: string;
+  size: number;
+}
+
 interface Answer {
   status: number;
   location?: string;
@@ -18,11 +23,8 @@ interface Answer {
 
 export class Pusher {
   private readonly agent: https.Agent;
-  /** the config and layer each repository's images share */
-  private readonly shared = new Map<
-    string,
-    { config: { digest: string; size: number }; layer: { digest: string; size: number } }
-  >();
+  /** the config and layer each repository's images share, uploaded once however many images are pushed at a time */
+  private readonly shared = new Map<string, Promise<{ config: BlobRef; layer: BlobRef }>>();
 
   constructor(private readonly registry: SiteRegistry) {
     this.agent = new https.Agent({ keepAlive: true, maxSockets: 8, ca: registry.caPem });
@@ -64,7 +66,7 @@ export class Pusher {
   }
 
   /** Uploads a blob (POST for an upload, PUT with its digest); its digest and size. */
-  async blob(repository: string, data: Buffer): Promise<{ digest: string; size: number }> {
+  async blob(repository: string, data: Buffer): Promise<BlobRef> {
     const digest = sha256(data);
     const started = await this.expect(
       `upload to ${repository}`,
@@ -82,14 +84,18 @@ export class Pusher {
    * its manifest digest. Config and layer are uploaded once per repository and shared.
    */
   async image(repository: string, label: string, tag?: string): Promise<string> {
-    let shared = this.shared.get(repository);
-    if (!shared) {
+    let upload = this.shared.get(repository);
+    if (!upload) {
       const config = Buffer.from(
         JSON.stringify({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: [] } }),
       );
-      shared = { config: await this.blob(repository, config), layer: await this.blob(repository, randomBytes(256)) };
-      this.shared.set(repository, shared);
+      upload = (async () => ({
+        config: await this.blob(repository, config),
+        layer: await this.blob(repository, randomBytes(256)),
+      }))();
+      this.shared.set(repository, upload);
     }
+    const shared = await upload;
     const manifest = Buffer.from(
       JSON.stringify({
         schemaVersion: 2,
