@@ -245,11 +245,27 @@ describe.skipIf(skipped)('registry check against a real site registry', () => {
       imageDigestMirrors: s.imageDigestMirrors,
       imageTagMirrors: s.imageTagMirrors,
     });
+    const consoleFile = path.join(folder, 'console');
     const run = await runAgentAsync(
-      ['run', folder, '--only', STEPS.join(','), '--root', nodeRoot(), '--kubeconfig', env.cluster.kubeconfigPath],
+      [
+        'run',
+        folder,
+        '--only',
+        STEPS.join(','),
+        '--root',
+        nodeRoot(),
+        '--kubeconfig',
+        env.cluster.kubeconfigPath,
+        '--console',
+        consoleFile,
+      ],
       {},
     );
     expect(run.code, run.stderr).toBe(3);
+    // what the technician sees: the count as it goes, then why nothing changed
+    const shown = readFileSync(consoleFile, 'utf8');
+    expect(shown).toContain('sno-relocate: registry check: 5/5 images\n');
+    expect(shown).toContain(`sno-relocate: REFUSED: registry-check: 1 image the control plane or platform needs`);
     expect(run.stderr).toContain(`${RELEASE}@${ABSENT}`);
     expect(run.stderr).toContain(`asked ${registry.host}/ocp/release@${ABSENT}`);
     expect(run.stderr).not.toContain(registry.auth);
