@@ -12,7 +12,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  ApiextensionsV1Api,
   CertificatesV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -42,6 +41,8 @@ import { connectSystemdBus } from '../../src/ports/systemd-dbus.js';
 import { startTestBus } from '../dbus/bus.js';
 import { createCsr, kubeletCsrSpecs } from '../kube/csr-requests.js';
 import { FACTORY_NODE_IP, FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
+import { createSchemalessCrds } from '../kube/schemaless-crds.js';
+import { type CriSandboxes, startCriSandboxes } from './cri-sandboxes.js';
 import { agent, problems, STATE_DIR, startFactory, storeSite, type ClusterEnv } from './env.js';
 import {
   envSafe,
@@ -140,11 +141,16 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
   let ovn: OvnModel;
   let models: Model[];
   let bus: Awaited<ReturnType<typeof startTestBus>>;
+  let cri: CriSandboxes;
   beforeAll(async () => {
     bus = await startTestBus();
     process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+    cri = startCriSandboxes();
   });
-  afterAll(() => bus?.stop());
+  afterAll(() => {
+    cri?.stop();
+    return bus?.stop();
+  });
 
   beforeEach(async () => {
     env = await startFactory({ models: false, seed: { csrs: false } });
@@ -472,6 +478,11 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
       mkdirSync(path.dirname(path.join(a.root, f)), { recursive: true });
       writeFileSync(path.join(a.root, f), `${FACTORY_NODE_NAME}`);
     }
+    // ovnkube-node and multus as CRI-O runs them, on after kubelet stops: one writes OVN's databases
+    // by path (a write after their deletion would make them again), one holds its certificate open
+    const [nb, sb, , multusCerts] = OFFLINE_CLEARED.map((f) => path.join(a.root, f));
+    const ovnkube = cri.run('ovnkube-node', 'while :; do echo x >> "$1"; echo x >> "$2"; sleep 0.05; done', [nb!, sb!]);
+    const multus = cri.run('multus', 'exec 3>>"$1"; while :; do echo x >&3; sleep 0.05; done', [multusCerts!]);
 
     // the node up under its factory name first, as without a rename
     expect((await a.run(['node-name'])).result).toBe('succeeded');
@@ -484,6 +495,9 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     expect(state.result).toBe('succeeded');
     expect(readFileSync(path.join(certs, `etcd-peer-${SITE_HOSTNAME}.crt`), 'utf8')).toBe('peer certificate');
     expect(OFFLINE_CLEARED.filter((f) => existsSync(path.join(a.root, f)))).toEqual([]);
+    // the sandboxes stopped and removed through crictl before the files went: nothing wrote after
+    expect(cri.listed()).toEqual([]);
+    for (const p of [ovnkube, multus]) expect(p.exitCode ?? p.signalCode).not.toBeNull();
     // kubelet stopped before the files changed, started after kubelet-env named the new name
     expect(
       (await bus.services.calls()).filter((c) => c.args[0] === 'kubelet.service' && c.member.endsWith('Unit')),
@@ -653,28 +667,9 @@ async function layPerNodeConfigAndHealthCheck(kc: KubeConfig, node: string) {
     },
     { group: 'lvm.topolvm.io', version: 'v1alpha1', kind: 'LVMCluster', plural: 'lvmclusters', namespaced: true },
   ];
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  await createSchemalessCrds(kc, kinds);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const core = kc.makeApiClient(CoreV1Api);
-  for (const k of kinds)
-    await ext.createCustomResourceDefinition({
-      body: {
-        metadata: { name: `${k.plural}.${k.group}` },
-        spec: {
-          group: k.group,
-          scope: k.namespaced ? 'Namespaced' : 'Cluster',
-          names: { kind: k.kind, plural: k.plural, singular: k.kind.toLowerCase(), listKind: `${k.kind}List` },
-          versions: [
-            {
-              name: k.version,
-              served: true,
-              storage: true,
-              schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-            },
-          ],
-        },
-      },
-    });
   const hostnameSelector = { 'kubernetes.io/hostname': node };
   const objects: { kind: string; namespace?: string; name: string; body: Record<string, unknown> }[] = [
     {

@@ -11,25 +11,18 @@
  * - openshift/api performance/v2 PerformanceProfile: cluster-scoped, spec.nodeSelector;
  * - local-storage-operator api/v1alpha1 LocalVolumeDiscovery: namespaced, spec.nodeSelector.nodeSelectorTerms.
  */
-import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKube } from '../../src/kube/client.js';
 import { renameRefusals, surveyCluster } from '../../src/node/rename-preflight.js';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
+import { createSchemalessCrds, type SchemalessKind } from '../kube/schemaless-crds.js';
 import { memoryLogger, startFactory, type ClusterEnv } from './env.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const HOSTNAME_LABEL = 'kubernetes.io/hostname';
 
-interface Kind {
-  group: string;
-  version: string;
-  kind: string;
-  plural: string;
-  namespaced: boolean;
-}
-
-const KINDS: Kind[] = [
+const KINDS: SchemalessKind[] = [
   { group: 'tuned.openshift.io', version: 'v1', kind: 'Tuned', plural: 'tuneds', namespaced: true },
   {
     group: 'performance.openshift.io',
@@ -46,44 +39,15 @@ const KINDS: Kind[] = [
     namespaced: true,
   },
   // an operator nobody told the agent about
-  { group: 'gadgets.store.example.com', version: 'v1', kind: 'Gadget', plural: 'gadgets', namespaced: true },
+  {
+    group: 'gadgets.store.example.com',
+    version: 'v1',
+    kind: 'Gadget',
+    plural: 'gadgets',
+    namespaced: true,
+    status: true,
+  },
 ];
-
-async function establish(kc: KubeConfig, kinds: Kind[]): Promise<void> {
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  for (const k of kinds)
-    await ext.createCustomResourceDefinition({
-      body: {
-        metadata: { name: `${k.plural}.${k.group}` },
-        spec: {
-          group: k.group,
-          scope: k.namespaced ? 'Namespaced' : 'Cluster',
-          names: { kind: k.kind, plural: k.plural, singular: k.kind.toLowerCase(), listKind: `${k.kind}List` },
-          versions: [
-            {
-              name: k.version,
-              served: true,
-              storage: true,
-              subresources: { status: {} },
-              schema: { openAPIV3Schema: { type: 'object', x_kubernetes_preserve_unknown_fields: true } },
-            },
-          ],
-        },
-      },
-    });
-  // served once discovery names them
-  for (const k of kinds)
-    for (let i = 0; ; i++) {
-      const served = await kc
-        .makeApiClient(CustomObjectsApi)
-        .getAPIResources({ group: k.group, version: k.version })
-        .then((r) => r.resources.some((x) => x.kind === k.kind))
-        .catch(() => false);
-      if (served) break;
-      if (i > 100) throw new Error(`${k.kind} is not served`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-}
 
 describe.skipIf(kubeSkipped)('the rename preflight scans every kind the API serves', () => {
   let env: ClusterEnv;
@@ -93,7 +57,7 @@ describe.skipIf(kubeSkipped)('the rename preflight scans every kind the API serv
   beforeAll(async () => {
     env = await startFactory({ models: false, seed: { csrs: false } });
     kc = env.cluster.kubeConfig();
-    await establish(kc, KINDS);
+    await createSchemalessCrds(kc, KINDS);
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'store-apps' } } });
   }, 120_000);
   afterAll(async () => env?.stop());
@@ -129,7 +93,7 @@ describe.skipIf(kubeSkipped)('the rename preflight scans every kind the API serv
   it('Tuned, PerformanceProfile, LocalVolumeDiscovery, a pinned Deployment and an unknown kind naming the node: each a reason, named', async () => {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const byHostname = { [HOSTNAME_LABEL]: FACTORY_NODE_NAME };
-    const put = (k: Kind, name: string, spec: object, namespace?: string) =>
+    const put = (k: SchemalessKind, name: string, spec: object, namespace?: string) =>
       namespace
         ? custom.createNamespacedCustomObject({
             group: k.group,
@@ -144,7 +108,12 @@ describe.skipIf(kubeSkipped)('the rename preflight scans every kind the API serv
             plural: k.plural,
             body: { apiVersion: `${k.group}/${k.version}`, kind: k.kind, metadata: { name }, spec },
           });
-    const [tuned, profile, discovery, gadget] = KINDS as [Kind, Kind, Kind, Kind];
+    const [tuned, profile, discovery, gadget] = KINDS as [
+      SchemalessKind,
+      SchemalessKind,
+      SchemalessKind,
+      SchemalessKind,
+    ];
     const core = kc.makeApiClient(CoreV1Api);
     for (const ns of ['openshift-cluster-node-tuning-operator', 'openshift-local-storage'])
       await core.createNamespace({ body: { metadata: { name: ns } } });
