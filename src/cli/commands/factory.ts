@@ -14,7 +14,7 @@ import { type AppliedConfig, installManifests, prepareNode, type PrepareResult }
 import { installConfigPreconditions } from '../../factory/preconditions.js';
 import { makeRecord, recordedFamilies, recordText } from '../../node/factory-record.js';
 import { sealNode } from '../../factory/seal.js';
-import { powerOnByLine, type Shipment } from '../../node/shipment.js';
+import type { Shipment } from '../../node/shipment.js';
 import { FACTORY_RECORD, machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
 import { type Invocation, oneOf } from '../args.js';
@@ -206,7 +206,7 @@ async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
   const cleared = await sealNode(rt.fs, rt.stateDir, shipment);
   rt.log.info({ shippedAt: shipment.shippedAt, powerOnBy: powerOnBy?.date }, 'factory seal: node sealed for shipment');
   const powerOff = inv.flags['power-off'] === true;
-  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${powerOnBy ? `${powerOnByLine(powerOnBy)}\n` : ''}${early.map((w) => `WARNING ${w}\n`).join('')}${powerOff ? 'powering off now: poweroff.target over D-Bus\n' : ''}`;
+  const text = `${renderCheck(report)}sealed at ${shipment.shippedAt}: ${cleared.length ? `cleared ${cleared.join(', ')} from ${rt.stateDir}` : `${rt.stateDir} was empty`}; the kubelet gate is closed for the next boot\n${early.map((w) => `WARNING ${w}\n`).join('')}${powerOff ? 'powering off now: poweroff.target over D-Bus\n' : ''}`;
   return {
     exitCode: ExitCode.ok,
     stdout: format === 'json' ? json({ ...report, sealed: { ...shipment, cleared, powerOff } }) : text,
