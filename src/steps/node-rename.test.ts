@@ -112,7 +112,7 @@ describe('node-rename decisions, on plain views', () => {
     expect(addressChange(undefined, { network: { internalIP: '10.0.0.1/24' } } as Site)).toBeUndefined();
   });
 
-  it('lists kubelet stopped before the files change and started after kubelet-env names the new name', () => {
+  it('lists kubelet and the pod sandboxes stopped before the files change, kubelet started after kubelet-env names the new name', () => {
     const view = pending();
     view.pending!.present = ['/var/lib/ovn-ic/etc/ovnnb_db.db'];
     view.pending!.etcdCerts = ['etcd-peer-sno-factory.crt'];
@@ -120,6 +120,7 @@ describe('node-rename decisions, on plain views', () => {
     expect(plan.action === 'change' && plan.changes.map((c) => `${c.action} ${c.target}`)).toEqual([
       'create <state-dir>/node-rename.json',
       'set kubelet.service',
+      'delete CRI-O pod sandboxes',
       'delete /var/lib/ovn-ic/etc/ovnnb_db.db',
       'create /etc/kubernetes/static-pod-resources/etcd-certs/secrets/etcd-all-certs/etcd-peer-store-0042.crt',
       'update /etc/kubernetes/kubelet-env',

@@ -13,7 +13,10 @@
  *
  * Allowed, it does the offline part of the procedure (research node-rename.md section 4, steps 1-2;
  * lifecycle-agent lca-cli/ipconfig/prepivot.go, recert hostname_rename/filesystem_rename.rs):
- * records the former name for csr-approval and node-identity, stops kubelet, clears the OVN
+ * records the former name for csr-approval and node-identity, stops kubelet, stops and removes
+ * CRI-O's pod sandboxes (crictl stopp, rmp: stopping kubelet leaves them running, and ovnkube-node
+ * and multus would go on writing the files that change; recert's offline mode expects them down,
+ * as lifecycle-agent's prepivot leaves them), clears the OVN
  * databases and the ovnkube-node and multus certificates (they carry the former name and are made
  * again), copies the etcd certificate files to the new name (their SANs are addresses only; the
  * etcd manifest keeps naming the former ones), writes the new KUBELET_NODE_NAME and starts kubelet.
@@ -49,6 +52,9 @@ import { ETCD_CERTS_DIR, etcdCertFiles, OFFLINE_CLEARED, renameRecordPath, write
 import { approveUntilIssued } from './csr-approval.js';
 
 const KUBELET_UNIT = 'kubelet.service';
+/** crictl: CRI-O's own client, on every RHCOS node */
+const CRICTL = 'crictl';
+const CRICTL_TIMEOUT_MS = 300_000;
 const KUBELET_JOB_TIMEOUT_MS = 300_000;
 /** plan is pure and has no state folder: the record is named relative to it */
 const STATE_DIR_IN_PLAN = '<state-dir>';
@@ -169,6 +175,11 @@ function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string })
   const changes: Change[] = [
     { action: 'create', target: renameRecordPath(STATE_DIR_IN_PLAN), summary: `the former name ${from}` },
     { action: 'set', target: KUBELET_UNIT, summary: 'stopped, while the files that carry the name change' },
+    {
+      action: 'delete',
+      target: 'CRI-O pod sandboxes',
+      summary: 'stopped and removed (crictl stopp, rmp): ovnkube-node and multus write the files below',
+    },
     ...p.present.map((f) => ({ action: 'delete' as const, target: f, summary: `carries the name ${from}` })),
     ...p.etcdCerts.map((f) => ({
       action: 'create' as const,
@@ -189,6 +200,16 @@ function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string })
     },
   ];
   return { action: 'change', summary: `rename the Node ${from} -> ${to}`, changes };
+}
+
+/** Stops and removes every pod sandbox CRI-O runs; kubelet, started again, makes them anew. */
+async function stopPodSandboxes(ctx: StepContext): Promise<string[]> {
+  const listed = await ctx.exec.run(CRICTL, ['pods', '--quiet'], { timeoutMs: CRICTL_TIMEOUT_MS });
+  const ids = listed.stdout.split('\n').flatMap((l) => (l.trim() ? [l.trim()] : []));
+  if (ids.length === 0) return ids;
+  await ctx.exec.run(CRICTL, ['stopp', ...ids], { timeoutMs: CRICTL_TIMEOUT_MS });
+  await ctx.exec.run(CRICTL, ['rmp', ...ids], { timeoutMs: CRICTL_TIMEOUT_MS });
+  return ids;
 }
 
 async function kubeletJob(ctx: StepContext, verb: 'stop' | 'start'): Promise<void> {
@@ -219,6 +240,8 @@ export const nodeRenameStep: Step<NodeRenameView> = {
     const p = view.pending!;
     await writeRenameRecord(ctx.fs, ctx.stateDir, { from, to });
     await kubeletJob(ctx, 'stop');
+    const sandboxes = await stopPodSandboxes(ctx);
+    ctx.log.info({ sandboxes: sandboxes.length }, `${sandboxes.length} pod sandbox(es) stopped and removed`);
     for (const f of p.present) await ctx.fs.remove(f);
     for (const f of p.etcdCerts) {
       const source = path.join(ETCD_CERTS_DIR, f);
