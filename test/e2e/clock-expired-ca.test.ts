@@ -1,22 +1,26 @@
-// A node whose RTC is six months behind (qemu -rtc base=) gets a signed stick whose admin client CA
-// (an RSA root made by `openssl ca`) expired four months ago. On the node's clock the CA is still
-// valid, so admission passes it; the stick's signature is newer than that clock, so the clock is
-// known wrong and the clock step waits for chronyd (a real time server on the site network, as in
-// clock.test.ts). Once chronyd has stepped the clock to the true time, every certificate admission
-// passed is judged again: the run is refused at the clock step, naming the field and the CA's
-// expiry, and kubelet stays behind its gate.
+// A node whose RTC is six months behind (qemu -rtc base=) gets a stick the factory signed five
+// months ago, when its admin client CA (an RSA root made by `openssl ca`) was still valid; the CA
+// expired four months ago. On the node's clock the CA is valid, so admission passes it; the
+// signature is newer than that clock, so the clock is known wrong and the clock step waits for
+// chronyd (a real time server on the site network, as in clock.test.ts). Once chronyd has stepped
+// the clock to the true time, every certificate admission passed is judged again: the run is
+// refused at the clock step, naming the field and the CA's expiry, and kubelet stays behind its gate.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admitSite, offNode } from '../../src/config/admit.js';
 import { KUBELET_UNIT } from '../../src/steps/kubelet.js';
+import { sealAndSign } from '../../src/trust/seal-folder.js';
+import { readPrivateKey, SIGNATURE_FILE } from '../../src/trust/signature.js';
 import { datedCa } from '../certs/openssl-cas.js';
 import { enableUnit, installFiles } from './disk.js';
 import { AGENT_UNIT, buildNodeImage, ensureAgentBuild, type NodeImage } from './node-image.js';
 import { announceSkip, MIN, skipVm, waitAgentExited } from './scenario.js';
-import { newSecret, siteSpec, signedSiteStick } from './sites.js';
+import { newSecret, siteConfigYaml, siteSpec, STICK_LABEL } from './sites.js';
+import { makeStick } from './stick.js';
 import { startTimeServer, type TimeServer } from './time-server.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -63,15 +67,23 @@ describe.skipIf(skipVm)('an RTC six months behind and a CA that expired four mon
         chronyConfig: `${server!.serverLine}\n`,
         access: { clientCAFile: 'client-ca.crt' },
       };
-      const stick = await signedSiteStick(
+      // signed at the factory five months ago with the agent's own signing, the CA valid then
+      const folder = join(dir, 'signed');
+      await mkdir(folder);
+      const files = [
+        { name: 'site-config.yaml', contents: siteConfigYaml(spec) },
+        { name: 'client-ca.crt', contents: await readFile(ca.crt, 'utf8') },
+      ];
+      for (const f of files) await writeFile(join(folder, f.name), f.contents);
+      const signedAt = new Date(Date.now() - 150 * DAY_MS);
+      const key = readPrivateKey(await readFile(join(dir, 'factory.key'), 'utf8'), 'factory.key');
+      const { doc } = await sealAndSign(key, await admitSite(folder, offNode(signedAt)), { now: signedAt });
+      const stick = await makeStick({
         dir,
-        'site.img',
-        spec,
-        await ensureAgentBuild(),
-        join(dir, 'factory.key'),
-        undefined,
-        [{ name: 'client-ca.crt', contents: await readFile(ca.crt, 'utf8') }],
-      );
+        fileName: 'site.img',
+        label: STICK_LABEL,
+        files: [...files, { name: SIGNATURE_FILE, contents: `${JSON.stringify(doc, null, 2)}\n` }],
+      });
       const rtc = new Date(Date.now() - 182 * DAY_MS).toISOString().slice(0, 19);
       vm = await bootVm({
         name: 'clock-expired-ca',

@@ -120,14 +120,11 @@ export async function signedSiteStick(
   agent: string,
   key: string,
   notAfter?: Date,
-  /** files the site-config names (a CA file), signed with it and on the stick beside it */
-  files: { name: string; contents: string }[] = [],
 ): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), 'sno-e2e-signed-'));
   try {
     const config = siteConfigYaml(spec);
     await writeFile(join(folder, 'site-config.yaml'), config);
-    for (const f of files) await writeFile(join(folder, f.name), f.contents);
     await promisify(execFile)(agent, [
       'sign',
       '--key',
@@ -142,7 +139,6 @@ export async function signedSiteStick(
       files: [
         { name: 'site-config.yaml', contents: config },
         { name: 'site-config.sig', contents: await readFile(join(folder, 'site-config.sig'), 'utf8') },
-        ...files,
       ],
     });
   } finally {
