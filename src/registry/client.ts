@@ -245,7 +245,7 @@ export class RegistryClient {
     return this.outcome(
       () => this.authorized(url, 'HEAD', MANIFEST_TYPES, location, `${host}/${repository}`),
       host,
-      `manifest ${repository}${reference.includes(':') && reference.startsWith('sha') ? '@' : ':'}${reference}`,
+      `manifest ${repository}${reference.includes(':') ? '@' : ':'}${reference}`,
     );
   }
 

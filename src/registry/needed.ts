@@ -3,7 +3,8 @@
  * ClusterVersion wants, the release payload's component images in the node's image store (CRI-O's
  * containers/storage, overlay-images/images.json), the images of every pod not finished, and the
  * index images of the CatalogSources. Each keeps who needs it, and whether the control plane or
- * the platform does (a missing one breaks the cluster) or only a workload.
+ * the platform does (a missing one breaks the cluster) or only a workload. Images of a registry
+ * inside the cluster (`*.svc`) are not the site's business and are left out.
  */
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
@@ -23,6 +24,8 @@ export interface NeededImage {
 export const IMAGE_STORE = '/var/lib/containers/storage/overlay-images/images.json';
 
 /** the roles, most critical first: an image needed by several takes the first of theirs */
+/** a registry inside the cluster (the integrated one, or another service) */
+const CLUSTER_LOCAL = /\.svc(\.cluster\.local)?(:\d+)?$/;
 const ROLES: readonly ImageRole[] = ['payload', 'platform', 'catalog', 'workload'];
 const MAX_USERS = 3;
 
@@ -73,14 +76,17 @@ export async function neededImages(kube: Kube, fs: RootFs): Promise<NeededImage[
   ]);
   const found = new Map<string, NeededImage>();
   const need = (image: string | undefined, role: ImageRole, user: string) => {
-    if (!image || !parseImage(image)) return;
+    const ref = image ? parseImage(image) : undefined;
+    // the cluster's own registry moves with the cluster: no site registry serves it
+    if (!image || !ref || CLUSTER_LOCAL.test(ref.registry)) return;
     const have = found.get(image);
     if (!have) return void found.set(image, { image, role, users: [user] });
     if (ROLES.indexOf(role) < ROLES.indexOf(have.role)) have.role = role;
     if (have.users.length < MAX_USERS && !have.users.includes(user)) have.users.push(user);
   };
   const release = cv?.status?.desired?.image;
-  need(release, 'payload', `ClusterVersion version (desired release ${cv?.status?.desired?.version ?? ''})`.trim());
+  const version = cv?.status?.desired?.version;
+  need(release, 'payload', `ClusterVersion version (desired release${version ? ` ${version}` : ''})`);
   const organisation = releaseOrganisation(release);
   for (const name of stored) {
     const ref = parseImage(name);

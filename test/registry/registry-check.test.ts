@@ -151,6 +151,8 @@ describe.skipIf(skipped)('registry check against a real site registry', () => {
       core.createNamespacedPod({ namespace, body: { metadata: { name }, spec: { containers: [{ name, image }] } } });
     await pod('openshift-etcd', 'etcd-sno', `${ART}@${digests.platform}`);
     await pod('shop', 'web', `${SHOP}@${digests.shop}`);
+    // an image of the cluster's own registry: not the site registries' business, so not counted
+    await pod('shop', 'tool', 'image-registry.openshift-image-registry.svc:5000/shop/tool:1');
     await custom.createNamespacedCustomObject({
       group: 'operators.coreos.com',
       version: 'v1alpha1',
