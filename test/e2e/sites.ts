@@ -89,8 +89,6 @@ export function siteSpec(secret: SiteSecret, opts: SiteOptions = {}): Record<str
       verify: { pingGateway: true, timeoutSeconds: opts.verifyTimeoutSeconds ?? 60 },
     },
     pullSecret: { auths: { [secret.registry]: { auth: secret.auth } } },
-    // the VM's site has no registry serving the release: test/registry checks against a real one
-    registryCheck: 'skip',
     sshAuthorizedKeys: [SITE_SSH_KEY],
   };
 }
