@@ -181,9 +181,9 @@ export function createKube(config: KubeConfig, log: Logger, options: KubeClientO
         return fail('discover', apiVersion, err);
       }
     },
-    async kinds(): Promise<{ apiVersion: string; kind: string }[]> {
+    async kinds(except?: ReadonlySet<string>): Promise<{ apiVersion: string; kind: string }[]> {
       try {
-        const found = await retry('discover the API', () => discovery.listable());
+        const found = await retry('discover the API', () => discovery.listable(except));
         return found.map(({ apiVersion, kind }) => ({ apiVersion, kind }));
       } catch (err) {
         return fail('discover', 'the API', err);

@@ -32,8 +32,8 @@ export interface Resource {
 export interface Discovery {
   /** the resource that serves `kind`, or undefined; `fresh` asks again when the remembered answer is no */
   resourceOf(apiVersion: string, kind: string, fresh?: boolean): Promise<Resource | undefined>;
-  /** every resource that can be listed, in the core group and each group's preferred version */
-  listable(): Promise<Resource[]>;
+  /** every resource that can be listed: the core group's and each group's preferred version's, but `except`'s */
+  listable(except?: ReadonlySet<string>): Promise<Resource[]>;
   /** forgets every answer: after an outage, a group version may be served again, or no more */
   forget(apiVersion?: string): void;
 }
@@ -124,12 +124,12 @@ export function createDiscovery(configuration: Configuration): Discovery {
       served.delete(apiVersion);
       return (await resources(apiVersion)).get(kind);
     },
-    async listable() {
+    async listable(except = new Set<string>()) {
       const groups = await new ApisApi(configuration).getAPIVersions();
       const versions = [
         'v1',
         ...groups.groups.flatMap((g) => (g.preferredVersion ? [g.preferredVersion.groupVersion] : [])),
-      ];
+      ].filter((v) => !except.has(v));
       const out: Resource[] = [];
       for (const apiVersion of versions) out.push(...(await resources(apiVersion)).values());
       return out.filter((r) => r.listable);

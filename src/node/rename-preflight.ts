@@ -170,10 +170,8 @@ async function namingObjects(kube: Kube, wanted: ReadonlySet<string>): Promise<s
   };
   for (const { apiVersion, kind } of PER_NODE_KINDS) search(kind, await listIfServed(kube, apiVersion, kind));
   const known = new Set([...PER_NODE_KINDS.map((k) => groupKind(k.apiVersion, k.kind)), ...REMADE_PER_NODE]);
-  const skipped = await aggregated(kube);
-  for (const { apiVersion, kind } of await kube.kinds())
-    if (!known.has(groupKind(apiVersion, kind)) && !skipped.has(apiVersion))
-      search(kind, await kube.list(apiVersion, kind));
+  for (const { apiVersion, kind } of await kube.kinds(await aggregated(kube)))
+    if (!known.has(groupKind(apiVersion, kind))) search(kind, await kube.list(apiVersion, kind));
   return found;
 }
 

@@ -119,8 +119,11 @@ export interface Kube {
    * when the cached answer is no, for a kind whose CRD was just established)
    */
   serves(apiVersion: string, kind: string, options?: { fresh?: boolean }): Promise<boolean>;
-  /** every kind the API serves that can be listed: the core group's and each group's preferred version's */
-  kinds(): Promise<{ apiVersion: string; kind: string }[]>;
+  /**
+   * every kind the API serves that can be listed: the core group's and each group's preferred
+   * version's, but the group versions `except` names (not even asked: an aggregated one may be down)
+   */
+  kinds(except?: ReadonlySet<string>): Promise<{ apiVersion: string; kind: string }[]>;
   /** adds an Approved condition through the /approval subresource */
   approveCsr(name: string, reason: string, message: string): Promise<void>;
 }
