@@ -440,10 +440,9 @@ export const domainStep: Step<DomainView> = {
     if (!view.ca && ca) ctx.log.info({ caDir: view.caDir, subject: ca.cert.subject }, 'site CA created');
     // a certificate never outlives its issuer: an issuer that ends soon is said on the console
     const issuers = new Set(s.stale.flatMap((x) => (x.want.given ? [] : [x.want.signer ?? ca!])));
-    warnOnce(
-      ctx,
-      [...issuers].flatMap((issuer) => servingWindow(issuer, now).warning ?? []),
-    );
+    const ending = [...issuers].flatMap((issuer) => servingWindow(issuer, now).warning ?? []);
+    warnOnce(ctx, ending);
+    for (const warning of ending) await ctx.console?.(`WARN ${warning}`);
     await Promise.all(
       s.stale.map(async (x) => {
         const pair = x.want.given ?? (await issueServing(x.want.names, x.want.signer ?? ca!, now));
