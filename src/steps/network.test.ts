@@ -11,7 +11,7 @@ import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { DISPATCHER_SCRIPT, renderDispatcherScript } from '../node/internal-ip.js';
-import { KEYFILE_DIR, type NetworkView, networkStep, REVERT_STATE_FILE } from './network.js';
+import { KEYFILE_DIR, type NetworkView, networkStep, resolveDatabases, REVERT_STATE_FILE } from './network.js';
 import { allowErrorLog } from '../../test/helpers/error-log.js';
 import { planOf } from '../engine/engine.js';
 
@@ -293,5 +293,16 @@ describe('network decisions', () => {
     const plan = networkStep.plan(v as NetworkView, site);
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+  });
+});
+
+describe("the network check's name resolution", () => {
+  it.each<[string, string[], string[]]>([
+    ['an IPv4 site', ['192.168.127.10/24'], ['ahostsv4']],
+    ['an IPv6 site: AAAA only', ['fd00:127::10/64'], ['ahostsv6']],
+    ['a dual-stack site, its primary family first', ['fd00:127::10/64', '192.168.127.10/24'], ['ahostsv6', 'ahostsv4']],
+    ['no internal IP known', [], ['ahosts']],
+  ])('asks for the families the site has: %s', (_, internal, databases) => {
+    expect(resolveDatabases(internal)).toEqual(databases);
   });
 });

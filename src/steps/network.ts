@@ -96,6 +96,16 @@ function describeChecks(site: Site): string {
   return `checks: ${checks.join(', ')}; within ${timeoutSeconds} s, else roll back`;
 }
 
+/**
+ * getent's database for each family of the node's internal IPs (ahostsv4, ahostsv6): a name is
+ * asked for the families the site has, never for one it lacks; `ahosts` (either family) when no
+ * internal IP is known.
+ */
+export const resolveDatabases = (internal: readonly string[]): string[] => {
+  const families = [...new Set(internal.map((ip) => parseCidr(ip).family))];
+  return families.length > 0 ? families.map((f) => `ahostsv${f}`) : ['ahosts'];
+};
+
 /** What is wrong with the network right now; empty when everything the site-config asks holds. */
 async function problems(
   ctx: StepContext,
@@ -103,9 +113,8 @@ async function problems(
   internalRequired: readonly string[],
 ): Promise<string[]> {
   const current = await ctx.nmstate.show();
-  const out = compareNetworkState(desired, current, await internalIPs(ctx)).map(
-    (d) => `${d.path} is ${d.have}, want ${d.want}`,
-  );
+  const internal = await internalIPs(ctx);
+  const out = compareNetworkState(desired, current, internal).map((d) => `${d.path} is ${d.have}, want ${d.want}`);
   if (ctx.site.network.verify.pingGateway) {
     const gateways = defaultGateways(current);
     if (gateways.length === 0) out.push('no default route, so no gateway to ping');
@@ -120,13 +129,17 @@ async function problems(
       if (ping.code !== 0) out.push(`gateway ${target} does not answer ping`);
     }
   }
+  const databases = resolveDatabases(internal);
   for (const name of ctx.site.network.verify.resolve) {
-    // getent asks the node's resolver (nsswitch: /etc/hosts, then DNS) as every other program on it does
-    const lookup = await ctx.exec.run('getent', ['ahosts', name], {
-      allowFailure: true,
-      timeoutMs: RESOLVE_TIMEOUT_MS,
-    });
-    if (lookup.code !== 0) out.push(`${name} does not resolve`);
+    // getent asks the node's resolver (nsswitch: /etc/hosts, then DNS) as every other program on it
+    // does, one family at a time: an answer in any of the site's families will do
+    let resolved = false;
+    for (const db of databases) {
+      const lookup = await ctx.exec.run('getent', [db, name], { allowFailure: true, timeoutMs: RESOLVE_TIMEOUT_MS });
+      resolved = lookup.code === 0;
+      if (resolved) break;
+    }
+    if (!resolved) out.push(`${name} does not resolve (asked: ${databases.join(', ')})`);
   }
   if (internalRequired.length > 0) {
     const addresses = await interfaceAddresses(ctx.exec, BR_EX);
