@@ -43,6 +43,16 @@ announceSkip('node name scenarios');
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const RENAME_CONFIG = '/var/tmp/rename-site-config.yaml';
+/** the stand-in crictl's sandboxes: one file per transient unit */
+const SANDBOXES = '/run/cri-sandboxes';
+const CRICTL_STAND_IN = `#!/bin/sh
+case "$1" in
+  pods) ls ${SANDBOXES} ;;
+  stopp) shift; for id; do systemctl stop "$id" && echo "Stopped sandbox $id"; done ;;
+  rmp) shift; for id; do rm -f "${SANDBOXES}/$id" && echo "Removed sandbox $id"; done ;;
+  *) echo "crictl stand-in: $*: not served" >&2; exit 1 ;;
+esac
+`;
 
 /** the base image's static hostname (build-base.sh), the name the node was installed under */
 const FACTORY_HOSTNAME = 'sno-factory';
@@ -127,6 +137,19 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
           `mkdir -p ${posix.dirname(NODE_KUBECONFIG)}`,
         ].join(' && '),
       );
+      // CRI-O's sandboxes as real processes that outlive kubelet's stop: ovnkube-node writing OVN's
+      // databases by path (a write after their deletion would make them again), multus holding its
+      // certificate open; crictl (CRI-O's client, absent from this guest) is a stand-in that stops
+      // a sandbox by stopping its unit and waiting for it
+      await v.sshOk(`cat >/usr/local/bin/crictl && chmod 755 /usr/local/bin/crictl && mkdir -p ${SANDBOXES}`, {
+        input: CRICTL_STAND_IN,
+      });
+      const sandboxes = {
+        'ovnkube-node': `while :; do echo x >>${nb}; echo x >>${sb}; sleep 0.1; done`,
+        multus: `exec 3>>${multusCerts}/multus-client-current.pem; while :; do echo x >&3; sleep 0.1; done`,
+      };
+      for (const [name, script] of Object.entries(sandboxes))
+        await v.sshOk(`systemd-run --unit=sandbox-${name} sh -c '${script}' && touch ${SANDBOXES}/sandbox-${name}`);
       await v.sshOk(`cat >${NODE_KUBECONFIG}`, { input: guestKubeconfig(env!) });
       await v.sshOk(`cat >${RENAME_CONFIG}`, {
         input: siteConfigYaml({ ...siteSpec(newSecret()), nodeName: 'rename' }),
@@ -172,6 +195,10 @@ describe.skipIf(skipVm)('the node name on a real node', () => {
       );
       expect(await v.sshOk(`cat ${former}.crt`)).toBe('peer certificate');
       expect(await v.sshOk(`ls -d ${OFFLINE_CLEARED.join(' ')} 2>/dev/null; true`)).toBe('');
+      // the sandboxes were stopped before the deletion: none is running, none made a file again
+      expect(await v.sshOk(`ls ${SANDBOXES}; systemctl is-active sandbox-ovnkube-node sandbox-multus; true`)).toBe(
+        'inactive\ninactive\n',
+      );
       // the stop came before the start: journald has both, in order
       const journal = await v.sshOk(
         `journalctl -u ${KUBELET} -o cat --no-pager | grep -E '^(Stopped|Started) ' | tail -2`,
