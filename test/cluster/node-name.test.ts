@@ -365,6 +365,16 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     expect((await core.listNode()).items.map((n) => n.metadata!.name)).toEqual([FACTORY_NODE_NAME]);
   });
 
+  /** a node asked to rename, up under its factory name as at a site boot once the kubelet gate opened */
+  async function upUnderFactoryName() {
+    const a = await factoryRoot({ nodeName: 'rename' });
+    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
+    await bus.services.configure({ root: a.root });
+    expect((await a.run(['node-name'])).result).toBe('succeeded');
+    await hostnameAndKubelet(a.root);
+    return a;
+  }
+
   /** the master pool's Updated condition, as the machine-config controller sets it */
   async function masterPoolUpdated(updated: boolean) {
     const custom = kc.makeApiClient(CustomObjectsApi);
@@ -541,11 +551,7 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     });
     await masterPoolUpdated(false);
     const stale = await pendingRequest();
-    const a = await factoryRoot({ nodeName: 'rename' });
-    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
-    await bus.services.configure({ root: a.root });
-    expect((await a.run(['node-name'])).result).toBe('succeeded');
-    await hostnameAndKubelet(a.root);
+    const a = await upUnderFactoryName();
     const waiting = `rename ${FACTORY_NODE_NAME} -> ${SITE_HOSTNAME} waits up to ${RENAME_WAIT_MINUTES} min for: static-pod operators are mid-rollout: KubeScheduler/cluster; machine-config pools are not Updated: MachineConfigPool master; certificate signing requests are pending: ${stale}`;
     const [state] = await Promise.all([
       a.run(['node-rename']),
@@ -573,11 +579,7 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
 
   it('a request still pending after the bound declines; the rerun renames once it is gone', async () => {
     const stale = await pendingRequest();
-    const a = await factoryRoot({ nodeName: 'rename' });
-    a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
-    await bus.services.configure({ root: a.root });
-    expect((await a.run(['node-name'])).result).toBe('succeeded');
-    await hostnameAndKubelet(a.root);
+    const a = await upUnderFactoryName();
     // the bound passes on the agent's own clock, which this clock runs through without sleeping
     a.ctx.clock = skippingClock();
     const first = await a.run(['node-rename', 'node-identity']);
