@@ -106,6 +106,48 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('factory prepare on an installed
     expect(readFileSync(path.join(root, 'etc/sno-relocate/factory.json'), 'utf8')).toBe(recordBefore);
   });
 
+  it('on a dual-stack node, IPv6 primary: one install address per family recorded and pinned, the primary first', async () => {
+    const kc = env.cluster.kubeConfig();
+    // the Node as kubelet lists a dual-stack node's InternalIPs: its primary family first
+    await kc.makeApiClient(CoreV1Api).patchNodeStatus({
+      name: 'sno-factory',
+      body: [
+        {
+          op: 'replace',
+          path: '/status/addresses',
+          value: [
+            { type: 'InternalIP', address: 'fd00:127::10' },
+            { type: 'InternalIP', address: '192.168.127.10' },
+            { type: 'Hostname', address: 'sno-factory' },
+          ],
+        },
+      ],
+    });
+    // a fresh node: the MachineConfigs of the single-stack runs above pin the IPv4 address alone
+    for (const name of ['50-master-sno-relocate', '51-master-sno-relocate-internal-ip'])
+      await kc.makeApiClient(CustomObjectsApi).deleteClusterCustomObject({ ...MC, name });
+    root = mkdtempSync(path.join(tmpdir(), 'factory-prepare-dual-'));
+    const r = await prepare([INSTALL_ADDRESS, 'fd00:127::10/64']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(
+      'node sno-factory: install address fd00:127::10/64 and 192.168.127.10/24 on br-ex are the internal IPs',
+    );
+    expect(JSON.parse(readFileSync(path.join(root, 'etc/sno-relocate/factory.json'), 'utf8'))).toMatchObject({
+      installAddress: 'fd00:127::10/64',
+      installSubnet: 'fd00:127::/64',
+      internalIP: 'fd00:127::10/64',
+      secondaryInstallAddress: '192.168.127.10/24',
+      secondaryInstallSubnet: '192.168.127.0/24',
+      secondaryInternalIP: '192.168.127.10/24',
+    });
+    const pinned = (await machineConfig('51-master-sno-relocate-internal-ip')).spec.config.storage!.files.find((f) =>
+      f.path.endsWith('30-sno-relocate-node-ip.conf'),
+    )!;
+    expect(Buffer.from(pinned.contents.source.split(',')[1]!, 'base64').toString()).toContain(
+      'KUBELET_NODE_IPS=fd00:127::10,192.168.127.10',
+    );
+  });
+
   it('names every unmet precondition (one node, OVN-Kubernetes, platform none) and writes nothing', async () => {
     const kc = env.cluster.kubeConfig();
     const custom = kc.makeApiClient(CustomObjectsApi);
