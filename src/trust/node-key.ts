@@ -59,9 +59,13 @@ export async function readNodeKey(fs: RootFs): Promise<NodeKey | undefined> {
   });
 }
 
-/** Whether systemd-creds can seal to a TPM2 here (`systemd-creds has-tpm2` exits 0 only then). */
+/**
+ * Whether systemd-creds can seal to a TPM2 here: the kernel has a TPM2 device (`+driver` in
+ * `systemd-creds has-tpm2`). Full support (exit 0) also asks for UEFI firmware that measured the
+ * boot, which a node booted by a BIOS lacks while its TPM2 still seals.
+ */
 async function hasTpm2(ctx: NodeKeyContext): Promise<boolean> {
-  return (await creds(ctx, ['has-tpm2', '--quiet'], { allowFailure: true })).code === 0;
+  return /^\+driver$/m.test((await creds(ctx, ['has-tpm2'], { allowFailure: true })).stdout);
 }
 
 /**

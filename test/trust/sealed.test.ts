@@ -137,7 +137,7 @@ function plaintextOn(dir: string): string[] {
 describe('the node key', () => {
   it('is an age identity in a systemd credential: 0600, no identity in clear, the same on a second prepare', async () => {
     const { root, key } = nodes.mine;
-    const tpm = spawnSync('systemd-creds', ['has-tpm2', '--quiet']).status === 0;
+    const tpm = /^\+driver$/m.test(spawnSync('systemd-creds', ['has-tpm2'], { encoding: 'utf8' }).stdout);
     expect(key!.sealing).toBe(tpm ? 'tpm2' : 'host');
     expect(key!.recipient).toMatch(/^age1[02-9ac-hj-np-z]{58}$/);
     const credential = path.join(root, NODE_KEY_CREDENTIAL);
