@@ -16,7 +16,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm install --no-audit --no-fund || exit 1
 fi
 
-phase "Debian packages for the tests (openssl, dbus, etcd, systemd-analyze, dnsmasq, xorriso, promtool)"
+phase "Debian packages for the tests (openssl, dbus, etcd, systemd-analyze, dnsmasq, xorriso, prometheus, age, swtpm, docker-registry)"
 need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v dbus-daemon >/dev/null || need+=(dbus)
@@ -30,7 +30,12 @@ command -v ping >/dev/null || need+=(iputils-ping)
 [ -x /usr/bin/time ] || need+=(time)
 command -v dnsmasq >/dev/null || need+=(dnsmasq-base)
 command -v xorriso >/dev/null || need+=(xorriso) # render --iso packs site folders as ISO 9660 images
-command -v promtool >/dev/null || need+=(prometheus) # promtool checks the metrics and tests the alert rules
+command -v promtool >/dev/null || need+=(prometheus) # promtool and prometheus: the rules checked, the alerts fired
+command -v age >/dev/null || need+=(age)                # sealed site secrets open with the reference tool
+command -v swtpm >/dev/null || need+=(swtpm)            # a software TPM for the VM's node key
+command -v docker-registry >/dev/null || need+=(docker-registry) # the site registry of the registry check
+command -v htpasswd >/dev/null || need+=(apache2-utils) # the site registry's password file
+[ -x /usr/lib/systemd/systemd-journal-remote ] || need+=(systemd-journal-remote) # journals as a node writes them
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "need root to install: ${need[*]}"; exit 1; }
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" || exit 1
