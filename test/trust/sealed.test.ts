@@ -222,6 +222,17 @@ describe('a sealed stick', () => {
     expect(loaded.site.proxy?.httpsProxy).toBe(PROXY);
   });
 
+  it("drops the node's identity when admission ends, admitted or refused", async () => {
+    const dir = sealedSite('forgotten');
+    const unsealer = (await nodeUnsealer(nodeCtx(nodes.mine.root)))!;
+    const forgotten: string[] = [];
+    const watched = { open: unsealer.open, forget: () => (unsealer.forget(), forgotten.push('after admission')) };
+    await admitSite(dir, { ...offNode(new Date()), unseal: watched });
+    writeFileSync(path.join(dir, 'ingress.key'), '-----BEGIN AGE ENCRYPTED FILE-----\nbroken\n');
+    await expect(admitSite(dir, { ...offNode(new Date()), unseal: watched })).rejects.toThrow('not armored age');
+    expect(forgotten).toEqual(['after admission', 'after admission']);
+  });
+
   it('is refused on another node, naming the node it is sealed for, with nothing changed', () => {
     const dir = sealedSite('elsewhere');
     const before = snapshotTree(nodes.other.root);
