@@ -25,7 +25,8 @@
  *   hostname as drift;
  * - a machine-config pool not Updated: the daemon is rolling out a rendered config (a reboot may
  *   come) and the controller that moves the master taint and worker label is busy with it;
- * - a certificate signing request pending: the approval of kubelet's requests for the new name
+ * - a certificate signing request of this node pending (filed by it or naming it; another
+ *   node's, which the agent leaves alone, does not count): the approval of kubelet's requests for the new name
  *   must be the only one in flight (research section 4, preflight);
  * - the internal IP changed from the factory's: etcd's discovery matches its member by peer URL, an
  *   address, and the rename's etcd procedure assumes that address kept (research section 3, etcd
@@ -37,7 +38,7 @@
 import type { DeclaredFiles } from './rendered-config.js';
 import { HOSTNAME_FILE } from './hostname.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
-import { csrState, type CsrObject } from '../kube/csr.js';
+import { csrState, type CsrObject, parseCertificateRequest, requestedNode } from '../kube/csr.js';
 
 /** The static-pod operators of library-go whose status.nodeStatuses are keyed by node name. */
 export const STATIC_POD_OPERATORS = ['Etcd', 'KubeAPIServer', 'KubeControllerManager', 'KubeScheduler'] as const;
@@ -103,7 +104,7 @@ export interface ClusterFacts {
   healthChecks: string[];
   /** `MachineConfigPool name` of every pool not Updated */
   updatingPools: string[];
-  /** names of the certificate signing requests neither approved nor denied */
+  /** names of this node's certificate signing requests neither approved nor denied */
   pendingCsrs: string[];
 }
 
@@ -175,6 +176,19 @@ async function namingObjects(kube: Kube, wanted: ReadonlySet<string>): Promise<s
   return found;
 }
 
+/**
+ * Whether a certificate request is this node's: filed by it, or naming it as kubelet does. Another
+ * node's requests, which the agent leaves alone, do not hold a rename up.
+ */
+function concerns(csr: CsrObject, node: string): boolean {
+  if (csr.spec.username === `system:node:${node}`) return true;
+  try {
+    return requestedNode(parseCertificateRequest(Buffer.from(csr.spec.request, 'base64').toString('utf8'))) === node;
+  } catch {
+    return false;
+  }
+}
+
 /** Reads the cluster for the preflight; `node` is the Node's current name. */
 export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFacts> {
   const nodeObject = await kube.get<Node>({ apiVersion: 'v1', kind: 'Node', name: node });
@@ -224,7 +238,7 @@ export async function surveyCluster(kube: Kube, node: string): Promise<ClusterFa
     updatingPools: pools
       .filter((p) => p.status?.conditions?.find((c) => c.type === 'Updated')?.status !== 'True')
       .map((p) => `MachineConfigPool ${p.metadata.name}`),
-    pendingCsrs: csrs.filter((c) => csrState(c) === 'pending').map((c) => c.metadata.name!),
+    pendingCsrs: csrs.filter((c) => csrState(c) === 'pending' && concerns(c, node)).map((c) => c.metadata.name!),
   };
 }
 

@@ -301,6 +301,11 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     await layPerNodeConfigAndHealthCheck(kc, FACTORY_NODE_NAME);
     await masterPoolUpdated(false);
     const stale = await pendingRequest();
+    // another node's request, which the agent leaves alone, holds nothing up
+    await createCsr(kc, {
+      ...kubeletCsrSpecs('store-scanner-3', '192.168.127.80', 'foreign').client,
+      as: { user: 'store-technician', group: 'system:masters' },
+    });
     const a = await factoryRoot({ nodeName: 'rename' });
     a.ctx.systemd = () => connectSystemdBus(a.ctx.log);
     await bus.services.configure({ root: a.root });
@@ -394,10 +399,10 @@ describe.skipIf(kubeSkipped)('the node name through a move, against the models',
     });
   }
 
-  /** a certificate request someone else filed, neither approved nor denied */
+  /** a certificate request naming the node, neither approved nor denied */
   const pendingRequest = () =>
     createCsr(kc, {
-      ...kubeletCsrSpecs('store-scanner-3', '192.168.127.80', 'pending').client,
+      ...kubeletCsrSpecs(FACTORY_NODE_NAME, FACTORY_NODE_IP, 'pending').client,
       as: { user: 'store-technician', group: 'system:masters' },
     });
 
