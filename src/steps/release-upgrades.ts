@@ -19,6 +19,8 @@ export const releaseUpgradesStep: Step<MarkState> = {
   inputs: () => ({}),
   survey: async (ctx) => readMark(await ctx.kube()),
   plan(mark) {
+    if (mark.state === 'released')
+      return { action: 'noop', reason: `${describeRef(HOLD_MARK)} already says Upgradeable=True` };
     if (mark.state !== 'held')
       return { action: 'noop', reason: `no hold of the agent's on upgrades (${describeRef(HOLD_MARK)})` };
     return {
