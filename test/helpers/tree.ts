@@ -24,3 +24,16 @@ export function snapshotTree(root: string): Record<string, string> {
   walk(root);
   return out;
 }
+
+/**
+ * The host as a refused or invalid site-config must leave it: every file but the run's own record of
+ * the relocation figures (src/engine/sli.ts), which counts refusals too and is the one thing such a
+ * run writes, and the agent's state folder that holds it.
+ */
+export function hostTree(root: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(snapshotTree(root)).filter(
+      ([rel]) => rel !== 'var/lib/sno-relocate/sli.json' && rel !== 'var/lib/sno-relocate/',
+    ),
+  );
+}

@@ -11,7 +11,7 @@ import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { REPO, runCli } from '../helpers/cli.js';
-import { snapshotTree } from '../helpers/tree.js';
+import { hostTree } from '../helpers/tree.js';
 
 const MEDIA = path.join(REPO, 'examples/ibi-config-media');
 const MANIFEST = 'cluster-configuration/manifest.json';
@@ -217,11 +217,11 @@ const BROKEN: { name: string; change: (m: Manifest) => void; names: string }[] =
 describe('config media that is broken or refused', () => {
   it.each(BROKEN.map((c) => [c.name, c] as const))('%s: exit 2, names the path, changes nothing', (_name, c) => {
     const dir = media(c.change);
-    const before = snapshotTree(root);
+    const before = hostTree(root);
     const result = runCli(['run', dir, '--root', root]);
     expect(result.code, result.stderr).toBe(2);
     expect(result.stderr).toContain(c.names);
-    expect(snapshotTree(root)).toEqual(before);
+    expect(hostTree(root)).toEqual(before);
   });
 
   it('never quotes manifest.json when it is not JSON', () => {

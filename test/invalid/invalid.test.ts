@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { runCli } from '../helpers/cli.js';
-import { snapshotTree } from '../helpers/tree.js';
+import { hostTree } from '../helpers/tree.js';
 import { INVALID_CASES, layCase } from './corpus.js';
 
 const work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-invalid-'));
@@ -37,11 +37,11 @@ describe('invalid site-configs', () => {
 
   it.each(INVALID_CASES.map((c) => [c.name, c] as const))('%s: exit 2, names the field, changes nothing', (name, c) => {
     const { root, config } = prepare(name, c);
-    const before = snapshotTree(root);
+    const before = hostTree(root);
     const result = runCli(['run', config, '--root', root]);
     expect(result.code, result.stderr).toBe(2);
     expect(result.stderr).toContain(c.names);
     expect(result.stderr).not.toMatch(/\n\s+at .*\(.*:\d+:\d+\)/); // no stack trace
-    expect(snapshotTree(root)).toEqual(before);
+    expect(hostTree(root)).toEqual(before);
   });
 });

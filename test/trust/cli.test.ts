@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { EXAMPLE, runCli } from '../helpers/cli.js';
-import { snapshotTree } from '../helpers/tree.js';
+import { hostTree } from '../helpers/tree.js';
 
 const MACHINE_ID = '4f6b1d8c2e3a4b5c9d0e1f2a3b4c5d6e';
 let work: string;
@@ -144,7 +144,7 @@ describe('a node with trust anchors', () => {
   it.each(refusals)('refuses %s with exit 3 in validate, plan and run, changing nothing', (name, prepare, reason) => {
     const dir = site(`bad-${name.replace(/\W+/g, '-')}`);
     prepare(dir);
-    const before = snapshotTree(root);
+    const before = hostTree(root);
     rmSync(consoleLog, { force: true });
     for (const command of ['validate', 'plan', 'run']) {
       const result = onNode(command, dir);
@@ -152,7 +152,7 @@ describe('a node with trust anchors', () => {
       expect(result.stderr).toContain(reason);
       expect(result.stderr).toContain('nothing on the host was changed');
     }
-    expect(snapshotTree(root)).toEqual(before);
+    expect(hostTree(root)).toEqual(before);
     expect(readFileSync(consoleLog, 'utf8')).toContain(`sno-relocate: site-config refused: `);
   });
 });
