@@ -297,7 +297,8 @@ function kubeconfigYaml(server: string, caPem: string, user: string, token: stri
 export async function startCluster(opts: StartClusterOptions = {}): Promise<TestCluster> {
   const missing = missingBinaries();
   if (missing.length > 0) throw new Error(missing.join('\n'));
-  const pool = process.env[POOL_ENV];
+  // only in a vitest worker: a program a test starts (the demo) inherits the variable, not the pool
+  const pool = '__vitest_worker__' in globalThis ? process.env[POOL_ENV] : undefined;
   const shareable = !opts.private && !opts.dir && !opts.keepDir && !opts.users?.length && !opts.extraApiServerArgs;
   if (pool && shareable && opts.readyTimeoutMs === undefined && !holdingPooledCluster())
     return acquirePooledCluster(pool, opts.crds);
