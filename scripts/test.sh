@@ -35,6 +35,7 @@ command -v age >/dev/null || need+=(age)                # sealed site secrets op
 command -v swtpm >/dev/null || need+=(swtpm)            # a software TPM for the VM's node key
 command -v docker-registry >/dev/null || need+=(docker-registry) # the site registry of the registry check
 command -v htpasswd >/dev/null || need+=(apache2-utils) # the site registry's password file
+[ -x /usr/lib/systemd/systemd-journal-remote ] || need+=(systemd-journal-remote) # journals as a node writes them
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || { echo "need root to install: ${need[*]}"; exit 1; }
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" || exit 1
