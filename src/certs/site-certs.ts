@@ -95,8 +95,7 @@ export async function ensureSiteCa(fs: RootFs, stateDir: string, siteName: strin
 const ISSUER_WARN_DAYS = 90;
 
 /** When the first of the CA and the CAs above it expires: nothing it signs verifies after that. */
-const issuerEnd = (ca: Issuer): Date =>
-  new Date(Math.min(...[ca.cert, ...ca.chain].map((c) => Date.parse(c.validTo))));
+const issuerEnd = (ca: Issuer): Date => new Date(Math.min(...[ca.cert, ...ca.chain].map((c) => Date.parse(c.validTo))));
 
 /**
  * The validity a serving certificate issued now gets: SERVING_VALIDITY_DAYS, but never past its

@@ -90,7 +90,10 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   hold?: HoldAt;
   /** says what a running step waits for, as `status` shows it (its DETAIL); absent outside `run` */
   progress?(message: string): Promise<void>;
-  /** a line on the technician's console (the banner), for progress a step makes while it surveys; absent outside the CLI */
+  /**
+   * a line on the technician's console (the banner), for progress a step makes while it surveys;
+   * absent outside the CLI
+   */
   console?(line: string): Promise<void>;
   /** what admission left to the clock step: its deferred findings of time and the lower bounds it knows */
   admittedTime?: AdmittedTime;

@@ -16,10 +16,15 @@ describe('registryOf', () => {
 
 describe('infraIdWarning', () => {
   it('names both values when they differ, and is silent when they agree or the media has none', () => {
-    const warning = infraIdWarning({ infraID: 'sno-ab12c', unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' });
+    const warning = infraIdWarning(
+      { infraID: 'sno-ab12c', unused: [], given: [] },
+      { infrastructureName: 'sno-x7k2p' },
+    );
     expect(warning).toContain('infra_id sno-ab12c');
     expect(warning).toContain('infrastructure name sno-x7k2p');
-    expect(infraIdWarning({ infraID: 'sno-x7k2p', unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
+    expect(
+      infraIdWarning({ infraID: 'sno-x7k2p', unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' }),
+    ).toBeUndefined();
     expect(infraIdWarning({ unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
   });
 });
@@ -34,9 +39,21 @@ describe('cluster-identity decisions, on plain views', () => {
   };
   it.each<[string, ImageBasedSite | undefined, ClusterIdentity | undefined, string, string]>([
     ['a native site-config', undefined, undefined, 'noop', 'native site-config'],
-    ['the media names the cluster it is', { clusterID: cluster.clusterID!, unused: [], given: [] }, cluster, 'noop', 'already'],
+    [
+      'the media names the cluster it is',
+      { clusterID: cluster.clusterID!, unused: [], given: [] },
+      cluster,
+      'noop',
+      'already',
+    ],
     ['a new cluster ID', { clusterID: ID, unused: [], given: [] }, cluster, 'change', "site's cluster ID"],
-    ['the release registry the cluster has', { releaseRegistry: 'Quay.io', unused: [], given: [] }, cluster, 'noop', 'already'],
+    [
+      'the release registry the cluster has',
+      { releaseRegistry: 'Quay.io', unused: [], given: [] },
+      cluster,
+      'noop',
+      'already',
+    ],
     [
       'another release registry',
       { releaseRegistry: 'registry.example.com', unused: [], given: [] },
