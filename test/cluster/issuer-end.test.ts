@@ -41,6 +41,8 @@ describe.skipIf(kubeSkipped)('serving certificates under a site CA that ends in 
     expect(console).toEqual([
       `WARN CN=store42-root expires on ${new Date(rootEnd).toISOString()}, in 59 days: the serving certificates it signs end then too; renew the site's CA and run the relocation again before then`,
     ]);
+    // the named certificate rolls out a kube-apiserver revision: read once it has restarted
+    await env.models!.settled();
     const core = env.cluster.kubeConfig().makeApiClient(CoreV1Api);
     const api = await core.readNamespacedSecret({ namespace: 'openshift-config', name: 'sno-relocate-api' });
     const leaf = certificatesIn(Buffer.from(api.data!['tls.crt']!, 'base64').toString())[0]!;
