@@ -50,17 +50,30 @@ const REPOSITORY = 'registry.factory.example.com:5000/sno-relocate/agent';
 const PULL_SECRET = pullSecretJson({});
 const INSTALL_UNIT = 'sno-relocate-install.service';
 
-// stand-in for podman pull/create/cp/rm against a registry folder: <digest>/sno-relocate per image
+// stand-in for podman pull/create/cp/rm against a registry folder (<digest>/sno-relocate per image)
+// and the node's container storage: `pull` copies an image into storage, `--policy missing` (as
+// podman's) pulls only an image storage does not hold, `create` and `cp` read storage
+const STORAGE_DIR = '/var/lib/e2e-podman-storage';
 const PODMAN_STANDIN = `#!/bin/sh
 # Test only: podman pulling from a registry, which cannot run in this VM
 set -e
 case "$1" in
-  pull) [ "$2" = --authfile ] && shift 2
-        case "$2" in ${REPOSITORY}@sha256:*) ;; *) echo "Error: $2: not this registry" >&2; exit 125 ;; esac
-        [ -x "${REGISTRY_DIR}/\${2##*@sha256:}/sno-relocate" ] || { echo "Error: $2: manifest unknown" >&2; exit 125; } ;;
-  create) [ -d "${REGISTRY_DIR}/\${2##*@sha256:}" ] || exit 125; echo "ctr-\${2##*@sha256:}" ;;
+  pull) shift; policy=always
+        while [ $# -gt 1 ]; do
+          case "$1" in
+            --authfile) shift 2 ;;
+            --policy) policy=$2; shift 2 ;;
+            *) echo "podman stand-in: pull $1 is not modelled" >&2; exit 125 ;;
+          esac
+        done
+        case "$1" in ${REPOSITORY}@sha256:*) ;; *) echo "Error: $1: not this registry" >&2; exit 125 ;; esac
+        digest=\${1##*@sha256:}
+        [ "$policy" = missing ] && [ -x "${STORAGE_DIR}/$digest/sno-relocate" ] && exit 0
+        [ -x "${REGISTRY_DIR}/$digest/sno-relocate" ] || { echo "Error: $1: manifest unknown" >&2; exit 125; }
+        mkdir -p "${STORAGE_DIR}/$digest"; cp "${REGISTRY_DIR}/$digest/sno-relocate" "${STORAGE_DIR}/$digest/" ;;
+  create) [ -d "${STORAGE_DIR}/\${2##*@sha256:}" ] || exit 125; echo "ctr-\${2##*@sha256:}" ;;
   cp) [ "\${2#*:}" = /usr/local/bin/sno-relocate ] || exit 125
-      id=\${2%%:*}; cp "${REGISTRY_DIR}/\${id#ctr-}/sno-relocate" "$3" ;;
+      id=\${2%%:*}; cp "${STORAGE_DIR}/\${id#ctr-}/sno-relocate" "$3" ;;
   rm) ;;
   *) echo "podman stand-in: $1 is not modelled" >&2; exit 125 ;;
 esac
