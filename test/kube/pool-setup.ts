@@ -59,7 +59,7 @@ async function reset(entry: Entry, crds: ApplyCrdsOptions | undefined): Promise<
     const keep = (o: KubernetesObject) =>
       o.kind === 'CustomResourceDefinition' && wanted.has(o.metadata?.name ?? '') && unchanged(entry, o);
     await resetToBaseline(cluster.kubeConfig(), entry.baseline, { keep });
-    entry.used = false;
+    for (const name of entry.crds.keys()) if (!wanted.has(name)) entry.crds.delete(name);
     await installCrds(entry, crds);
     return entry;
   } catch (e) {
@@ -112,7 +112,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     const held = entries.get(r.pool);
     if (r.op === 'acquire') {
       const started = async (e: Entry) => {
-        if (e.used || e.crds.size > 0) return reset(e, r.crds);
+        if (e.used) return reset(e, r.crds);
         await installCrds(e, r.crds);
         return e;
       };
