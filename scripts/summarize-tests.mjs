@@ -3,7 +3,7 @@
 // first line of its error, so the tail of a CI log says what failed. Before that line: each tier's
 // time (its files one after another, and the wall time from its first start to its last end) and
 // the ten slowest files, so a run that grows shows where (docs/testing.md gives the budgets).
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 const [dir, extraFailures = '0'] = process.argv.slice(2);
@@ -36,9 +36,14 @@ for (const name of readdirSync(dir).filter((f) => /^vitest-.*\.json$/.test(f))) 
       const first = (t.failureMessages[0] ?? '').split('\n')[0];
       failures.push(`  FAILED ${where} > ${t.fullName}\n         ${first.slice(0, 300)}`);
     }
-    if (file.status === 'failed' && file.assertionResults.every((a) => a.status !== 'failed'))
+    if (file.status === 'failed' && file.message && file.assertionResults.every((a) => a.status !== 'failed'))
       failures.push(`  FAILED ${where}: ${(file.message ?? '').split('\n')[0].slice(0, 300)}`);
   }
+  // errors in hooks and outside any test (scripts/vitest-hook-errors.mjs)
+  const hooks = path.join(dir, name.replace(/^vitest-/, 'hooks-'));
+  if (existsSync(hooks))
+    for (const h of JSON.parse(readFileSync(hooks, 'utf8')))
+      failures.push(`  FAILED ${h.file} (${h.where}):\n         ${h.error}`);
 }
 console.log('time per tier:');
 for (const t of tiers) console.log(t);

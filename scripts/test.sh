@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ART=.artifacts
 mkdir -p "$ART"
-rm -f "$ART"/vitest-*.json "$ART/summary.txt"
+rm -f "$ART"/vitest-*.json "$ART"/hooks-*.json "$ART/summary.txt"
 phase() { printf '\n=== [%4ss] %s\n' "$SECONDS" "$*"; }
 failures=0
 
@@ -59,7 +59,7 @@ else
   phase "VM end-to-end suite started beside the other tiers (qemu; its output comes last)"
   (
     nice -n 10 bash test/e2e/build-base.sh &&
-      nice -n 10 npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json \
+      nice -n 10 npx vitest run --config vitest.e2e.config.ts --reporter=default --reporter=json --reporter=./scripts/vitest-hook-errors.mjs \
         --outputFile.json="$ART/vitest-e2e.json"
   ) >"$ART/e2e.log" 2>&1 &
   vm_pid=$!
@@ -74,10 +74,10 @@ phase "unit, fixture, black-box and kube-apiserver tests (the API outage faults 
 # The fault file spends most of its time in outages it waits out (up to 300 s each), so it runs in
 # a process of its own beside the rest; its output follows the main suite's.
 FAULTS=test/cluster/faults.test.ts
-npx vitest run "$FAULTS" --reporter=default --reporter=json --outputFile.json="$ART/vitest-faults.json" \
+npx vitest run "$FAULTS" --reporter=default --reporter=json --reporter=./scripts/vitest-hook-errors.mjs --outputFile.json="$ART/vitest-faults.json" \
   >"$ART/faults.log" 2>&1 &
 faults_pid=$!
-npx vitest run --exclude "$FAULTS" --reporter=default --reporter=json --outputFile.json="$ART/vitest-main.json" || true
+npx vitest run --exclude "$FAULTS" --reporter=default --reporter=json --reporter=./scripts/vitest-hook-errors.mjs --outputFile.json="$ART/vitest-main.json" || true
 phase "API outage faults (ran beside the main suite)"
 wait "$faults_pid" || [ -f "$ART/vitest-faults.json" ] || failures=$((failures + 1))
 cat "$ART/faults.log"
