@@ -5,7 +5,8 @@
  *   ingress.config's appsDomain when set, else its domain
  *   (pkg/operator/configobservation/ingresses/observe_ingresses.go:42-57); it goes into the ConfigMap
  *   openshift-apiserver/config, and the Deployment openshift-apiserver/apiserver's pod template carries
- *   that ConfigMap's hash (pkg/operator/workload/workload_openshiftapiserver_v311_00_sync.go:407-427)
+ *   that ConfigMap's hash (pkg/operator/workload/workload_openshiftapiserver_v311_00_sync.go:407-427;
+ *   library-go's resourcehash, resource-hash.ts)
  *   and the hash of the trusted CA bundle (:407-427) and the proxy's environment (:396-403), so any of
  *   them rolls it out. One replica, maxSurge 0
  *   (bindata/v3.11.0/openshift-apiserver/deploy.yaml:19-20): the old pod first runs out its 50 s
@@ -26,7 +27,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { AppsV1Api } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
-import { CONFIG_HASH_ANNOTATION, configMapHash } from '../../../src/kube/openshift-apiserver.js';
 import type { AggregatedRoutes } from '../../kube/aggregated-routes.js';
 import type { Ledger } from './ledger.js';
 import {
@@ -41,10 +41,12 @@ import {
   startLoop,
   type Model,
 } from './loop.js';
+import { configMapHashAnnotation, getConfigMapHash } from './resource-hash.js';
 import { SingleReplicaRollout, type RolloutTimes } from './rollout.js';
 
 export const HOST_GENERATED_ANNOTATION = 'openshift.io/host.generated';
 const NAMESPACE = 'openshift-apiserver';
+const CONFIG_HASH_ANNOTATION = configMapHashAnnotation(NAMESPACE, 'config');
 
 export interface OpenShiftApiServerOptions {
   /** the rollout's two parts; default 0.5 s of shutdown and 1 s to the new pod (50 s and more upstream) */
@@ -142,7 +144,7 @@ export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServer
         routingConfig: { subdomain },
       }),
     };
-    const hash = configMapHash(data);
+    const hash = getConfigMapHash(data);
     const deployment = await ensureObjects(data, hash, env);
     const template = `${hash} ${JSON.stringify(env)} ${trusted}`;
     subdomainOf.set(template, subdomain);
