@@ -108,7 +108,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   const socketPath = path.join(dir, 'control.sock');
   const entries = new Map<string, Promise<Entry>>();
 
-  const handle = async (r: PoolRequest): Promise<PooledServer | Record<string, never>> => {
+  const handle = async (r: PoolRequest): Promise<PooledServer> => {
     const held = entries.get(r.pool);
     if (r.op === 'acquire') {
       const started = async (e: Entry) => {
@@ -123,7 +123,6 @@ export default async function setup(): Promise<() => Promise<void>> {
     }
     if (!held) throw new Error(`no server for worker ${r.pool}`);
     const entry = await held;
-    if (r.op === 'release') return {};
     if (r.op === 'stop') {
       await entry.cluster.stopApiServer(r.signal);
       entry.stopped = true;

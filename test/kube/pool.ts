@@ -36,7 +36,6 @@ export interface PooledServer {
 /** A request to the manager: which worker's server, and what to do with it. */
 export type PoolRequest =
   | { op: 'acquire'; pool: string; crds?: ApplyCrdsOptions }
-  | { op: 'release'; pool: string }
   | { op: 'start'; pool: string }
   | { op: 'stop'; pool: string; signal?: NodeJS.Signals }
   | { op: 'restart'; pool: string; restart: RestartOptions };
@@ -44,7 +43,9 @@ export type PoolRequest =
 /** Sends one request to the manager and resolves with its answer (a PooledServer, or nothing). */
 export function askPool(socketPath: string, request: PoolRequest): Promise<PooledServer> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, path: '/', method: 'POST' }, (res) => {
+    // a connection per request: Node's default agent keeps sockets alive, and a request sent on one
+    // the manager is just closing (its keep-alive timeout, 5 s) fails with a reset
+    const req = http.request({ socketPath, path: '/', method: 'POST', agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -97,11 +98,11 @@ export async function acquirePooledCluster(socketPath: string, crds?: ApplyCrdsO
     stopApiServer: (signal) => ask({ op: 'stop', pool, ...(signal && { signal }) }),
     startApiServer: () => ask({ op: 'start', pool }),
     restartApiServer: (restart = {}) => ask({ op: 'restart', pool, restart }),
-    async stop() {
-      if (released) return;
+    // the manager resets the server when the next file asks for it: nothing to tell it here
+    stop() {
       released = true;
       holding = false;
-      await askPool(socketPath, { op: 'release', pool });
+      return Promise.resolve();
     },
   };
 }
