@@ -15,7 +15,8 @@
  * version operator fills from proxy.config status, and resolve names through the cluster's DNS,
  * which forwards to the node's nameservers (the DNS operator's default `forward . /etc/resolv.conf`).
  * Go trusts a certificate of the pool as an anchor even when it is not self-signed (crypto/x509);
- * OpenSSL does not, so such a certificate presented by the server is taken as trusted here too.
+ * OpenSSL does not, so such a certificate presented by the server is taken as trusted here too. Go
+ * matches the name against the subjectAltName only: a certificate naming it in its Common Name alone fails.
  */
 import { X509Certificate } from 'node:crypto';
 import http from 'node:http';
@@ -299,8 +300,9 @@ function handshake(socket: Socket, host: string, trusted: string, timeoutMs: num
         );
         return;
       }
-      const mismatch = tls.checkServerIdentity(host, peer);
-      if (mismatch) {
+      // crypto/x509 VerifyHostname: the subjectAltName only, never the Common Name (Go 1.15 on)
+      const leaf = new X509Certificate(peer.raw);
+      if ((isIP(host) ? leaf.checkIP(host) : leaf.checkHost(host, { subject: 'never' })) === undefined) {
         secure.destroy();
         reject(new Error(`the certificate served (${subject}) is not for ${host}`));
         return;
