@@ -9,7 +9,7 @@ import { errorMessage } from '../base/errors.js';
 import type { Logger } from '../log/logger.js';
 import { GATE_UNIT, KUBELET_GATE_DROP_IN, renderKubeletGateDropIn } from '../node/kubelet-gate.js';
 import { nodeIpFiles } from '../node/internal-ip.js';
-import { type AgentSources, renderMachineConfigs } from '../node/machineconfig.js';
+import { type AgentSources, FACTORY_RECORD, renderMachineConfigs } from '../node/machineconfig.js';
 import type { Clock } from '../ports/clock.js';
 import type { RootFs } from '../ports/fs.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
@@ -20,7 +20,12 @@ import { EMPTY_CONTEXT } from '../watch/model.js';
 import { readContextFile } from '../watch/context.js';
 import { type CertificateReport, type CertificateScan, certificateReports, powerOnByDate } from './certificates.js';
 import { DEFAULT_INTERNAL_IP } from './options.js';
-import { readFactoryRecord, recordedFamilies, recordedInternalIPs } from '../node/factory-record.js';
+import {
+  type FactoryRecord,
+  readFactoryRecord,
+  recordedFamilies,
+  recordedInternalIPs,
+} from '../node/factory-record.js';
 import { powerOnByLine } from '../node/shipment.js';
 
 export type Verdict = 'ok' | 'warning' | 'fail';
@@ -210,8 +215,12 @@ async function gateProblems(fs: RootFs): Promise<string[]> {
   return text === renderKubeletGateDropIn() ? [] : [`${file} differs from the gate ${GATE_UNIT} expects`];
 }
 
-/** The node key: which sealing holds it; none is a warning, or a failure when the factory asks for TPM. */
-async function nodeKeyItem(fs: RootFs, requireTpm: boolean): Promise<CheckItem> {
+/**
+ * The node key: which sealing holds it; none is a warning, or a failure when the factory asks for
+ * TPM. A factory record naming another key (the key was made again) fails: the inventory holds the
+ * record's, and sites sealed to it would not open. A record made before the key names none.
+ */
+async function nodeKeyItem(fs: RootFs, record: FactoryRecord | undefined, requireTpm: boolean): Promise<CheckItem> {
   let key: NodeKey | undefined;
   try {
     key = await readNodeKey(fs);
@@ -226,11 +235,16 @@ async function nodeKeyItem(fs: RootFs, requireTpm: boolean): Promise<CheckItem> 
       requireTpm ? 'fail' : 'warning',
     );
   const sealing = key.sealing === 'tpm2' ? "sealed to the node's TPM2" : 'sealed with the host key (no TPM2)';
-  return item(
-    'node key',
-    requireTpm && key.sealing !== 'tpm2' ? [`node key ${sealing}, and a TPM2 is required`] : [],
-    `${key.recipient}, ${sealing}`,
-  );
+  const problems = [
+    ...(requireTpm && key.sealing !== 'tpm2' ? [`node key ${sealing}, and a TPM2 is required`] : []),
+    ...(record?.nodeKey !== undefined && record.nodeKey !== key.recipient
+      ? [
+          `${FACTORY_RECORD} names the node key ${record.nodeKey}, but the node holds ${key.recipient} (made again since): sites sealed to the recorded key do not open here`,
+        ]
+      : []),
+  ];
+  const predates = record && record.nodeKey === undefined ? `; ${FACTORY_RECORD} predates it and names none` : '';
+  return item('node key', problems, `${key.recipient}, ${sealing}${predates}`);
 }
 
 async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; wanted: string[] }> {
@@ -273,7 +287,7 @@ async function nodeChecks(ctx: CheckContext): Promise<{ items: CheckItem[]; want
           'warning',
         ),
   );
-  items.push(await nodeKeyItem(fs, ctx.requireTpm ?? false));
+  items.push(await nodeKeyItem(fs, record, ctx.requireTpm ?? false));
   items.push(
     item(
       'no site-config',

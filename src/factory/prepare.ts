@@ -114,17 +114,17 @@ function pinnedIn(mc: MachineConfig | undefined): string | undefined {
 }
 
 /**
- * The record for this install address: the one already made for it, byte for byte (the daemon's
- * config first, then the MachineConfig, then the node's file), so a second prepare changes no
- * MachineConfig and the daemon finds its file as declared; a new one otherwise.
+ * The record already made for this install address, byte for byte (the daemon's config first, then
+ * the MachineConfig, then the node's file), so a second prepare changes no MachineConfig and the
+ * daemon finds its file as declared; undefined when there is none. A record made before the node
+ * had a key is kept too: its key reads as absent (factory-record.ts).
  */
-async function recordFor(
+async function keptRecord(
   ctx: PrepareContext,
-  node: string,
   addresses: string[],
   declared: string | undefined,
   internalIpConfig: MachineConfig | undefined,
-): Promise<FactoryRecord> {
+): Promise<FactoryRecord | undefined> {
   let onDisk: FactoryRecord | undefined;
   try {
     onDisk = await readFactoryRecord(ctx.fs);
@@ -132,16 +132,14 @@ async function recordFor(
     // a damaged record is made again
   }
   const candidates = [parseRecord(declared), parseRecord(fileIn(internalIpConfig, FACTORY_RECORD)), onDisk];
-  return (
-    candidates.find(
-      (r) =>
-        r !== undefined &&
-        isDeepStrictEqual(recordedInternalIPs(r), addresses) &&
-        isDeepStrictEqual(
-          recordedFamilies(r).map((f) => f.installAddress),
-          addresses,
-        ),
-    ) ?? makeRecord(node, addresses, ctx.clock.now())
+  return candidates.find(
+    (r) =>
+      r !== undefined &&
+      isDeepStrictEqual(recordedInternalIPs(r), addresses) &&
+      isDeepStrictEqual(
+        recordedFamilies(r).map((f) => f.installAddress),
+        addresses,
+      ),
   );
 }
 
@@ -179,20 +177,20 @@ export async function prepareNode(ctx: PrepareContext): Promise<PrepareResult> {
   }
   const internalIpConfig = [...current.values()].find((mc) => pinnedIn(mc) !== undefined);
   const daemon = await declaredFiles(ctx.fs);
-  const record = await recordFor(
-    ctx,
-    node.metadata.name,
-    addresses,
-    daemon?.files.get(FACTORY_RECORD),
-    internalIpConfig,
+  const kept = await keptRecord(ctx, addresses, daemon?.files.get(FACTORY_RECORD), internalIpConfig);
+  // a new record differs from any the daemon declares, with or without the key it is about to name
+  const drift = driftFromRendered(
+    daemon,
+    FACTORY_RECORD,
+    recordText(kept ?? makeRecord(node.metadata.name, addresses, ctx.clock.now())),
   );
-  const text = recordText(record);
-  const drift = driftFromRendered(daemon, FACTORY_RECORD, text);
   if (drift)
     throw new RefusedError(
       `${drift}: it records another install address than ${BR_EX}'s ${addresses.join(' and ')}; nothing was changed`,
     );
   const nodeKey = await ensureNodeKey(ctx, ctx.clock.now(), ctx.requireTpm);
+  const record = kept ?? makeRecord(node.metadata.name, addresses, ctx.clock.now(), nodeKey.recipient);
+  const text = recordText(record);
   // before the MachineConfigs: the reboot that applies them must find the gate open and the record written
   await writeFactoryRecord(ctx.fs, record);
   await openGate(ctx.fs, ctx.stateDir, FACTORY_GATE);

@@ -41,6 +41,21 @@ describe('the factory record, one internal address per family', () => {
     expect(Object.keys(v4)).toEqual(['version', 'node', 'installAddress', 'installSubnet', 'internalIP', 'preparedAt']);
   });
 
+  it("names the node key when made on the node, and reads an older record's key as absent", () => {
+    const recipient = 'age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p';
+    const keyed = makeRecord('sno-factory', '192.168.127.10/24', NOW, recipient);
+    expect(parseRecord(recordText(keyed))?.nodeKey).toBe(recipient);
+    // byte for byte what factory prepare wrote before node keys
+    const older =
+      '{\n  "version": 1,\n  "node": "sno-factory",\n  "installAddress": "192.168.127.10/24",\n  "installSubnet": "192.168.127.0/24",\n  "internalIP": "192.168.127.10/24",\n  "preparedAt": "2026-11-01T00:00:00.000Z"\n}\n';
+    const read = parseRecord(older);
+    expect(read).toEqual(v4);
+    expect(read?.nodeKey).toBeUndefined();
+    // kept as it is, its text unchanged: the daemon declaring it sees no drift
+    expect(recordText(read!)).toBe(older);
+    expect(parseRecord(recordText({ ...keyed, nodeKey: 'not-a-recipient' }))).toBeUndefined();
+  });
+
   it.each<[string, ReturnType<typeof net>]>([
     ['no internal IP: the recorded ones are kept', net()],
     ['the IPv6-primary site on both install subnets', net('fd00:127::20/64', '192.168.127.20/24')],

@@ -12,6 +12,12 @@
  * node has it from its first boot; on the running node `prepare` writes it at once as well. Once
  * the machine-config daemon's config declares it, the daemon owns it: prepare keeps a record that
  * still holds, byte for byte, so its MachineConfig stays unchanged, and never writes other contents.
+ *
+ * A record made on the running node also names the node's key (its age recipient, the inventory's
+ * node-key column). A record made before that (rendered before installation, where the node has no
+ * key yet, or by a release before node keys) has no such field: it reads as a record whose node key
+ * is absent, never as drift, and is kept as it is, since changing it would change its MachineConfig
+ * and reboot the node for a value /etc/sno-relocate/node-key.json holds anyway.
  */
 import * as z from 'zod';
 import { formatCidr, networkAddress, parseCidr, subnetContains } from '../base/addresses.js';
@@ -19,6 +25,7 @@ import { RefusedError } from '../base/errors.js';
 import type { Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
+import { AGE_RECIPIENT } from '../trust/node-key.js';
 import { FACTORY_RECORD } from './machineconfig.js';
 import type { InternalIPs } from './internal-ip.js';
 
@@ -33,6 +40,8 @@ const RecordSchema = z.object({
   secondaryInstallAddress: z.string().optional(),
   secondaryInstallSubnet: z.string().optional(),
   secondaryInternalIP: z.string().optional(),
+  /** the node key's age recipient; absent in a record made before the node had a key */
+  nodeKey: z.string().regex(AGE_RECIPIENT).optional(),
   preparedAt: z.string(),
 });
 export type FactoryRecord = z.infer<typeof RecordSchema>;
@@ -40,8 +49,16 @@ export type FactoryRecord = z.infer<typeof RecordSchema>;
 /** The subnet a CIDR address lies in, as network/prefix: 192.168.127.0/24 for 192.168.127.10/24. */
 export const subnetOf = (cidr: string): string => `${networkAddress(cidr)}/${parseCidr(cidr).prefix}`;
 
-/** The record of these install addresses: one, or one per family with the primary family first. */
-export function makeRecord(node: string | undefined, installAddresses: InternalIPs, now: Date): FactoryRecord {
+/**
+ * The record of these install addresses (one, or one per family with the primary family first) and,
+ * on the running node, its key's recipient.
+ */
+export function makeRecord(
+  node: string | undefined,
+  installAddresses: InternalIPs,
+  now: Date,
+  nodeKey?: string,
+): FactoryRecord {
   const [cidr, secondary] = (typeof installAddresses === 'string' ? [installAddresses] : installAddresses).map((a) =>
     formatCidr(parseCidr(a)),
   );
@@ -56,6 +73,7 @@ export function makeRecord(node: string | undefined, installAddresses: InternalI
       secondaryInstallSubnet: subnetOf(secondary),
       secondaryInternalIP: secondary,
     }),
+    ...(nodeKey !== undefined && { nodeKey }),
     preparedAt: now.toISOString(),
   };
 }

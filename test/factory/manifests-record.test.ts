@@ -86,7 +86,10 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('the factory record of a node pr
     const { resourceVersion } = (await machineConfig(INTERNAL_IP_MC)).metadata;
     const r = await prepareOnNode();
     expect(r.code, r.stderr).toBe(0);
-    const result = JSON.parse(r.stdout) as { configs: { name: string; action: string; disruption: string }[] };
+    const result = JSON.parse(r.stdout) as {
+      configs: { name: string; action: string; disruption: string }[];
+      nodeKey: { recipient: string };
+    };
     expect(result.configs.map((c) => [c.name, c.action, c.disruption])).toEqual([
       // the kubelet gate the manifests left out
       ['50-master-sno-relocate', 'update', 'reboot'],
@@ -94,6 +97,12 @@ describe.skipIf(kubeSkipped || !netnsAvailable)('the factory record of a node pr
     ]);
     expect(recordOnNode()).toBe(before);
     expect((await machineConfig(INTERNAL_IP_MC)).metadata.resourceVersion).toBe(resourceVersion);
+    // made before the node had a key, the record names none: absent, not drift, and check says so
+    expect(JSON.parse(before)).not.toHaveProperty('nodeKey');
+    const check = runCli(['factory', 'check', '--root', root, '--kubeconfig', env.cluster.kubeconfigPath]);
+    expect(check.stdout.split('\n').find((l) => l.includes(' node key: '))).toBe(
+      `ok      node key: ${result.nodeKey.recipient}, sealed with the host key (no TPM2); ${FACTORY_RECORD} predates it and names none`,
+    );
   });
 
   it("refuses to write a record over another one the daemon's config declares, changing nothing", async () => {

@@ -54,6 +54,11 @@ describe.skipIf(kubeSkipped || !netnsAvailable || hasTpm2)('the node key at the 
       `node key ${key.recipient} (sealed with the host key: this node has no TPM2): put it in the inventory's node-key column`,
     );
     expect(statSync(path.join(root, 'etc/sno-relocate/node-key.cred')).mode & 0o777).toBe(0o600);
+    // the factory record names it too, as its MachineConfig carries it
+    const record = JSON.parse(readFileSync(path.join(root, 'etc/sno-relocate/factory.json'), 'utf8')) as {
+      nodeKey?: string;
+    };
+    expect(record.nodeKey).toBe(key.recipient);
     // a second prepare keeps it: sticks already sealed to it still open
     const again = await prepare(root);
     expect(again.code, again.stderr).toBe(0);
