@@ -21,12 +21,11 @@
  * The copies the operators read (openshift-console/*, openshift-authentication/v4-0-config-system-*)
  * are read here at their sources. The operators' environment proxy is proxy.config status, which the
  * cluster version operator injects. Names resolve through the cluster DNS, which forwards to the
- * node's nameservers (`nameservers`); the connection itself (DNS, CONNECT, TLS as Go verifies it) is
- * src/kube/route-endpoints.ts checkEndpoint, given the endpoints and pools read here.
+ * node's nameservers (`nameservers`); the request itself (DNS, CONNECT, TLS as Go verifies it) is
+ * the operators' Go client, route-client.ts, given the endpoints and pools read here.
  */
 import tls from 'node:tls';
 import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { checkEndpoint, type ClusterPath, type RouteEndpoint } from '../../../src/kube/route-endpoints.js';
 import {
   INGRESS_CONFIG,
   INGRESS_CONTROLLERS,
@@ -35,6 +34,7 @@ import {
   readIngressConfig,
   type RouteObject,
 } from './loop.js';
+import { operatorGet, type OperatorClient } from './route-client.js';
 
 /** How the cluster's pods reach the routes: the nameservers the cluster DNS forwards to. */
 export interface ClusterNetwork {
@@ -77,12 +77,12 @@ async function proxyAndTrust(custom: CustomObjectsApi, core: CoreV1Api, network:
     (trustedCA && (await bundle(core, 'openshift-config', trustedCA))) || '',
     ...tls.rootCertificates,
   ].join('\n');
-  const path: ClusterPath = {
+  const client: OperatorClient = {
     nameservers: network.nameservers,
     ...(proxy.status?.httpsProxy && { httpsProxy: proxy.status.httpsProxy }),
     ...(proxy.status?.noProxy && { noProxy: proxy.status.noProxy }),
   };
-  return { path, trusted };
+  return { client, trusted };
 }
 
 /** The console's route health: undefined when healthy, else the operator's reason and message. */
@@ -105,15 +105,16 @@ export async function consoleRouteHealth(
   if (!host) return { reason: 'RouteNotAdmitted', message: `${name} route is not admitted` };
   const ingressCert = await bundle(core, 'openshift-config-managed', 'default-ingress-cert');
   if (ingressCert === undefined) return { reason: 'FailedLoadCA', message: 'configmap default-ingress-cert not found' };
-  const { path, trusted } = await proxyAndTrust(custom, core, network);
+  const { client, trusted } = await proxyAndTrust(custom, core, network);
   const routeCert = (route.spec as { tls?: { certificate?: string } }).tls?.certificate ?? '';
-  const endpoint: RouteEndpoint = {
-    component: 'console',
-    url: `https://${host}`,
-    trusted: [routeCert, trusted, ingressCert].join('\n'),
-  };
-  const failed = await checkEndpoint(endpoint, path);
-  return failed ? { reason: 'FailedGet', message: `failed to GET route (${endpoint.url}): ${failed}` } : undefined;
+  const url = `https://${host}`;
+  const status = await operatorGet(url, [routeCert, trusted, ingressCert].join('\n'), client).catch(
+    (e: Error) => e.message,
+  );
+  if (typeof status === 'string') return { reason: 'FailedGet', message: `failed to GET route (${url}): ${status}` };
+  return status === 200
+    ? undefined
+    : { reason: 'StatusError', message: `route not yet available, ${url} returns '${status}'` };
 }
 
 /** The OAuth route's endpoint check: undefined when one endpoint answers, else the error. */
@@ -153,18 +154,15 @@ export async function oauthRouteHealth(
   const routerCert = custom_
     ? await secretCrt(core, 'openshift-config', custom_)
     : await secretCrt(core, 'openshift-ingress', ic.spec?.defaultCertificate?.name ?? 'router-certs-default');
-  const { path, trusted } = await proxyAndTrust(custom, core, network);
+  const { client, trusted } = await proxyAndTrust(custom, core, network);
+  const pool = [ingressCert, routerCert, trusted].join('\n');
   const failed = await Promise.all(
-    hosts.map((h) =>
-      checkEndpoint(
-        {
-          component: 'authentication',
-          url: `https://${h}/healthz`,
-          trusted: [ingressCert, routerCert, trusted].join('\n'),
-        },
-        path,
-      ),
-    ),
+    hosts.map(async (h) => {
+      const url = `https://${h}/healthz`;
+      const status = await operatorGet(url, pool, client).catch((e: Error) => `Get "${url}": ${e.message}`);
+      if (typeof status === 'string') return status;
+      return status >= 200 && status <= 299 ? undefined : `"${url}" returned "${status}"`;
+    }),
   );
   const errors = failed.filter((f): f is string => f !== undefined);
   return errors.length === hosts.length ? errors.join('; ') : undefined;
