@@ -47,6 +47,33 @@ const layering = LAYERS.slice(0, -1).map((layer, i) => ({
   },
 }));
 
+/**
+ * The models of OpenShift components (test/cluster/models, the machine-config daemon's, the
+ * kube-apiserver operator's client CAs) are the oracles the agent is tested against: they compute
+ * what upstream computes with their own code, written from the upstream file they cite, so that
+ * they can disagree with the agent. Of src/ they take types and the ports only.
+ */
+const MODELS = ['test/cluster/models/**/*.ts', 'test/cluster/apiserver-rollout.ts', 'test/e2e/mcd-model/**/*.ts'];
+const modelsOwnCode = {
+  files: MODELS,
+  ignores: ['**/*.test.ts'],
+  rules: {
+    '@typescript-eslint/no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: ['**/src/**', '!**/src/ports/**'],
+            allowTypeImports: true,
+            message:
+              "a model of an OpenShift component computes with its own code, written from the upstream file it cites, not the agent's (types and src/ports aside)",
+          },
+        ],
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', '.artifacts/'] },
   js.configs.recommended,
@@ -81,6 +108,7 @@ export default tseslint.config(
     },
   },
   ...layering,
+  modelsOwnCode,
   // CommonJS stand-ins the bundler puts in place of optional native modules
   {
     files: ['**/*.cjs'],

@@ -17,8 +17,15 @@ import { X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { certificatesIn } from '../../src/base/pem.js';
+import forge from 'node-forge';
 import type { TestCluster } from '../kube/cluster.js';
+
+/** client-go util/cert/pem.go ParseCertsPEM: the CERTIFICATE blocks of a PEM text, other blocks skipped. */
+const parseCertsPem = (pem: string) =>
+  forge.pem
+    .decode(pem)
+    .filter((block) => block.type === 'CERTIFICATE')
+    .map((block) => new X509Certificate(Buffer.from(block.body, 'binary')));
 
 /** A ConfigMap's ca-bundle.crt, or '' when the ConfigMap is missing (CombineCABundleConfigMaps skips it). */
 async function bundleOf(core: CoreV1Api, namespace: string, name: string): Promise<string> {
@@ -35,7 +42,7 @@ async function bundleOf(core: CoreV1Api, namespace: string, name: string): Promi
 export function combineCaBundles(bundles: string[], now = Date.now()): string {
   const seen = new Set<string>();
   const out: X509Certificate[] = [];
-  for (const cert of bundles.filter((b) => b.trim()).flatMap((b) => certificatesIn(b))) {
+  for (const cert of bundles.filter((b) => b.trim()).flatMap((b) => parseCertsPem(b))) {
     if (Date.parse(cert.validTo) < now || seen.has(cert.fingerprint256)) continue;
     seen.add(cert.fingerprint256);
     out.push(cert);
