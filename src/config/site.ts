@@ -124,5 +124,5 @@ export function internalIPs(network: Pick<Site['network'], 'internalIP' | 'secon
 }
 
 /** A step of this agent: the engine's step contract over this site-config. */
-export type Step<V = unknown> = EngineStep<Site, V>;
+export type Step<V = unknown, F = unknown> = EngineStep<Site, V, F>;
 export type StepContext = EngineStepContext<Site>;

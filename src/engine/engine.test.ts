@@ -116,6 +116,40 @@ describe('runSteps', () => {
     expect(lines.join('')).toContain('run refused: hostname: host holds something else');
   });
 
+  it("hands apply's facts to the verification's survey and records them; a plan's warnings are said once", async () => {
+    const { run, lines } = setup();
+    const afters: unknown[] = [];
+    let applied = false;
+    const step: Step<SiteBase, boolean, { version: string }> = {
+      name: 'routes',
+      group: 'cluster',
+      description: 'moves a route',
+      inputs: () => null,
+      survey: (_ctx, after) => {
+        afters.push(after);
+        // what a lagging cache answers unless asked for the version apply wrote
+        return Promise.resolve(after?.version === '7' && applied);
+      },
+      plan: (moved): PlanResult =>
+        moved
+          ? { action: 'noop', reason: 'moved', warnings: ['a route someone else owns'] }
+          : {
+              action: 'change',
+              summary: 'move',
+              changes: [{ action: 'update', target: 'Route a/b' }],
+              warnings: ['a route someone else owns'],
+            },
+      apply: () => {
+        applied = true;
+        return Promise.resolve({ version: '7' });
+      },
+    };
+    const state = await run([step]);
+    expect(afters).toEqual([undefined, { version: '7' }]);
+    expect(state.steps['routes']).toMatchObject({ status: 'done', facts: { version: '7' } });
+    expect(lines.filter((l) => l.includes('a route someone else owns'))).toHaveLength(1);
+  });
+
   it('verifies by surveying again: a change that did not take fails the step with what is left', async () => {
     const { run } = setup();
     const a = fileStep('ssh-keys', '/a', 'A');

@@ -29,21 +29,38 @@ const stepContext = (ctx: StepContext, step: Step): StepContext => ({
   log: ctx.log.child({ step: step.name }),
 });
 
-/** What the host looks like to the step, and what the step would do about it. */
-async function surveyAndPlan(step: Step, ctx: StepContext): Promise<{ view: unknown; plan: PlanResult }> {
-  const view = await step.survey(ctx);
+/**
+ * What the host looks like to the step, and what the step would do about it; `after`: the facts
+ * this run's apply returned, when surveying to verify it.
+ */
+async function surveyAndPlan(
+  step: Step,
+  ctx: StepContext,
+  after?: unknown,
+): Promise<{ view: unknown; plan: PlanResult }> {
+  const view = await step.survey(ctx, after);
   return { view, plan: step.plan(view, ctx.site) };
 }
 
-/** The step's plan for the host as it is now (what `plan` prints for it). */
-export async function planOf(step: Step, ctx: StepContext): Promise<PlanResult> {
-  return (await surveyAndPlan(step, ctx)).plan;
+/** The step's warnings, said once: when it is planned, not when the verification plans again. */
+function sayWarnings(ctx: StepContext, plan: PlanResult): void {
+  for (const warning of plan.warnings ?? []) ctx.log.warn({ warning }, warning);
 }
 
-/** The one verification every step has unless it gives its own: surveyed again, nothing is left to do. */
-export async function verifyStep(step: Step, ctx: StepContext): Promise<void> {
-  if (step.verify) return step.verify(ctx);
-  const plan = await planOf(step, ctx);
+/** The step's plan for the host as it is now (what `plan` prints for it); its warnings are logged. */
+export async function planOf(step: Step, ctx: StepContext): Promise<PlanResult> {
+  const { plan } = await surveyAndPlan(step, ctx);
+  sayWarnings(ctx, plan);
+  return plan;
+}
+
+/**
+ * The one verification every step has unless it gives its own: surveyed again, with the facts of
+ * this run's apply (`after`), nothing is left to do.
+ */
+export async function verifyStep(step: Step, ctx: StepContext, after?: unknown): Promise<void> {
+  if (step.verify) return step.verify(ctx, after);
+  const { plan } = await surveyAndPlan(step, ctx, after);
   if (plan.action === 'noop') return;
   const left =
     plan.action === 'change'
@@ -55,17 +72,20 @@ export async function verifyStep(step: Step, ctx: StepContext): Promise<void> {
   });
 }
 
-/** Apply, then the step's waits: the plan's changes made and settled. */
-async function applyAndSettle(step: Step, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<void> {
-  await step.apply?.(ctx, view, plan);
+/** Apply, then the step's waits: the plan's changes made and settled; apply's facts for the verification. */
+async function applyAndSettle(step: Step, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<unknown> {
+  const facts: unknown = await step.apply?.(ctx, view, plan);
   await step.settle?.(ctx);
+  return facts;
 }
 
 /** Plans the selected steps without changing anything (what `plan` prints). */
 export async function planSteps(input: Pick<EngineInput, 'steps' | 'selected' | 'ctx'>): Promise<StepPlan[]> {
   const plans: StepPlan[] = [];
   for (const step of input.steps.filter((s) => input.selected.has(s.name))) {
-    plans.push({ step: step.name, ...(await planOf(step, stepContext(input.ctx, step))) });
+    // the warnings are said in the log, the plan shows what the step would do
+    const { warnings: _said, ...plan } = await planOf(step, stepContext(input.ctx, step));
+    plans.push({ step: step.name, ...plan });
   }
   return plans;
 }
@@ -217,6 +237,7 @@ async function runOne(
   const began = ctx.clock.monotonic();
   let attempts = previous?.attempts ?? 0;
   let planned: string[] | undefined;
+  let facts: unknown;
   logEvent(ctx.log, 'info', 'stepStarted', {}, 'step started');
   const record = (status: 'running' | 'done' | 'failed', message?: string, progress = false, declined?: string) => {
     if (status === 'running' && !progress) attempts += 1;
@@ -234,12 +255,14 @@ async function runOne(
       ...(message !== undefined && { message: scrubText(message) }),
       ...(planned && { plan: planned }),
       ...(declined !== undefined && { declined: scrubText(declined) }),
+      ...(facts !== undefined && { facts: redactSecrets(facts) }),
     };
     return store.save(state, `state-write:${step.name}:${progress ? 'progress' : status}`);
   };
   try {
     // the plan is read from the real host every time: a recorded "done" alone is not trusted
     const { view, plan } = await surveyAndPlan(step, ctx);
+    sayWarnings(ctx, plan);
     if (plan.action === 'conflict') throw new RefusedError(`${step.name}: ${plan.reason}`, { step: step.name });
     if (plan.action === 'declined') {
       await record('done', plan.reason, false, plan.reason);
@@ -264,8 +287,8 @@ async function runOne(
     planned = redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`));
     ctx.log.info({ changes: planned }, plan.summary);
     await record('running');
-    await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, view, plan);
-    await verifyStep(step, ctx);
+    facts = await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, view, plan);
+    await verifyStep(step, ctx, facts);
     await record('done', plan.summary);
     logEvent(
       ctx.log,

@@ -37,6 +37,8 @@ const stepRecord = z.object({
    * so an agent that predates it reads the file as it always did
    */
   declined: z.string().optional(),
+  /** what the step's apply handed its verification (src/steps/facts.ts); optional, as declined */
+  facts: z.unknown().optional(),
 });
 
 const runStateV1 = z.object({

@@ -41,11 +41,15 @@ export interface Change {
  * run's last line say it (a rename the cluster would not survive: the move completes under the
  * factory name). A later run plans the step again.
  */
-export type PlanResult =
+export type PlanResult = (
   | { action: 'noop'; reason: string }
   | { action: 'change'; summary: string; changes: Change[] }
   | { action: 'conflict'; reason: string }
-  | { action: 'declined'; reason: string };
+  | { action: 'declined'; reason: string }
+) & {
+  /** what the step found worth a warning: logged once, when the step is planned (not when verified) */
+  warnings?: string[];
+};
 
 export type StepPlan = PlanResult & { step: StepName };
 export type ChangePlan = Extract<PlanResult, { action: 'change' }>;
@@ -104,24 +108,31 @@ export interface AdmittedTime {
   timeMarks: TimeMark[];
 }
 
-export interface Step<S extends SiteBase = SiteBase, V = unknown> {
+export interface Step<S extends SiteBase = SiteBase, V = unknown, F = unknown> {
   name: StepName;
   group: StepGroup;
   /** one line for the README's step table: what the step does */
   description: string;
   /** the slice of the site-config the step reads: its hash tells a rerun whether a done step is still done */
   inputs(site: S): unknown;
-  /** reads what the step decides on from the host and the cluster; changes nothing */
-  survey(ctx: StepContext<S>): Promise<V>;
+  /**
+   * reads what the step decides on from the host and the cluster; changes nothing. `after`: the
+   * facts this run's apply returned, when the engine surveys again to verify it
+   */
+  survey(ctx: StepContext<S>, after?: F): Promise<V>;
   /** the step's decision rules, pure: plain data from the view and the site, no I/O */
   plan(view: V, site: S): PlanResult;
-  /** makes the changes of `plan`, which was made from `view`; absent for a step that only waits */
-  apply?(ctx: StepContext<S>, view: V, plan: ChangePlan): Promise<void>;
+  /**
+   * makes the changes of `plan`, which was made from `view`; absent for a step that only waits.
+   * Returns the facts its verification needs (F, plain JSON): the engine hands them to survey and
+   * verify and records them in the run's state (src/steps/facts.ts lists every step's).
+   */
+  apply?(ctx: StepContext<S>, view: V, plan: ChangePlan): Promise<F>;
   /** waits, bounded, for what apply set going (routes admitted, a healthy cluster, ...) */
   settle?(ctx: StepContext<S>): Promise<void>;
   /**
    * Throws VerificationError when the result does not hold. Absent: the engine surveys again and
-   * the plan must be noop. A step that gives its own says why in a comment.
+   * the plan must be noop. A step that gives its own says why in a comment. `after` as for survey.
    */
-  verify?(ctx: StepContext<S>): Promise<void>;
+  verify?(ctx: StepContext<S>, after?: F): Promise<void>;
 }

@@ -17,11 +17,12 @@ import { RefusedError } from '../base/errors.js';
 import { CLOCK_SYNC_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { decideClock, lowerBound, type SyncState, type TimeMark } from '../base/true-time.js';
 import type { Finding } from '../base/findings.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import type { PlanResult } from '../engine/step.js';
 import { chronySyncState, chronyWaitSync } from '../node/chrony.js';
 import { readShipment, shelfLife, type Shipment } from '../node/shipment.js';
 import { timeJudgments } from '../config/time-judgments.js';
+import type { StepFacts } from './facts.js';
 
 export interface ClockView {
   now: Date;
@@ -50,17 +51,15 @@ export function planClock(view: ClockView): PlanResult {
   return { action: 'noop', reason: [...clock.notes, ...(shelf ? [shelf.line] : [])].join('; ') };
 }
 
-/** whether this process has waited for chronyd already: the wait is made once per run */
-const waitedFor = new WeakSet<StepContext['admittedTime'] & object>();
-
-export const clockStep: Step<ClockView> = {
+export const clockStep: Step<ClockView, StepFacts['clock']> = {
   name: 'clock',
   group: 'node',
   description:
     "chronyd synchronised with the site's time servers (bounded wait, then makestep); what admission deferred judged again on that clock; the power-on-by date checked",
   inputs: () => null,
 
-  async survey(ctx) {
+  /** `after` the bounded wait for chronyd, the clock is judged as it is: the wait is made once per run */
+  async survey(ctx, after) {
     const admitted = ctx.admittedTime ?? { deferred: [], timeMarks: [] };
     const shipment = await readShipment(ctx.fs, ctx.stateDir);
     const marks = [
@@ -70,7 +69,7 @@ export const clockStep: Step<ClockView> = {
     return {
       now: ctx.clock.now(),
       sync: await chronySyncState(ctx.fs, ctx.exec),
-      waited: waitedFor.has(admitted),
+      waited: after?.waited === true,
       bound: lowerBound(marks),
       deferred: admitted.deferred,
       passed: timeJudgments(ctx.site),
@@ -83,7 +82,6 @@ export const clockStep: Step<ClockView> = {
   async apply(ctx) {
     const before = ctx.clock.now();
     const synced = await chronyWaitSync(ctx.exec, CLOCK_SYNC_TIMEOUT_SECONDS);
-    if (ctx.admittedTime) waitedFor.add(ctx.admittedTime);
     const after = ctx.clock.now();
     if (synced)
       ctx.log.info(
@@ -94,11 +92,12 @@ export const clockStep: Step<ClockView> = {
       ctx.log.warn(
         `chronyd did not synchronise the clock within ${CLOCK_SYNC_TIMEOUT_SECONDS}s: no time server answered`,
       );
+    return { waited: true };
   },
 
   /** the engine's verification plans again: a refusal now is the clock's or the shelf's, said plainly */
-  async verify(ctx) {
-    const view = await clockStep.survey(ctx);
+  async verify(ctx, after) {
+    const view = await clockStep.survey(ctx, after);
     const plan = planClock(view);
     if (plan.action === 'conflict') throw new RefusedError(`clock: ${plan.reason}`, { step: 'clock' });
     if (plan.action === 'noop') for (const note of plan.reason.split('; ')) ctx.log.info({ step: 'clock' }, note);

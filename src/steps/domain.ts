@@ -32,7 +32,6 @@ import { certificatesIn } from '../base/pem.js';
 import { installerIssuers, installerSignersInput } from '../config/ibi/signers.js';
 import { matchesKey, parseKey } from '../certs/key-types.js';
 import { VerificationError } from '../base/errors.js';
-import { warnOnce } from '../engine/warn-once.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Site, Step, StepContext } from '../config/site.js';
 import { pollUntil } from '../ports/clock.js';
@@ -441,8 +440,10 @@ export const domainStep: Step<DomainView> = {
     // a certificate never outlives its issuer: an issuer that ends soon is said on the console
     const issuers = new Set(s.stale.flatMap((x) => (x.want.given ? [] : [x.want.signer ?? ca!])));
     const ending = [...issuers].flatMap((issuer) => servingWindow(issuer, now).warning ?? []);
-    warnOnce(ctx, ending);
-    for (const warning of ending) await ctx.console?.(`WARN ${warning}`);
+    for (const warning of ending) {
+      ctx.log.warn({ warning }, warning);
+      await ctx.console?.(`WARN ${warning}`);
+    }
     await Promise.all(
       s.stale.map(async (x) => {
         const pair = x.want.given ?? (await issueServing(x.want.names, x.want.signer ?? ca!, now));

@@ -9,7 +9,6 @@
  */
 import type { Site, Step } from '../config/site.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
-import { warnOnce } from '../engine/warn-once.js';
 
 const PULL_FAILURES = new Set(['ImagePullBackOff', 'ErrImagePull']);
 const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
@@ -84,9 +83,7 @@ export const imagePullRetryStep: Step<PullRetryView> = {
   async survey(ctx) {
     if (!switches(ctx.site)) return { switches: false, stuck: [] };
     const pods = await (await ctx.kube()).list<PodObject>('v1', 'Pod');
-    const stuck = stuckPods(pods, ctx.runStartedAt);
-    warnOnce(ctx, leftAlone(stuck));
-    return { switches: true, stuck };
+    return { switches: true, stuck: stuckPods(pods, ctx.runStartedAt) };
   },
 
   plan(view) {
@@ -95,10 +92,12 @@ export const imagePullRetryStep: Step<PullRetryView> = {
     const restart = view.stuck.filter((s) => s.controller);
     const left = leftAlone(view.stuck);
     const warning = left.length > 0 ? `; warning: ${left.join('; ')}` : '';
+    const warnings = left.length > 0 ? { warnings: left } : {};
     if (restart.length === 0)
       return {
         action: 'noop',
         reason: `no pod waits on a pull from before the switch that a restart would help${warning}`,
+        ...warnings,
       };
     return {
       action: 'change',
@@ -108,6 +107,7 @@ export const imagePullRetryStep: Step<PullRetryView> = {
         target: `Pod ${s.pod}`,
         summary: `${s.failing.join(', ')}; its ${s.controller} recreates it`,
       })),
+      ...warnings,
     };
   },
 

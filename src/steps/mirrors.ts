@@ -11,7 +11,6 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step } from '../config/site.js';
-import { warnOnce } from '../engine/warn-once.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
@@ -170,7 +169,6 @@ export const mirrorsStep: Step<MirrorsView> = {
       CATALOG_SOURCE.apiVersion,
       CATALOG_SOURCE.kind,
     );
-    warnOnce(ctx, unmirroredCatalogs(catalogs, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors));
     return { serves, owned, foreign, catalogs };
   },
 
@@ -187,8 +185,10 @@ export const mirrorsStep: Step<MirrorsView> = {
     const changes = changesOf(wanted.objects, view.owned);
     const warnings = unmirroredCatalogs(view.catalogs, site.imageDigestMirrors, site.imageTagMirrors);
     const warning = warnings.length > 0 ? `; warning: ${warnings.join('; ')}` : '';
-    if (changes.length === 0) return { action: 'noop', reason: `the cluster already has the site's mirrors${warning}` };
-    return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes };
+    const said = warnings.length > 0 ? { warnings } : {};
+    if (changes.length === 0)
+      return { action: 'noop', reason: `the cluster already has the site's mirrors${warning}`, ...said };
+    return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes, ...said };
   },
 
   async apply(ctx, view) {

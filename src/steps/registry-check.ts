@@ -16,7 +16,6 @@ import path from 'node:path';
 import type { DockerConfig } from '../config/v1/schema.js';
 import type { Site, Step } from '../config/site.js';
 import type { StepContext } from '../engine/step.js';
-import { warnOnce } from '../engine/warn-once.js';
 import { CONFIG_NAMESPACE, USER_CA_BUNDLE, type SecretObject } from '../kube/openshift.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 import { checkImages, verdictOf, type Verdict } from '../registry/check.js';
@@ -118,7 +117,6 @@ export const registryCheckStep: Step<RegistryCheckView> = {
         monotonic: () => ctx.clock.monotonic(),
       });
       const verdict = verdictOf(report);
-      if ('passed' in verdict) warnOnce(ctx, verdict.warnings);
       ctx.log.info(
         {
           images: report.results.length,
@@ -149,7 +147,8 @@ export const registryCheckStep: Step<RegistryCheckView> = {
         reason: `skipped (spec.registryCheck: skip): ${view.images.toLocaleString('en-US')} images (release payload, pods, catalogs) not checked against the site's registries`,
       };
     if ('refused' in view.verdict) return { action: 'conflict', reason: view.verdict.refused };
-    const warning = view.verdict.warnings.length > 0 ? `; warning: ${view.verdict.warnings.join('; ')}` : '';
-    return { action: 'noop', reason: `${view.verdict.passed}${warning}` };
+    const { warnings } = view.verdict;
+    if (warnings.length === 0) return { action: 'noop', reason: view.verdict.passed };
+    return { action: 'noop', reason: `${view.verdict.passed}; warning: ${warnings.join('; ')}`, warnings };
   },
 };

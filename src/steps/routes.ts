@@ -11,7 +11,7 @@
  * one by one nor floods an API server that has just restarted.
  */
 import pLimit from 'p-limit';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step } from '../config/site.js';
 import {
   HOST_GENERATED_ANNOTATION,
   isOperatorRoute,
@@ -21,6 +21,7 @@ import {
   siteDomains,
 } from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
+import type { StepFacts } from './facts.js';
 
 /** parallel patches: enough to hide the round trips, few enough for a single-node API server */
 export const ROUTE_CONCURRENCY = 32;
@@ -65,22 +66,20 @@ const movesOf = (view: RoutesView): Move[] =>
   });
 
 /**
- * For the survey after the patches of this process: the newest of the patched routes'
- * resourceVersions (the watch cache holds every patch once it holds that one), or undefined when
- * one is not a number (versions are opaque; an etcd revision is one), and the survey reads from etcd.
+ * For the survey after the patches: the newest of the patched routes' resourceVersions (the watch
+ * cache holds every patch once it holds that one), or null when one is not a number (versions are
+ * opaque; an etcd revision is one), and the survey reads from etcd.
  */
-const patchedUpTo = new WeakMap<StepContext, string | undefined>();
-
-const newest = (versions: (string | undefined)[]): string | undefined => {
+const newest = (versions: (string | undefined)[]): string | null => {
   let max = 0n;
   for (const v of versions) {
-    if (v === undefined || !/^\d+$/.test(v)) return undefined;
+    if (v === undefined || !/^\d+$/.test(v)) return null;
     if (BigInt(v) > max) max = BigInt(v);
   }
   return max.toString();
 };
 
-export const routesStep: Step<RoutesView> = {
+export const routesStep: Step<RoutesView, StepFacts['routes']> = {
   name: 'routes',
   group: 'cluster',
   description:
@@ -90,16 +89,16 @@ export const routesStep: Step<RoutesView> = {
   /**
    * Lists every route from the API server's watch cache: a thousand routes come back in a sixth of
    * a quorum read's time. A route changed in the milliseconds the cache trails etcd is seen as it
-   * was; a plan that moves it anyway patches the same host it would have. After this process's
-   * patches the list is at least as new as they are, so the verification sees them.
+   * was; a plan that moves it anyway patches the same host it would have. The verification's list
+   * (`after` the patches) is at least as new as they are, so it sees them.
    */
-  async survey(ctx) {
+  async survey(ctx, after) {
     const kube = await ctx.kube();
     const ingress = await readIngressConfig(kube);
     const { apps } = await siteDomains(kube, ctx.site, ingress);
     const oldDomains = await oldAppsDomains(ctx.fs, ctx.stateDir, ingress, apps);
-    const notOlderThan = patchedUpTo.has(ctx) ? patchedUpTo.get(ctx) : '0';
-    const routes = await kube.list<Route>(ROUTE_API, 'Route', { notOlderThan });
+    const notOlderThan = after === undefined ? '0' : after.patchedUpTo;
+    const routes = await kube.list<Route>(ROUTE_API, 'Route', notOlderThan === null ? {} : { notOlderThan });
     return { routes, newDomain: apps, oldDomains };
   },
 
@@ -136,7 +135,7 @@ export const routesStep: Step<RoutesView> = {
         }),
       ),
     );
-    patchedUpTo.set(ctx, newest(patched));
     ctx.log.info({ routes: moves.length }, `${moves.length} routes moved`);
+    return { patchedUpTo: newest(patched) };
   },
 };

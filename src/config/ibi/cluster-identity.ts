@@ -14,7 +14,6 @@ import type { Change, PlanResult } from '../../engine/step.js';
 import { INFRASTRUCTURE_CONFIG } from '../../kube/openshift.js';
 import type { Kube, KubeObject, ObjectRef } from '../../ports/kube.js';
 import type { Step } from '../site.js';
-import { warnOnce } from '../../engine/warn-once.js';
 import type { ImageBasedSite } from './image-based.js';
 import { MANIFEST_FILE } from './seed-reconfiguration.js';
 
@@ -128,10 +127,7 @@ export const clusterIdentityStep: Step<ClusterIdentityView> = {
   async survey(ctx) {
     const media = ctx.site.imageBased;
     if (!media) return {};
-    const cluster = await readClusterIdentity(await ctx.kube());
-    const warning = infraIdWarning(media, cluster);
-    if (warning) warnOnce(ctx, [warning]);
-    return { cluster };
+    return { cluster: await readClusterIdentity(await ctx.kube()) };
   },
 
   plan(view, site): PlanResult {
@@ -141,10 +137,11 @@ export const clusterIdentityStep: Step<ClusterIdentityView> = {
     const s = decide(media, view.cluster);
     const warning = infraIdWarning(media, s.cluster);
     const also = `${unusedLine(media)}${warning ? `; warning: ${warning}` : ''}`;
-    if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
+    const warnings = warning ? { warnings: [warning] } : {};
+    if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; '), ...warnings };
     if (s.changes.length === 0)
-      return { action: 'noop', reason: `the cluster already has the media's identity${also}` };
-    return { action: 'change', summary: `the site's cluster ID${also}`, changes: s.changes };
+      return { action: 'noop', reason: `the cluster already has the media's identity${also}`, ...warnings };
+    return { action: 'change', summary: `the site's cluster ID${also}`, changes: s.changes, ...warnings };
   },
 
   async apply(ctx) {
