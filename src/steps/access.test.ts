@@ -12,6 +12,9 @@ import {
   REVOKED_ANNOTATION,
 } from './access.js';
 
+/** when the views were read: the certificates the tests make are valid then */
+const READ_AT = new Date().toISOString();
+
 describe('access step', () => {
   it('reruns when the hash changes: its inputs hold the access settings', () => {
     const a = accessStep.inputs(testSite({ access: { kubeadminPasswordHash: 'one' } }));
@@ -62,7 +65,7 @@ describe('access decisions', () => {
     ['the kubeadmin hash in place', { kubeadmin: kubeadmin(HASH) }, { kubeadminPasswordHash: HASH }, 'noop', []],
     ['no kubeadmin secret to write into', {}, { kubeadminPasswordHash: HASH }, 'conflict', []],
   ] as const)('%s', (_, view, access, action, changes) => {
-    const plan = accessStep.plan(view as AccessView, testSite({ access }));
+    const plan = accessStep.plan({ readAt: READ_AT, ...view } as AccessView, testSite({ access }));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
   });
@@ -95,7 +98,7 @@ describe("the factory's admin.kubeconfig at the site", () => {
       metadata: { name: 'cluster' },
       spec: { clientCA: { name: 'sno-relocate-admin-client-ca' } },
     },
-    readAt: new Date().toISOString(),
+    readAt: READ_AT,
   };
   const said = (plan: ReturnType<typeof accessStep.plan>) =>
     plan.action === 'change' ? plan.summary : plan.action === 'noop' ? plan.reason : plan.reason;
@@ -152,7 +155,7 @@ describe("the factory's admin.kubeconfig at the site", () => {
       FACTORY_ADMIN_WORKS,
     ],
   ] as const)('%s', (_, view, access, action, words) => {
-    const plan = accessStep.plan(view as AccessView, testSite(access ? { access } : {}));
+    const plan = accessStep.plan({ readAt: READ_AT, ...view } as AccessView, testSite(access ? { access } : {}));
     expect(plan.action).toBe(action);
     expect(said(plan)).toContain(words);
   });

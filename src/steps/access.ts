@@ -73,7 +73,7 @@ export interface AccessView {
   apiserver?: APIServerConfig;
   kubeadmin?: SecretObject;
   /** when it was read: the operator drops expired CAs from the bundle */
-  readAt?: string;
+  readAt: string;
 }
 
 interface Decision {
@@ -103,7 +103,7 @@ function liveCas(pem: string, at: number): string[] {
 
 /** The installer's admin CA: revoked (emptied, kept in an annotation) or restored, and whether it then admits. */
 function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s: Decision): void {
-  const at = view.readAt ? Date.parse(view.readAt) : Date.now();
+  const at = Date.parse(view.readAt);
   const bundle = view.adminCa?.data?.[CLIENT_CA_KEY] ?? '';
   const revoked = view.adminCa?.metadata.annotations?.[REVOKED_ANNOTATION];
   const target = `ConfigMap ${CONFIG_NAMESPACE}/${ADMIN_CA_CONFIGMAP}`;
