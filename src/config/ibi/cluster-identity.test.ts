@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Site } from '../site.js';
-import { clusterIdentityStep, infraIdWarning, registryOf, type ClusterIdentity } from './cluster-identity.js';
-import type { ImageBasedSite } from './image-based.js';
+import { infraIdWarning, registryOf } from './cluster-identity.js';
 
 describe('registryOf', () => {
   it.each([
@@ -26,52 +24,5 @@ describe('infraIdWarning', () => {
       infraIdWarning({ infraID: 'sno-x7k2p', unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' }),
     ).toBeUndefined();
     expect(infraIdWarning({ unused: [], given: [] }, { infrastructureName: 'sno-x7k2p' })).toBeUndefined();
-  });
-});
-
-describe('cluster-identity decisions, on plain views', () => {
-  const site = (imageBased?: ImageBasedSite) => ({ ...(imageBased && { imageBased }) }) as Site;
-  const ID = '6b1a7d8e-94c2-4f0b-9a3e-2c5d7f1e0a11';
-  const cluster: ClusterIdentity = {
-    clusterID: 'f00dfeed-0000-4000-8000-000000000001',
-    releaseImage: 'quay.io/openshift-release-dev/ocp-release@sha256:abc',
-    infrastructureName: 'sno-x7k2p',
-  };
-  it.each<[string, ImageBasedSite | undefined, ClusterIdentity | undefined, string, string]>([
-    ['a native site-config', undefined, undefined, 'noop', 'native site-config'],
-    [
-      'the media names the cluster it is',
-      { clusterID: cluster.clusterID!, unused: [], given: [] },
-      cluster,
-      'noop',
-      'already',
-    ],
-    ['a new cluster ID', { clusterID: ID, unused: [], given: [] }, cluster, 'change', "site's cluster ID"],
-    [
-      'the release registry the cluster has',
-      { releaseRegistry: 'Quay.io', unused: [], given: [] },
-      cluster,
-      'noop',
-      'already',
-    ],
-    [
-      'another release registry',
-      { releaseRegistry: 'registry.example.com', unused: [], given: [] },
-      cluster,
-      'conflict',
-      'quay.io',
-    ],
-    [
-      'a release image that cannot be read',
-      { releaseRegistry: 'quay.io', unused: [], given: [] },
-      {},
-      'conflict',
-      'cannot be checked',
-    ],
-    ['another infra_id', { infraID: 'sno-ab12c', unused: [], given: [] }, cluster, 'noop', 'warning: '],
-  ])('%s: %s', (_, media, view, action, text) => {
-    const plan = clusterIdentityStep.plan({ ...(view && { cluster: view }) }, site(media));
-    expect(plan.action).toBe(action);
-    expect(JSON.stringify(plan)).toContain(text);
   });
 });

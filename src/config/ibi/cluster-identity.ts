@@ -1,19 +1,10 @@
 /**
- * [cluster-identity] The identity an image-based install's config media gives the site, against
- * the cluster's:
- * - cluster_id becomes ClusterVersion spec.clusterID, as lifecycle-agent does after a recert: the
- *   hub's ClusterDeployment knows the cluster by it (the plan shows the change);
- * - release_registry is compared with the registry of the cluster's release image (ClusterVersion
- *   status.desired.image): equal is nothing to do; a different one is refused at plan, because the
- *   agent never rewrites release image references (imageDigestMirrors reach another registry);
- * - infra_id is compared with the Infrastructure's infrastructureName, which stays the factory's
- *   (it names cloud resources and was fixed at install time): a different one is a warning.
- * A native site-config has none of these: the step has nothing to do.
+ * The identity an image-based install's config media gives the site, and the cluster's as the
+ * API tells it: what the cluster-identity step (src/steps/cluster-identity.ts) and the hub report
+ * compare.
  */
-import type { Change, PlanResult } from '../../engine/step.js';
 import { INFRASTRUCTURE_CONFIG } from '../../kube/openshift.js';
 import type { Kube, KubeObject, ObjectRef } from '../../ports/kube.js';
-import type { Step } from '../site.js';
 import type { ImageBasedSite } from './image-based.js';
 import { MANIFEST_FILE } from './seed-reconfiguration.js';
 
@@ -69,84 +60,3 @@ export function infraIdWarning(media: ImageBasedSite, cluster: ClusterIdentity):
   if (media.infraID === undefined || media.infraID === cluster.infrastructureName) return undefined;
   return `${MANIFEST_FILE} infra_id ${media.infraID} differs from the cluster's infrastructure name ${cluster.infrastructureName ?? '(none: no Infrastructure cluster status)'}: the factory's is kept (it is fixed at install time)`;
 }
-
-interface Decision {
-  cluster: ClusterIdentity;
-  conflicts: string[];
-  changes: Change[];
-}
-
-function decide(media: ImageBasedSite, cluster: ClusterIdentity): Decision {
-  const s: Decision = { cluster, conflicts: [], changes: [] };
-  if (media.releaseRegistry !== undefined) {
-    if (cluster.releaseImage === undefined)
-      s.conflicts.push(
-        `${MANIFEST_FILE} release_registry ${media.releaseRegistry} cannot be checked: ClusterVersion version has no status.desired.image`,
-      );
-    else {
-      const current = registryOf(cluster.releaseImage);
-      if (current !== media.releaseRegistry.toLowerCase())
-        s.conflicts.push(
-          `${MANIFEST_FILE} release_registry ${media.releaseRegistry} is not ${current}, the registry of the cluster's release image (ClusterVersion status.desired.image): the agent does not rewrite release image references; give release_registry ${current} and reach ${media.releaseRegistry} through imageDigestMirrors (cluster-configuration/manifests/image-digest-mirror-set.json)`,
-        );
-    }
-  }
-  if (media.clusterID !== undefined && media.clusterID !== cluster.clusterID)
-    s.changes.push({
-      action: 'update',
-      target: 'ClusterVersion version',
-      summary: "the cluster ID the installer generated for this site (the hub's ClusterDeployment knows it)",
-      diff: [
-        ...(cluster.clusterID !== undefined ? [`- spec.clusterID: ${cluster.clusterID}`] : []),
-        `+ spec.clusterID: ${media.clusterID}`,
-      ],
-    });
-  return s;
-}
-
-const unusedLine = (media: ImageBasedSite): string =>
-  media.unused.length === 0
-    ? ''
-    : `; accepted, not used: ${media.unused.map((u) => u.field.split('.').pop()).join(', ')} (they re-sign every certificate of the cluster)`;
-
-/** What the step reads: the media's identity (none for a native site-config) and the cluster's. */
-export interface ClusterIdentityView {
-  cluster?: ClusterIdentity;
-}
-
-export const clusterIdentityStep: Step<ClusterIdentityView> = {
-  name: 'cluster-identity',
-  group: 'cluster',
-  description:
-    "image-based config media: cluster_id into ClusterVersion spec.clusterID; release_registry and infra_id checked against the cluster's",
-  inputs: (site) => ({
-    clusterID: site.imageBased?.clusterID ?? null,
-    releaseRegistry: site.imageBased?.releaseRegistry ?? null,
-  }),
-
-  async survey(ctx) {
-    const media = ctx.site.imageBased;
-    if (!media) return {};
-    return { cluster: await readClusterIdentity(await ctx.kube()) };
-  },
-
-  plan(view, site): PlanResult {
-    const media = site.imageBased;
-    if (!media || !view.cluster)
-      return { action: 'noop', reason: 'a native site-config: the cluster keeps its identity' };
-    const s = decide(media, view.cluster);
-    const warning = infraIdWarning(media, s.cluster);
-    const also = `${unusedLine(media)}${warning ? `; warning: ${warning}` : ''}`;
-    const warnings = warning ? { warnings: [warning] } : {};
-    if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; '), ...warnings };
-    if (s.changes.length === 0)
-      return { action: 'noop', reason: `the cluster already has the media's identity${also}`, ...warnings };
-    return { action: 'change', summary: `the site's cluster ID${also}`, changes: s.changes, ...warnings };
-  },
-
-  async apply(ctx) {
-    const media = ctx.site.imageBased!;
-    await (await ctx.kube()).mergePatch(CLUSTER_VERSION, { spec: { clusterID: media.clusterID } });
-    ctx.log.info({ clusterID: media.clusterID }, `ClusterVersion spec.clusterID is ${media.clusterID}`);
-  },
-};
