@@ -6,7 +6,7 @@ import type { LoadedSite } from '../config/site.js';
 import { type Banner, createBanner } from '../engine/banner.js';
 import { ConfigError, StepError } from '../base/errors.js';
 import type { RunOptions } from '../engine/step.js';
-import type { StepContext } from '../config/site.js';
+import type { StepContext } from '../steps/step.js';
 import { hashOf } from '../engine/state.js';
 import { createLogger, logEvent, type Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';

@@ -5,7 +5,7 @@ import type { Finding } from '../base/findings.js';
 import type { TimeMark } from '../base/true-time.js';
 import type { ExtraManifest } from './extra-manifests.js';
 import type { ImageBasedSite } from './ibi/image-based.js';
-import type { Step as EngineStep, StepContext as EngineStepContext } from '../engine/step.js';
+import type { StepContext as EngineStepContext } from '../engine/step.js';
 
 export interface CertificatePair {
   certPem: string;
@@ -123,6 +123,5 @@ export function internalIPs(network: Pick<Site['network'], 'internalIP' | 'secon
   return [network.internalIP, network.secondaryInternalIP].filter((ip): ip is string => ip !== undefined);
 }
 
-/** A step of this agent: the engine's step contract over this site-config. */
-export type Step<V = unknown, F = unknown> = EngineStep<Site, V, F>;
+/** The step context over this site-config, as the cluster tests name it; the steps' is src/steps/step.ts. */
 export type StepContext = EngineStepContext<Site>;

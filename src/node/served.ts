@@ -9,7 +9,8 @@ import { X509Certificate } from 'node:crypto';
 import tls from 'node:tls';
 import { hostPort } from '../base/addresses.js';
 import { certificatesIn } from '../base/pem.js';
-import type { StepContext } from '../config/site.js';
+import type { Site } from '../config/site.js';
+import type { StepContext } from '../engine/step.js';
 import { installerIssuers } from '../config/ibi/signers.js';
 import { describeCert, selfSigned } from '../certs/chain.js';
 import { siteCaCertificate, siteCaGiven } from '../certs/site-certs.js';
@@ -85,7 +86,7 @@ export function servedProblem(target: ServedTarget, trust: string, timeoutMs: nu
  * site-config's or the one generated on the node), the installer's signers from config media, the
  * trust bundle, and a self-signed certificate the site gives as its own (its own anchor).
  */
-export async function siteTrust(ctx: Pick<StepContext, 'site' | 'fs' | 'stateDir' | 'clock'>): Promise<string> {
+export async function siteTrust(ctx: Pick<StepContext<Site>, 'site' | 'fs' | 'stateDir' | 'clock'>): Promise<string> {
   const { site } = ctx;
   const signers = await installerIssuers(site, ctx.clock.now());
   const given = [site.certificates.api, site.certificates.ingress].flatMap((pair) => {

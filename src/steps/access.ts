@@ -18,7 +18,8 @@
  *   that as deleted and recreated), so a missing secret is a conflict, never created.
  * The site CA for the API and apps certificates is the domain step's business.
  */
-import type { Site, Step } from '../config/site.js';
+import type { Site } from '../config/site.js';
+import type { Step } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import {
   APISERVER_CONFIG,

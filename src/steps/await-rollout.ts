@@ -4,7 +4,7 @@
  * step runs, and named in the error when the time is up.
  */
 import { VerificationError } from '../base/errors.js';
-import type { StepContext } from '../config/site.js';
+import type { StepContext } from './step.js';
 import { pollUntil } from '../ports/clock.js';
 
 export async function awaitRollout(

@@ -17,7 +17,7 @@ import { RefusedError } from '../base/errors.js';
 import { CLOCK_SYNC_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { decideClock, lowerBound, type SyncState, type TimeMark } from '../base/true-time.js';
 import type { Finding } from '../base/findings.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import type { PlanResult } from '../engine/step.js';
 import { chronySyncState, chronyWaitSync } from '../node/chrony.js';
 import { readShipment, shelfLife, type Shipment } from '../node/shipment.js';

@@ -20,7 +20,7 @@ import {
 } from '../config/ibi/cluster-identity.js';
 import type { ImageBasedSite } from '../config/ibi/image-based.js';
 import { MANIFEST_FILE } from '../config/ibi/seed-reconfiguration.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 
 interface Decision {
   cluster: ClusterIdentity;

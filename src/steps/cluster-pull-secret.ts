@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { DockerConfig } from '../config/v1/schema.js';
 import { StepError } from '../base/errors.js';
 import type { PlanResult } from '../engine/step.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';
 import { recordFactoryRegistries } from '../watch/context.js';

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StepContext } from '../config/site.js';
+import type { StepContext } from './step.js';
 import type { Exec } from '../ports/exec.js';
 import { createRootFs } from '../ports/fs.js';
 import { testSite } from '../../test/node/context.js';

@@ -10,7 +10,8 @@
 import { X509Certificate } from 'node:crypto';
 import { StepError } from '../base/errors.js';
 import type { Change } from '../engine/step.js';
-import { internalIPs, type Step, type StepContext } from '../config/site.js';
+import { internalIPs } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import { csrState, judgeCsr, type CsrKind, type CsrObject, type NodeIdentity } from '../kube/csr.js';
 import { canonicalIp, isLinkLocal, parseCidr } from '../base/addresses.js';
 import { interfaceAddresses } from '../node/addresses.js';

@@ -33,7 +33,8 @@ import { installerIssuers, installerSignersInput } from '../config/ibi/signers.j
 import { matchesKey, parseKey } from '../certs/key-types.js';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Site, Step, StepContext } from '../config/site.js';
+import type { Site } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import { pollUntil } from '../ports/clock.js';
 import { clusterNames } from '../node/dnsmasq.js';
 import { siteTrust } from '../node/served.js';

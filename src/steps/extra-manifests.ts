@@ -21,7 +21,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { StepError } from '../base/errors.js';
 import { crdFor, crdServes, type ExtraManifest, manifestAt } from '../config/extra-manifests.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { established, waitForCrd } from '../kube/crd.js';
 import { diffLines, readIngressConfig } from '../kube/openshift.js';

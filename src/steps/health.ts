@@ -14,7 +14,7 @@
  */
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import { pollHeld } from '../ports/clock.js';
 import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
 import type { Finding } from '../watch/model.js';

@@ -14,7 +14,7 @@
  */
 import { CLUSTER_BUSY_WAIT_SECONDS } from '../base/timeouts.js';
 import type { StepContext } from '../engine/step.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { clusterMotions, type Motion } from '../kube/cluster-motion.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, managedLabels } from '../kube/openshift.js';
 import { pollUntil } from '../ports/clock.js';

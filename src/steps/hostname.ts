@@ -5,7 +5,7 @@
  * from /etc/hostname under the root, which is what hostnamed reads.
  */
 import { ConfigError, VerificationError } from '../base/errors.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { HOSTNAME_FILE, hostnameProblem, readStaticHostname } from '../node/hostname.js';
 
 function wanted(name: string | undefined): string | undefined {

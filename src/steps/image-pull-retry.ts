@@ -7,7 +7,8 @@
  * listed with what to do. Bounded: nothing is waited for, only pods made before the run began are
  * touched and each once (what its controller makes is new), and each is logged.
  */
-import type { Site, Step } from '../config/site.js';
+import type { Site } from '../config/site.js';
+import type { Step } from './step.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 
 const PULL_FAILURES = new Set(['ImagePullBackOff', 'ErrImagePull']);

@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { InService } from '../config/site.js';
 import type { Workload } from '../config/v1/schema.js';
 import { errorMessage, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import type { PlanResult } from '../engine/step.js';
 import { workloadNotReady, type WorkloadObject } from '../kube/workloads.js';
 import { pollHeld } from '../ports/clock.js';

@@ -1,7 +1,7 @@
 /**
  * The order of the steps, in one place. Each line says why it stands where it does.
  */
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { clusterIdentityStep } from './cluster-identity.js';
 import { accessStep } from './access.js';
 import { clockStep } from './clock.js';

@@ -8,7 +8,8 @@
  * Verified by surveying again: the internal IP is the first address OVN-Kubernetes considers on br-ex.
  */
 import type { Change } from '../engine/step.js';
-import { internalIPs, type Step, type StepContext } from '../config/site.js';
+import { internalIPs } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import { firstNodeAddress, interfaceAddresses } from '../node/addresses.js';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, DISPATCHER_SCRIPT, nodeIpFiles } from '../node/internal-ip.js';

@@ -11,7 +11,8 @@
  */
 import type { PlanResult } from '../engine/step.js';
 import { parseCidr } from '../base/addresses.js';
-import { internalIPs, type Site, type Step } from '../config/site.js';
+import { internalIPs, type Site } from '../config/site.js';
+import type { Step } from './step.js';
 import type { KubeObject, ObjectRef } from '../ports/kube.js';
 
 export const NETWORK_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Network', name: 'cluster' };

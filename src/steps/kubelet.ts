@@ -8,7 +8,7 @@
  * state and the last lines of its journal.
  */
 import { errorMessage, StepError, VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import { KUBELET_START_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import type { Change } from '../engine/step.js';
 import { logEvent } from '../log/logger.js';

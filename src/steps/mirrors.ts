@@ -10,7 +10,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Mirror } from '../config/v1/schema.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
 import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
 

@@ -16,7 +16,7 @@
  * - the former Node deleted: its pods are collected and land on the new Node.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { registeredNodeName, SITE_HOSTNAME_ANNOTATION } from '../node/node-name.js';
 import { OPERATOR_API, STATIC_POD_OPERATORS, type NodeStatus } from '../node/rename-preflight.js';

@@ -19,7 +19,7 @@
  * exists, so the hint takes effect at the next boot; until then nothing reads it. A file the
  * machine-config daemon's current config declares is never written (conflict, exit 3).
  */
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import type { PlanResult } from '../engine/step.js';
 import { networkAddress } from '../base/addresses.js';
 import { fileChange, type HostFile, type ManagedFile, readHostFile, writeManagedFile } from '../node/managed-file.js';

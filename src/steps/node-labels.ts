@@ -11,7 +11,7 @@
  * csr-approval and node-identity it is registered, and it is the only Node this machine has.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { registeredNodeName } from '../node/node-name.js';
 import { pollUntil } from '../ports/clock.js';

@@ -11,7 +11,7 @@
  * is the node-rename step's, once kubelet runs and the cluster answers its preflight; after it,
  * the name kept is the new one kubelet-env names.
  */
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { readStaticHostname } from '../node/hostname.js';
 import {

@@ -28,7 +28,8 @@
 import path from 'node:path/posix';
 import { parseCidr } from '../base/addresses.js';
 import { StepError } from '../base/errors.js';
-import { internalIPs, type Site, type Step, type StepContext } from '../config/site.js';
+import { internalIPs, type Site } from '../config/site.js';
+import type { Step, StepContext } from './step.js';
 import { type FactoryRecord, readFactoryRecord, recordedInternalIPs } from '../node/factory-record.js';
 import { pollUntil } from '../ports/clock.js';
 import type { Change, PlanResult } from '../engine/step.js';

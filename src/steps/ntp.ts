@@ -18,7 +18,7 @@
  * between restart it the next time; when chronyd does not come back, the previous files are put
  * back, chronyd is restarted with them and the step fails.
  */
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { fileChange, type HostFile, type ManagedFile, readHostFiles } from '../node/managed-file.js';
 import { type DeclaredFiles, declaredFiles, driftFromRendered } from '../node/rendered-config.js';

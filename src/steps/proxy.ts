@@ -18,7 +18,8 @@
  * The site's proxy is the whole proxy: a field it leaves out is cleared. A site-config without
  * spec.proxy leaves the cluster's proxy as it is.
  */
-import type { Site, Step } from '../config/site.js';
+import type { Site } from '../config/site.js';
+import type { Step } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
 import { proxyRevisionUnsettled } from '../kube/rollout.js';

@@ -14,7 +14,8 @@
  */
 import path from 'node:path';
 import type { DockerConfig } from '../config/v1/schema.js';
-import type { Site, Step } from '../config/site.js';
+import type { Site } from '../config/site.js';
+import type { Step } from './step.js';
 import type { StepContext } from '../engine/step.js';
 import { CONFIG_NAMESPACE, USER_CA_BUNDLE, type SecretObject } from '../kube/openshift.js';
 import type { Kube, KubeObject } from '../ports/kube.js';

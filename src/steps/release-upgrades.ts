@@ -5,7 +5,7 @@
  * a rerun of the same site-config that finds nothing to do holds nothing. A mark of the agent's
  * name it did not make is left alone.
  */
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { describeRef } from '../ports/kube.js';
 import { conditionTime, HOLD_MARK, markConditions, readMark, type MarkState } from './hold-upgrades.js';
 

@@ -11,7 +11,7 @@
  * one by one nor floods an API server that has just restarted.
  */
 import pLimit from 'p-limit';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import {
   HOST_GENERATED_ANNOTATION,
   isOperatorRoute,

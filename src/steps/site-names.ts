@@ -13,7 +13,7 @@
  */
 import { StepError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import { DNSMASQ_UNIT, FACTORY_DNSMASQ_FILE, SITE_DNSMASQ_FILE } from '../node/dnsmasq.js';
 import { fileChange, type HostFile, readHostFile } from '../node/managed-file.js';
 import { restartPending, restartWithFiles, type ServiceFiles } from '../node/restart-with-files.js';

@@ -29,7 +29,7 @@
 import path from 'node:path';
 import { ConfigError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import type { Step } from '../config/site.js';
+import type { Step } from './step.js';
 import {
   describeKey,
   parseKeyLine,

@@ -13,7 +13,7 @@ import { runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { StepName } from '../../src/engine/step.js';
-import type { Step, StepContext } from '../../src/config/site.js';
+import type { Step, StepContext } from '../../src/steps/step.js';
 import { createLogger } from '../../src/log/logger.js';
 import type { Clock } from '../../src/ports/clock.js';
 import { createExec, type Exec } from '../../src/ports/exec.js';
