@@ -4,7 +4,6 @@
  * cluster-config or relocation-config, waiting for one to appear.
  */
 import path from 'node:path';
-import type { Banner } from '../engine/banner.js';
 import { logEvent, type Logger } from '../log/logger.js';
 import { type Clock, pollUntil } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
@@ -35,7 +34,8 @@ export interface DiscoverOptions {
   exec: Exec;
   clock: Clock;
   log: Logger;
-  banner: Banner;
+  /** the technician's console (the engine's banner) */
+  banner: { show(line: string): Promise<void> };
   waitSeconds: number;
   /** ends the wait early (the unit being stopped); discovery then finds nothing */
   signal?: AbortSignal;
