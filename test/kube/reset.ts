@@ -38,8 +38,14 @@ interface Resource {
   namespaced: boolean;
 }
 
-const keyOf = (apiVersion: string, kind: string, o: KubernetesObject): Key =>
-  `${apiVersion} ${kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+/** An object as listed, with the resource it was listed from. */
+interface Found {
+  resource: Resource;
+  object: KubernetesObject;
+}
+
+const keyOf = ({ resource, object }: Found): Key =>
+  `${resource.apiVersion} ${resource.kind} ${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
 
 /**
  * Objects the API server itself rewrites while it runs (its endpoint reconciler, the aggregator's
@@ -90,7 +96,7 @@ async function discover(kc: KubeConfig): Promise<Resource[]> {
   );
 }
 
-async function listAll(kc: KubeConfig): Promise<{ resource: Resource; object: KubernetesObject }[]> {
+async function listAll(kc: KubeConfig): Promise<Found[]> {
   const client = KubernetesObjectApi.makeApiClient(kc);
   const resources = await discover(kc);
   const lists = await Promise.all(
@@ -108,8 +114,8 @@ async function listAll(kc: KubeConfig): Promise<{ resource: Resource; object: Ku
 /** The objects a freshly started server holds. */
 export async function takeBaseline(kc: KubeConfig): Promise<Baseline> {
   const objects = new Map<Key, KubernetesObject>();
-  for (const { resource, object } of await listAll(kc)) {
-    if (!managedByServer(resource, object)) objects.set(keyOf(resource.apiVersion, resource.kind, object), object);
+  for (const found of await listAll(kc)) {
+    if (!managedByServer(found.resource, found.object)) objects.set(keyOf(found), found.object);
   }
   return { objects };
 }
@@ -187,10 +193,8 @@ export async function resetToBaseline(
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const client = KubernetesObjectApi.makeApiClient(kc);
   const found = await listAll(kc);
-  const foreign = ({ resource, object }: { resource: Resource; object: KubernetesObject }) =>
-    !managedByServer(resource, object) &&
-    !keep(object) &&
-    !baseline.objects.has(keyOf(resource.apiVersion, resource.kind, object));
+  const foreign = (f: Found) =>
+    !managedByServer(f.resource, f.object) && !keep(f.object) && !baseline.objects.has(keyOf(f));
   const extra = found.filter((f) => f.resource.kind === 'Event' || foreign(f));
   const of = (kinds: (k: string) => boolean) => extra.filter(({ resource }) => kinds(resource.kind));
   const plain = of((k) => k !== 'Namespace' && k !== 'CustomResourceDefinition');
@@ -235,14 +239,15 @@ export async function resetToBaseline(
   await untilGone(client, [...namespaces, ...crds], timeoutMs);
 
   let restored = 0;
-  const present = new Set(found.map(({ resource, object }) => keyOf(resource.apiVersion, resource.kind, object)));
+  const present = new Set(found.map(keyOf));
   for (const [key, base] of baseline.objects) {
     if (present.has(key)) continue;
     await client.create(recreatable(base));
     restored++;
   }
-  for (const { resource, object } of found) {
-    const base = baseline.objects.get(keyOf(resource.apiVersion, resource.kind, object));
+  for (const f of found) {
+    const { resource, object } = f;
+    const base = baseline.objects.get(keyOf(f));
     if (!base || managedByServer(resource, object) || content(base) === content(object)) continue;
     const body = { ...base, metadata: { ...base.metadata, resourceVersion: object.metadata?.resourceVersion } };
     await client.replace(body);
@@ -252,14 +257,13 @@ export async function resetToBaseline(
   const after = await listAll(kc);
   const left = after
     .filter(({ resource, object }) => !managedByServer(resource, object) && !keep(object))
-    .filter(({ resource, object }) => {
-      const base = baseline.objects.get(keyOf(resource.apiVersion, resource.kind, object));
-      return !base || content(base) !== content(object);
+    .filter((f) => {
+      const base = baseline.objects.get(keyOf(f));
+      return !base || content(base) !== content(f.object);
     })
-    .map(({ resource, object }) => keyOf(resource.apiVersion, resource.kind, object));
-  const missing = [...baseline.objects.keys()].filter(
-    (k) => !after.some(({ resource, object }) => keyOf(resource.apiVersion, resource.kind, object) === k),
-  );
+    .map(keyOf);
+  const afterKeys = new Set(after.map(keyOf));
+  const missing = [...baseline.objects.keys()].filter((k) => !afterKeys.has(k));
   const wrong = [...left, ...missing.map((m) => `missing ${m}`)];
   if (wrong.length > 0)
     throw new Error(
