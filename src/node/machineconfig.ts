@@ -9,12 +9,12 @@ import { TRUST_DIR } from '../trust/check.js';
 import { type InternalIPs, nodeIpFiles } from './internal-ip.js';
 import { KUBELET_GATE_DROP_IN, renderKubeletGateDropIn } from './kubelet-gate.js';
 import { byCodeUnit } from '../base/order.js';
+import { FACTORY_RECORD } from '../base/node-files.js';
 
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
 export const INSTALL_ENV = '/etc/sno-relocate/install.env';
-/** what factory prepare decided (src/node/factory-record.ts), a file of the internal-IP MachineConfig */
-export const FACTORY_RECORD = '/etc/sno-relocate/factory.json';
+export { FACTORY_RECORD };
 
 /** The units and scripts of the agent, as they are in systemd/ of this repository. */
 export interface AgentSources {

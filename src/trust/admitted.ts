@@ -12,6 +12,7 @@ import { verifiedSignature } from './check.js';
 import { recordGeneration } from './generation.js';
 import { NODE_KEY_CREDENTIAL } from './node-key.js';
 import { recordSecrets } from './secrets-record.js';
+import { clearSecretFields } from './clear-secrets.js';
 
 /** Refuses (exit 3) a site-config whose sealed fields this node could not open: `plan` and `run` need them. */
 export function refuseUnopened(loaded: LoadedSite): void {
@@ -27,5 +28,15 @@ export async function beforeFirstChange(
 ): Promise<void> {
   refuseUnopened(loaded);
   await recordGeneration(rt.fs, rt.stateDir, verifiedSignature(loaded), rt.clock.now());
-  await recordSecrets(rt.fs, rt.stateDir, loaded.site.name, loaded.opened ?? [], rt.clock.now());
+  await recordSecrets(
+    rt.fs,
+    rt.stateDir,
+    {
+      site: loaded.site.name,
+      sealed: loaded.opened ?? [],
+      clear: clearSecretFields(loaded),
+      inClearByChoice: loaded.document.spec.secretsInClear === true,
+    },
+    rt.clock.now(),
+  );
 }

@@ -2,7 +2,8 @@
  * The trust check every validate, plan and run passes through once the site-config and its files
  * are loaded, before anything uses them: with a trust anchor installed under
  * /etc/sno-relocate/trust/, only a folder whose signature verifies is accepted; without one, the
- * agent goes on and says the config is unauthenticated.
+ * agent goes on and says the config is unauthenticated. Then secrets in clear are held to the
+ * node's rule (clear-secrets.ts).
  */
 import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
@@ -26,6 +27,7 @@ import {
 } from './signature.js';
 import { generationProblem, readAppliedGeneration } from './generation.js';
 import { revokedKeys } from './revocation.js';
+import { checkClearSecrets } from './clear-secrets.js';
 
 export const TRUST_DIR = '/etc/sno-relocate/trust';
 const DEFAULT_STATE_DIR = '/var/lib/sno-relocate';
@@ -118,10 +120,16 @@ const verified = new WeakMap<LoadedSite, Signed>();
 export const verifiedSignature = (loaded: LoadedSite): Signed | undefined => verified.get(loaded);
 
 /**
- * `deferTime`: the clock is not synchronised yet, so the signature's notAfter is left to the clock
- * step (src/base/true-time.ts), which judges it again on the synchronised clock.
+ * Who wrote it, then how it carries its secrets (src/trust/clear-secrets.ts). `deferTime`: the clock
+ * is not synchronised yet, so the signature's notAfter is left to the clock step
+ * (src/base/true-time.ts), which judges it again on the synchronised clock.
  */
 export async function checkTrust(ctx: TrustContext, loaded: LoadedSite, deferTime = false): Promise<void> {
+  await checkSignature(ctx, loaded, deferTime);
+  await checkClearSecrets(ctx.fs, loaded);
+}
+
+async function checkSignature(ctx: TrustContext, loaded: LoadedSite, deferTime: boolean): Promise<void> {
   const anchors = await trustAnchors(ctx.fs);
   if (anchors.length === 0) {
     ctx.log.warn(`site-config is not authenticated: no trust anchor is installed under ${TRUST_DIR}`);

@@ -83,6 +83,19 @@ function secretFiles(config: SiteConfigV1): [string, string][] {
 }
 
 /**
+ * The fields of a native site-config that carry a secret, sealed or not: the files that hold one
+ * and the inline values (a proxy only when its URLs carry credentials).
+ */
+export function secretFields(config: SiteConfigV1): string[] {
+  const spec = object(config.spec);
+  return [
+    ...secretFiles(config).map(([field]) => field),
+    ...(spec?.pullSecret !== undefined ? ['$.spec.pullSecret'] : []),
+    ...(hasCredentials(spec?.proxy) ? ['$.spec.proxy'] : []),
+  ];
+}
+
+/**
  * Seals every secret of an admitted (plaintext) site folder to the recipient, in place; returns
  * the fields sealed. The folder must be admitted again afterwards: its digests changed.
  */

@@ -17,14 +17,23 @@ const recordSchema = z.strictObject({
   site: z.string(),
   /** the fields that came sealed to this node's key */
   sealed: z.array(z.string()),
+  /** the secret fields that came in clear (absent in records before it was kept) */
+  clear: z.array(z.string()).optional(),
+  /** whether the site-config said its secrets travel in clear (spec.secretsInClear) */
+  inClearByChoice: z.boolean().optional(),
   at: z.iso.datetime(),
 });
 type SecretsRecord = z.infer<typeof recordSchema>;
 
 const where = (stateDir: string) => path.posix.join(stateDir, SECRETS_FILE);
 
-export async function recordSecrets(fs: RootFs, stateDir: string, site: string, sealed: string[], now: Date) {
-  const record: SecretsRecord = { version: 1, site, sealed, at: now.toISOString() };
+export async function recordSecrets(
+  fs: RootFs,
+  stateDir: string,
+  how: Pick<SecretsRecord, 'site' | 'sealed' | 'clear' | 'inClearByChoice'>,
+  now: Date,
+) {
+  const record: SecretsRecord = { version: 1, ...how, at: now.toISOString() };
   await fs.mkdirp(stateDir, 0o700);
   await fs.writeAtomic(where(stateDir), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o644 });
 }
@@ -33,7 +42,7 @@ export interface SecretsStatus {
   /** the node's recipient and sealing; null: no node key (shipped before node keys) */
   nodeKey: { recipient: string; sealing: string } | null;
   /** how the last admitted site-config brought its secrets; null before the first run */
-  applied: { site: string; sealed: string[]; at: string } | null;
+  applied: Omit<SecretsRecord, 'version'> | null;
 }
 
 export async function secretsStatus(fs: RootFs, stateDir: string): Promise<SecretsStatus> {
@@ -41,8 +50,24 @@ export async function secretsStatus(fs: RootFs, stateDir: string): Promise<Secre
   const applied = await readJsonFile(fs, where(stateDir), { what: 'secrets record', schema: recordSchema });
   return {
     nodeKey: key ? { recipient: key.recipient, sealing: key.sealing } : null,
-    applied: applied ? { site: applied.site, sealed: applied.sealed, at: applied.at } : null,
+    applied: applied ? { site: applied.site, sealed: applied.sealed, ...inClear(applied), at: applied.at } : null,
   };
+}
+
+const inClear = ({ clear, inClearByChoice }: Pick<SecretsRecord, 'clear' | 'inClearByChoice'>) => ({
+  ...(clear !== undefined && { clear }),
+  ...(inClearByChoice !== undefined && { inClearByChoice }),
+});
+
+/** What the applied site-config's secrets in clear were, and on whose word. */
+function clearLine(site: string, applied: Pick<SecretsRecord, 'clear' | 'inClearByChoice'>, keyed: boolean): string {
+  const fields = applied.clear?.length ? ` (${applied.clear.join(', ')})` : '';
+  const why = applied.inClearByChoice
+    ? ', as its spec.secretsInClear says'
+    : keyed
+      ? ", not sealed to this node's key"
+      : '';
+  return `Secrets:  site ${site}: in clear on the stick${why}${fields}`;
 }
 
 /** The status lines: none on a node without a key and without a run (nothing to say yet). */
@@ -55,6 +80,6 @@ export function renderSecretsStatus({ nodeKey, applied }: SecretsStatus): string
     ? []
     : applied.sealed.length > 0
       ? [`Secrets:  site ${applied.site}: sealed for this node, opened in memory (${applied.sealed.join(', ')})`]
-      : [`Secrets:  site ${applied.site}: in clear on the stick${nodeKey ? ", not sealed to this node's key" : ''}`];
+      : [clearLine(applied.site, applied, nodeKey !== null)];
   return `${[key, ...how].join('\n')}\n`;
 }

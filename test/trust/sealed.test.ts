@@ -16,12 +16,14 @@ import { createLogger } from '../../src/log/logger.js';
 import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
+import { makeRecord, recordText } from '../../src/node/factory-record.js';
+import { FACTORY_RECORD } from '../../src/node/machineconfig.js';
 import { beforeFirstChange } from '../../src/trust/admitted.js';
 import { ensureNodeKey, NODE_KEY_CREDENTIAL, type NodeKey, nodeUnsealer } from '../../src/trust/node-key.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
 import { EXAMPLE, runCli } from '../helpers/cli.js';
 import { opensslCa, opensslServing } from '../helpers/openssl.js';
-import { snapshotTree } from '../helpers/tree.js';
+import { hostTree, snapshotTree } from '../helpers/tree.js';
 
 const PROXY_PASSWORD = 'Pr0xy-Passw0rd-Of-Store-42';
 const PROXY = `http://store42:${PROXY_PASSWORD}@proxy.store42.example.com:3128`;
@@ -294,14 +296,15 @@ describe("Debian's age CLI", () => {
   });
 });
 
-describe('status', () => {
-  const applied = async (root: string, dir: string) => {
-    const ctx = nodeCtx(root);
-    const unseal = await nodeUnsealer(ctx);
-    const loaded = await admitSite(dir, { ...offNode(new Date()), ...(unseal && { unseal }) });
-    await beforeFirstChange({ fs: ctx.fs, clock: systemClock, stateDir: '/var/lib/sno-relocate' }, loaded);
-  };
+/** what a run records before its first change, for the site-config admitted on the node */
+const applied = async (root: string, dir: string) => {
+  const ctx = nodeCtx(root);
+  const unseal = await nodeUnsealer(ctx);
+  const loaded = await admitSite(dir, { ...offNode(new Date()), ...(unseal && { unseal }) });
+  await beforeFirstChange({ fs: ctx.fs, clock: systemClock, stateDir: '/var/lib/sno-relocate' }, loaded);
+};
 
+describe('status', () => {
   it("says a node's key and that the applied stick's secrets came sealed for it", async () => {
     await applied(nodes.mine.root, sealedSite('status-sealed'));
     const status = onNode(nodes.mine.root, 'status');
@@ -314,11 +317,90 @@ describe('status', () => {
     expect(json.secrets).toMatchObject({ nodeKey: { sealing: 'host' }, applied: { site: 'store-0042' } });
   });
 
-  it('says a node shipped without a node key takes its secrets in clear', async () => {
+  it('says a node shipped without a node key takes its secrets in clear, on the word of the site-config', async () => {
     const root = layNode('shipped-before', 'SN7777');
     await applied(root, plain);
     expect(onNode(root, 'status').stdout).toContain(
-      'Node key: none (shipped before node keys): its sticks carry secrets in clear\nSecrets:  site store-0042: in clear on the stick\n',
+      `Node key: none (shipped before node keys): its sticks carry secrets in clear\nSecrets:  site store-0042: in clear on the stick, as its spec.secretsInClear says (${CLEAR_FIELDS})\n`,
     );
+  });
+});
+
+/** every secret of the plaintext site, as the node names the fields it finds in clear */
+const CLEAR_FIELDS =
+  '$.spec.pullSecretFile, $.spec.certificates.ingress.keyFile, $.spec.access.siteCA.keyFile, $.spec.proxy';
+
+describe('secrets in clear', () => {
+  /** the plaintext site signed for the node, with spec.secretsInClear as given (absent: left out) */
+  function clearSite(name: string, serial: string, secretsInClear: boolean | undefined): string {
+    const dir = path.join(work, name);
+    cpSync(plain, dir, { recursive: true });
+    const file = path.join(dir, 'site-config.yaml');
+    const doc = yaml.load(readFileSync(file, 'utf8')) as { spec: Record<string, unknown> };
+    if (secretsInClear === undefined) delete doc.spec.secretsInClear;
+    else doc.spec.secretsInClear = secretsInClear;
+    writeFileSync(file, yaml.dump(doc));
+    const signed = runCli(['sign', '--key', `${factoryKey}.key`, '--bind-serial', serial, dir]);
+    expect(signed.code, signed.stderr).toBe(0);
+    return dir;
+  }
+  /** a node factory prepare made before node keys: its record, no key */
+  function shippedWithoutKey(name: string, serial: string): string {
+    const root = layNode(name, serial);
+    writeFileSync(
+      path.join(root, FACTORY_RECORD),
+      recordText(makeRecord('sno-factory', '192.168.127.10/24', new Date('2026-01-05T08:00:00Z'))),
+    );
+    return root;
+  }
+
+  it('are refused by a node with a key, whatever the site-config says, with nothing changed', () => {
+    const { root } = nodes.mine;
+    const before = hostTree(root);
+    for (const [command, secretsInClear] of [
+      ['validate', true],
+      ['plan', undefined],
+      ['run', true],
+    ] as const) {
+      const result = onNode(root, command, clearSite(`keyed-${command}`, 'SN1234', secretsInClear));
+      expect(result.code, command).toBe(3);
+      expect(result.stderr).toContain(
+        `site-config refused: ${CLEAR_FIELDS} in clear on the stick, and this node has a node key (${NODE_KEY_CREDENTIAL}): it takes secrets sealed to it only (sign --node-key, or render's node-key column), whatever $.spec.secretsInClear says; nothing on the host was changed`,
+      );
+    }
+    expect(hostTree(root)).toEqual(before);
+  });
+
+  it('are refused by a node shipped without a key unless the site-config says so, naming the field', () => {
+    const root = shippedWithoutKey('keyless-refuses', 'SN6666');
+    const before = hostTree(root);
+    for (const [command, secretsInClear] of [
+      ['validate', undefined],
+      ['plan', false],
+      ['run', undefined],
+    ] as const) {
+      const result = onNode(root, command, clearSite(`keyless-${command}`, 'SN6666', secretsInClear));
+      expect(result.code, command).toBe(3);
+      expect(result.stderr).toContain(
+        `site-config refused: $.spec.secretsInClear: ${CLEAR_FIELDS} in clear on the stick, and this node, shipped without a node key, takes secrets in clear only when the site-config says so: set spec.secretsInClear: true for this node, or give it a key (factory prepare) and seal the folder to it; nothing on the host was changed`,
+      );
+    }
+    expect(hostTree(root)).toEqual(before);
+  });
+
+  it('are taken by a node shipped without a key when the site-config says so, and status says on whose word', async () => {
+    const root = shippedWithoutKey('keyless-takes', 'SN6667');
+    const dir = clearSite('keyless-opted-in', 'SN6667', true);
+    const validated = onNode(root, 'validate', dir);
+    expect(validated.code, validated.stderr).toBe(0);
+    await applied(root, dir);
+    expect(onNode(root, 'status').stdout).toContain(
+      `Secrets:  site store-0042: in clear on the stick, as its spec.secretsInClear says (${CLEAR_FIELDS})\n`,
+    );
+    const json = JSON.parse(onNode(root, 'status', '-o', 'json').stdout) as { secrets: object };
+    expect(json.secrets).toMatchObject({
+      nodeKey: null,
+      applied: { site: 'store-0042', sealed: [], clear: CLEAR_FIELDS.split(', '), inClearByChoice: true },
+    });
   });
 });

@@ -240,6 +240,12 @@ export const siteConfigSchema = z.strictObject({
       .enum(['replace', 'merge'])
       .optional()
       .describe('replace the cluster pull secret (default) or merge the site registries into it'),
+    secretsInClear: z
+      .boolean()
+      .optional()
+      .describe(
+        'true: the secrets travel in clear on purpose, for a node shipped without a node key, which takes them only then (default false); a node with a key refuses secrets in clear',
+      ),
     imageDigestMirrors: z
       .array(mirror)
       .optional()
