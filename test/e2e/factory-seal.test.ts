@@ -11,7 +11,7 @@
 // the run's result.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
@@ -44,7 +44,8 @@ import {
   waitAgentSucceeded,
   waitKubeletActive,
 } from './scenario.js';
-import { newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick, signedSiteStick } from './sites.js';
+import { newSecret, SITE_HOSTNAME, siteConfigYaml, siteSpec, siteStick, STICK_LABEL } from './sites.js';
+import { makeStick } from './stick.js';
 import { guestApiForward, guestKubeconfig } from './guest-api.js';
 import { bootVm, type Vm } from './vm.js';
 
@@ -65,11 +66,32 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
   let image: NodeImage | undefined;
   let vm: Vm | undefined;
   let dir = '';
-  /** the site's stick, signed with the factory's key */
+  /** the site's stick, sealed to the node's key once prepare made it, and signed with the factory's key */
   let stick = '';
+  let spec: Record<string, unknown> = {};
   /** the same site-config, unsigned: any stick someone could plug in */
   let unsigned = '';
   const timings: Record<string, number> = {};
+  /** the site's folder as the factory signs it for the node: sealed to its key, bound to its machine-id */
+  const sealedSiteStick = async (recipient: string, machineId: string): Promise<string> => {
+    const folder = await mkdtemp(join(tmpdir(), 'sno-e2e-sealed-'));
+    try {
+      await writeFile(join(folder, 'site-config.yaml'), siteConfigYaml(spec));
+      const sign = ['sign', '--key', join(dir, 'factory.key'), '--bind-machine-id', machineId, '--node-key', recipient];
+      await promisify(execFile)(await ensureAgentBuild(), [...sign, folder]);
+      const files = ['site-config.yaml', 'site-config.sig'];
+      return await makeStick({
+        dir,
+        fileName: 'site.img',
+        label: STICK_LABEL,
+        files: await Promise.all(
+          files.map(async (name) => ({ name, contents: await readFile(join(folder, name), 'utf8') })),
+        ),
+      });
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  };
   const stateFolder = async () => (await vm!.sshOk(`ls -A ${STATE}`)).split('\n').filter(Boolean).sort();
 
   beforeAll(async () => {
@@ -94,8 +116,7 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     // the factory's signing key, made and used by the executable under test
     const agent = await ensureAgentBuild();
     await promisify(execFile)(agent, ['keygen', '--out', join(dir, 'factory')]);
-    const spec = siteSpec(newSecret());
-    stick = await signedSiteStick(dir, 'site.img', spec, agent, join(dir, 'factory.key'));
+    spec = siteSpec(newSecret());
     unsigned = await siteStick(dir, 'unsigned.img', spec);
     vm = await bootVm({
       name: 'factory-seal',
@@ -131,6 +152,10 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     });
     const r = await v.ssh(`${AGENT_BINARY} factory prepare --trust ${GUEST_TRUST}`, { timeoutMs: 5 * MIN });
     expect(r.code, r.stderr).toBe(0);
+    // a node with a key takes its secrets sealed to it only: the site's stick is made for this node
+    const recipient = /^node key (age1\S+) /m.exec(r.stdout)?.[1];
+    expect(recipient, r.stdout).toBeDefined();
+    stick = await sealedSiteStick(recipient!, (await v.sshOk('cat /etc/machine-id')).trim());
     expect(r.stdout).toContain(`node sno-factory: install address ${INSTALL_ADDRESS} on br-ex is the internal IP`);
     expect(r.stdout).toMatch(/^MachineConfig 50-master-sno-relocate: created; REBOOT/m);
     expect(JSON.parse(await v.sshOk('cat /etc/sno-relocate/factory.json'))).toMatchObject({
