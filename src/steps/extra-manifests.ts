@@ -28,7 +28,7 @@ import { diffLines, readIngressConfig } from '../kube/openshift.js';
 import { openshiftApiServerUnsettled } from '../kube/openshift-apiserver.js';
 import { REDACTED } from '../log/redact.js';
 import { describeRef, type Kube, type KubeObject, refOf } from '../ports/kube.js';
-import { awaitRollout } from './await-rollout.js';
+import { awaitRollout } from '../kube/await-rollout.js';
 
 const FORCE = true;
 

@@ -23,7 +23,7 @@ import type { Step } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { CONFIG_NAMESPACE, diffLines, managedLabels, USER_CA_BUNDLE } from '../kube/openshift.js';
 import { proxyRevisionUnsettled } from '../kube/rollout.js';
-import { awaitRollout } from './await-rollout.js';
+import { awaitRollout } from '../kube/await-rollout.js';
 import type { KubeObject, ObjectRef } from '../ports/kube.js';
 
 export const PROXY_CONFIG: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'Proxy', name: 'cluster' };

@@ -4,11 +4,19 @@
  * step runs, and named in the error when the time is up.
  */
 import { VerificationError } from '../base/errors.js';
-import type { StepContext } from './step.js';
-import { pollUntil } from '../ports/clock.js';
+import type { Logger } from '../log/logger.js';
+import { pollUntil, type Clock } from '../ports/clock.js';
+
+/** What the wait needs of a step's context: its clock, log and progress line, and the bound. */
+export interface RolloutWait {
+  clock: Clock;
+  log: Logger;
+  progress?(message: string): Promise<void>;
+  options: { healthTimeoutSeconds: number };
+}
 
 export async function awaitRollout(
-  ctx: StepContext,
+  ctx: RolloutWait,
   step: string,
   /** what is not rolled out yet; empty once it is */
   unsettled: () => Promise<string[]>,
