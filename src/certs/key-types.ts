@@ -8,7 +8,8 @@ import { createPrivateKey, type KeyObject, type X509Certificate } from 'node:cry
 export type SupportedKey = { kind: 'rsa'; bits: 2048 | 3072 | 4096 } | { kind: 'ec'; curve: 'P-256' | 'P-384' };
 
 const RSA_BITS = [2048, 3072, 4096] as const;
-/** node:crypto names the curves by their OpenSSL names */
+/** node:crypto names the curves by their OpenSSL names; people and the supported list by NIST's */
+const NIST_NAMES: Record<string, string> = { prime256v1: 'P-256', secp384r1: 'P-384', secp521r1: 'P-521' };
 const CURVES: Record<string, 'P-256' | 'P-384'> = { prime256v1: 'P-256', secp384r1: 'P-384' };
 
 export const SUPPORTED_KEY_TYPES = 'RSA 2048, 3072 or 4096, or ECDSA P-256 or P-384';
@@ -27,11 +28,14 @@ export function supportedKey(key: KeyObject): SupportedKey | undefined {
   return undefined;
 }
 
-/** "RSA 1024", "EC secp521r1", "ed25519": how a refusal names a key. */
+/** "RSA 1024", "ECDSA P-521", "ed25519": how a refusal names a key, in the words of SUPPORTED_KEY_TYPES. */
 export function describeKey(key: KeyObject): string {
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === 'rsa') return `RSA ${details.modulusLength ?? '?'}`;
-  if (key.asymmetricKeyType === 'ec') return `EC ${details.namedCurve ?? '?'}`;
+  if (key.asymmetricKeyType === 'ec') {
+    const curve = details.namedCurve ?? '?';
+    return `ECDSA ${NIST_NAMES[curve] ?? curve}`;
+  }
   return key.asymmetricKeyType ?? 'unknown';
 }
 

@@ -124,7 +124,7 @@ describe('CAs the agent cannot or must not sign with are refused, naming the fie
 
   it.each([
     ['rsa1024', 'RSA 1024'],
-    ['p521', 'EC secp521r1'],
+    ['p521', 'ECDSA P-521'],
     ['ed25519', 'ed25519'],
   ] as [KeyKind, string][])('a %s site CA and client CA', (kind, type) => {
     const ca = rootCa(path.join(work, `weak-${kind}`), kind, kind);
