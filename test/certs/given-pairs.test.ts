@@ -1,9 +1,10 @@
 /**
  * The site's own serving certificates, made by openssl as a site's PKI makes them (an RSA 4096
- * root, an RSA 2048 issuing CA, RSA leaves): a pair that chains to the site CA with its
- * intermediate, serves and names the site's hosts is accepted; one that lacks the intermediate,
- * chains elsewhere, has a key the agent refuses, is not a serving certificate or misses a name is
- * refused when the site-config is read, naming the field, before anything is written.
+ * root, an RSA 2048 issuing CA, RSA leaves; and an ECDSA P-384 root, a P-256 issuing CA, P-256
+ * leaves): a pair that chains to the site CA with its intermediate, serves and names the site's
+ * hosts is accepted; one that lacks the intermediate, chains elsewhere, has a key the agent refuses,
+ * is not a serving certificate or misses a name is refused when the site-config is read, naming the
+ * field, before anything is written.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { certificatesIn } from '../../src/base/pem.js';
 import { loadSiteConfig } from '../../src/config/load.js';
 import { writeSiteFolder } from '../node/cli.js';
-import { intermediateCa, openssl, rootCa, type KeyKind, type OpensslCa } from './openssl-cas.js';
+import { intermediateCa, NEW_KEY, openssl, rootCa, type KeyKind, type OpensslCa } from './openssl-cas.js';
 
 const work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-given-pairs-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -20,7 +21,9 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 const API = 'api.sno.store42.example.com';
 const APPS = '*.apps.sno.store42.example.com';
 const CERT_FIELD = '$.spec.certificates.api.certFile';
-const KEY_OPTION: Partial<Record<KeyKind, string>> = { rsa2048: 'rsa:2048', rsa1024: 'rsa:1024' };
+/** what a serving certificate's key may be used for: key encipherment only with RSA (RFC 5480) */
+const servingUsage = (kind: KeyKind) =>
+  kind.startsWith('rsa') ? 'digitalSignature,keyEncipherment' : 'digitalSignature';
 
 const root = rootCa(work, 'site-root', 'rsa4096', [
   'basicConstraints=critical,CA:TRUE',
@@ -37,9 +40,9 @@ function leaf(name: string, ca: OpensslCa, san: string, kind: KeyKind = 'rsa2048
   writeFileSync(
     ext,
     extensions ??
-      `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=${san}\n`,
+      `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,${servingUsage(kind)}\nextendedKeyUsage=serverAuth\nsubjectAltName=${san}\n`,
   );
-  openssl(['req', '-new', '-newkey', KEY_OPTION[kind]!, '-nodes', '-subj', `/CN=${name}`, '-keyout', key, '-out', csr]);
+  openssl(['req', '-new', ...NEW_KEY[kind], '-nodes', '-subj', `/CN=${name}`, '-keyout', key, '-out', csr]);
   const crt = openssl([
     'x509', '-req', '-in', csr, '-CA', ca.crt, '-CAkey', ca.key, '-set_serial', '0x51', '-days', '90', '-sha256',
     '-extfile', ext,
@@ -48,10 +51,14 @@ function leaf(name: string, ca: OpensslCa, san: string, kind: KeyKind = 'rsa2048
   return name;
 }
 
-const issuingOnly = () => certificatesIn(readFileSync(issuing.crt, 'utf8'))[0]!.toString();
+/** the issuing CA's own certificate, without the root above it */
+const issuingOnly = (ca: OpensslCa = issuing) => certificatesIn(readFileSync(ca.crt, 'utf8'))[0]!.toString();
 
-/** The site-config with the site CA and an api pair: `chain` follows the leaf in its file; null: no clusterName. */
-async function load(name: string, chain: string, clusterName: string | null = 'sno') {
+/**
+ * The site-config with `ca` as the site CA and an api pair: `chain` follows the leaf in its file;
+ * null: no clusterName.
+ */
+async function load(name: string, chain: string, clusterName: string | null = 'sno', ca: OpensslCa = issuing) {
   const dir = writeSiteFolder(
     path.join(work, `${name}-site`),
     'store-0042',
@@ -64,8 +71,8 @@ async function load(name: string, chain: string, clusterName: string | null = 's
       certificates: { api: { certFile: 'api.crt', keyFile: 'api.key' } },
     },
     {
-      'site-ca.crt': readFileSync(issuing.crt, 'utf8'),
-      'site-ca.key': readFileSync(issuing.key, 'utf8'),
+      'site-ca.crt': readFileSync(ca.crt, 'utf8'),
+      'site-ca.key': readFileSync(ca.key, 'utf8'),
       'api.crt': readFileSync(path.join(work, `${name}.crt`), 'utf8') + chain,
       'api.key': readFileSync(path.join(work, `${name}.key`), 'utf8'),
     },
@@ -111,5 +118,38 @@ describe("the site's own serving certificates, against the site CA", () => {
     const apps = leaf('apps-for-api', issuing, `DNS:${APPS}`);
     expect(await load(apps, issuingOnly())).toContain(`${CERT_FIELD}: CN=apps-for-api does not name ${API}`);
     expect(await load(apps, issuingOnly(), null)).toEqual([]);
+  });
+});
+
+describe('the same from an ECDSA PKI: a P-384 root and a P-256 issuing CA, as openssl makes them', () => {
+  const ecRoot = rootCa(path.join(work, 'ec'), 'ec-root', 'p384', [
+    'basicConstraints=critical,CA:TRUE',
+    'keyUsage=critical,keyCertSign,cRLSign',
+    'subjectKeyIdentifier=hash',
+  ]);
+  const ecIssuing = intermediateCa(path.join(work, 'ec'), 'ec-issuing', 'p256', ecRoot);
+
+  it('a P-256 certificate the issuing CA signed, served with its intermediate: accepted', async () => {
+    const good = leaf('ec-good', ecIssuing, `DNS:${API}`, 'p256');
+    expect(await load(good, issuingOnly(ecIssuing), 'sno', ecIssuing)).toEqual([]);
+  });
+
+  it('the same without the intermediate: refused, naming the intermediate to append', async () => {
+    const bare = leaf('ec-bare', ecIssuing, `DNS:${API}`, 'p256');
+    expect(await load(bare, '', 'sno', ecIssuing)).toContain(
+      `${CERT_FIELD}: the file lacks the intermediate CA O=Store Corp, CN=ec-issuing, and a client is served only what the file holds: append it (and any CA above it but the root) after the certificate`,
+    );
+  });
+
+  it('a P-521 key: refused with the supported types', async () => {
+    const p521 = leaf('ec-p521', ecIssuing, `DNS:${API}`, 'p521');
+    expect(await load(p521, issuingOnly(ecIssuing), 'sno', ecIssuing)).toContain(
+      `${CERT_FIELD}: CN=ec-p521 has a key of type ECDSA P-521; supported: RSA 2048, 3072 or 4096, or ECDSA P-256 or P-384`,
+    );
+  });
+
+  it('an RSA certificate the ECDSA issuing CA signed chains to it: accepted', async () => {
+    const mixed = leaf('ec-signed-rsa', ecIssuing, `DNS:${API}`, 'rsa2048');
+    expect(await load(mixed, issuingOnly(ecIssuing), 'sno', ecIssuing)).toEqual([]);
   });
 });

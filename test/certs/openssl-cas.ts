@@ -9,7 +9,8 @@ import path from 'node:path';
 
 export type KeyKind = 'rsa2048' | 'rsa3072' | 'rsa4096' | 'p256' | 'p384' | 'rsa1024' | 'p521' | 'ed25519';
 
-const NEW_KEY: Record<KeyKind, string[]> = {
+/** openssl `req` arguments that make a new key of each kind. */
+export const NEW_KEY: Record<KeyKind, string[]> = {
   rsa2048: ['-newkey', 'rsa:2048'],
   rsa3072: ['-newkey', 'rsa:3072'],
   rsa4096: ['-newkey', 'rsa:4096'],
