@@ -82,7 +82,7 @@ export function intermediateCa(dir: string, name: string, kind: KeyKind, parent:
 }
 
 /** A self-signed CA valid only between two dates (YYYYMMDDHHMMSSZ), made by `openssl ca`. */
-export function datedCa(dir: string, name: string, start: string, end: string): OpensslCa {
+export function datedCa(dir: string, name: string, start: string, end: string, kind: KeyKind = 'rsa2048'): OpensslCa {
   const db = path.join(dir, `${name}-db`);
   mkdirSync(db, { recursive: true });
   writeFileSync(path.join(db, 'index.txt'), '');
@@ -97,7 +97,7 @@ export function datedCa(dir: string, name: string, start: string, end: string): 
   const crt = path.join(dir, `${name}.crt`);
   const key = path.join(dir, `${name}.key`);
   const csr = path.join(db, 'req.csr');
-  openssl(['req', '-new', ...NEW_KEY.rsa2048, '-nodes', '-subj', `/CN=${name}`, '-keyout', key, '-out', csr]);
+  openssl(['req', '-new', ...NEW_KEY[kind], '-nodes', '-subj', `/CN=${name}`, '-keyout', key, '-out', csr]);
   openssl([
     'ca', '-batch', '-selfsign', '-notext', '-config', config, '-keyfile', key, '-in', csr, '-out', crt,
     '-startdate', start, '-enddate', end, '-extensions', 'v3',
