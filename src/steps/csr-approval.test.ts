@@ -14,7 +14,8 @@ import { createRootFs } from '../ports/fs.js';
 import { testSite } from '../../test/node/context.js';
 import { bootstrapperClientSpec } from '../../test/kube/csr-requests.js';
 import { KUBELET_SERVING_SIGNER } from '../kube/csr.js';
-import { csrApprovalStep, nodeIdentity } from './csr-approval.js';
+import { nodeIdentity } from '../node/kubelet-csrs.js';
+import { csrApprovalStep } from './csr-approval.js';
 
 const brEx = (addrs: { local: string; prefixlen: number }[]): Exec => ({
   run: async (command, args) => {

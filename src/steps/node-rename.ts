@@ -50,7 +50,7 @@ import {
   surveyCluster,
 } from '../node/rename-preflight.js';
 import { ETCD_CERTS_DIR, etcdCertFiles, OFFLINE_CLEARED, renameRecordPath, writeRenameRecord } from '../node/rename.js';
-import { approveUntilIssued } from './csr-approval.js';
+import { approveUntilIssued } from '../node/kubelet-csrs.js';
 
 const KUBELET_UNIT = 'kubelet.service';
 /** crictl: CRI-O's own client, on every RHCOS node */
