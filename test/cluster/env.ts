@@ -35,6 +35,11 @@ import { testSite } from '../node/context.js';
 import { noteLogLine } from '../helpers/error-log.js';
 
 export const STATE_DIR = '/var/lib/sno-relocate';
+/**
+ * The models' rollouts take their upstream durations (models/durations.ts) times this, in every
+ * cluster test: SNO_RELOCATE_ROLLOUT_TIME_FACTOR, else 1/20 (docs/testing.md).
+ */
+export const ROLLOUT_TIME_FACTOR = Number(process.env.SNO_RELOCATE_ROLLOUT_TIME_FACTOR || 0.05);
 /** the cluster steps the agent runs before health (which is another step's business) */
 export const CLUSTER_PHASE: StepName[] = STEPS.filter((s) => s.group === 'cluster' && s.name !== 'health').map(
   (s) => s.name,
@@ -55,8 +60,8 @@ export interface FactoryOptions {
   seed?: SeedOptions;
   /** run the models of the OpenShift operators, router and kube-apiserver revisions; default true */
   models?: boolean;
-  /** how the models time their rollouts (test/cluster/models/index.ts) */
-  modelOptions?: Omit<ModelOptions, 'nodeName' | 'routes'>;
+  /** how the models time their rollouts (test/cluster/models/index.ts); timeFactor defaults to ROLLOUT_TIME_FACTOR */
+  modelOptions?: Omit<ModelOptions, 'nodeName' | 'routes' | 'timeFactor'> & { timeFactor?: number };
   /** how long the models may take to settle the seeded cluster (the router admits each route in turn) */
   settleTimeoutMs?: number;
   /** more static-token users of the API server, for RBAC tests (they make the server private) */
@@ -115,6 +120,7 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
         network: { nameservers: opts.routeHealth.nameservers },
       };
       models = startModels(cluster, cluster.kubeConfig(), {
+        timeFactor: ROLLOUT_TIME_FACTOR,
         ...opts.modelOptions,
         nodeName: factory.nodeName,
         ...(routes && { routes }),

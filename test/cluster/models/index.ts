@@ -19,6 +19,7 @@ import { startMachineConfigRenders, type Release } from './machine-config-render
 import { startNetworkOperator } from './network-operator.js';
 import { startOpenShiftApiServer } from './openshift-apiserver.js';
 import type { RolloutTimes } from './rollout.js';
+import { scaledTimes } from './durations.js';
 import { startRouter } from './router.js';
 import { startWorkloadRollouts } from './workload-rollouts.js';
 import type { ClusterNetwork } from './route-health.js';
@@ -26,15 +27,20 @@ import type { RouterDataPlane } from './router-data-plane.js';
 
 export interface ModelOptions {
   nodeName: string;
-  /** how long the API stays down while the kube-apiserver "restarts" on a new revision; default 500 ms */
+  /**
+   * every duration of durations.ts UPSTREAM_MS multiplied by this (the suite's ROLLOUT_TIME_FACTOR,
+   * test/cluster/env.ts); the fields below override one each
+   */
+  timeFactor: number;
+  /** how long the API stays down while the kube-apiserver "restarts" on a new revision */
   restartDownMs?: number;
-  /** how long a revision takes to reach the installer and the installer to run; default 3 s */
+  /** how long a revision takes to reach the installer and the installer to run */
   installerMs?: number;
-  /** how long a failed revision keeps the API down before the startup monitor falls back; default 2 s */
+  /** how long a failed revision keeps the API down before the startup monitor falls back */
   fallbackDownMs?: number;
-  /** the deployments' rollouts; defaults: a fraction of a second to a few seconds */
+  /** the deployments' rollouts */
   times?: Partial<Record<'openshiftApiServer' | 'oauthServer' | 'router', RolloutTimes>>;
-  /** the machine-config operator's renderDelay; default 1 s (5 s upstream) */
+  /** the machine-config operator's renderDelay */
   renderDelayMs?: number;
   /** the release whose machine-config daemon rules apply; default ClusterVersion's */
   release?: Release;
@@ -63,19 +69,16 @@ export interface Models {
 
 export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOptions): Models {
   const ledger = new Ledger();
+  const scaled = scaledTimes(opts.timeFactor);
+  const times = { ...scaled.times, ...opts.times };
   const kubeApiServer = startKubeApiServerOperator(kc, {
     nodeName: opts.nodeName,
-    restart: (downMs) => cluster.restartApiServer({ downMs: downMs ?? opts.restartDownMs ?? 500 }),
-    ...(opts.installerMs !== undefined && { installerMs: opts.installerMs }),
-    ...(opts.fallbackDownMs !== undefined && { fallbackDownMs: opts.fallbackDownMs }),
+    restart: (downMs) => cluster.restartApiServer({ downMs: downMs ?? opts.restartDownMs ?? scaled.restartDownMs }),
+    installerMs: opts.installerMs ?? scaled.installerMs,
+    fallbackDownMs: opts.fallbackDownMs ?? scaled.fallbackDownMs,
     ledger,
   });
-  const workloads = startWorkloadRollouts(kc, {
-    oauthServer: opts.times?.oauthServer ?? { shutdownMs: 1000, startMs: 1000 },
-    // the old router is taken to stop admitting as soon as it is told to stop (workload-rollouts.ts)
-    router: opts.times?.router ?? { shutdownMs: 0, startMs: 4000 },
-    ledger,
-  });
+  const workloads = startWorkloadRollouts(kc, { oauthServer: times.oauthServer, router: times.router, ledger });
   const all = [
     startIngressOperator(kc),
     startNetworkOperator(kc, {
@@ -83,7 +86,7 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
       networks: ['10.128.0.0/14', '172.30.0.0/16', `${FACTORY_NODE_IP}/24`],
     }),
     startOpenShiftApiServer(kc, {
-      ...(opts.times?.openshiftApiServer && { times: opts.times.openshiftApiServer }),
+      times: times.openshiftApiServer,
       ...(opts.routes && { routes: opts.routes }),
       ledger,
     }),
@@ -92,7 +95,7 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
     startAuthenticationOperator(kc, undefined, opts.routeHealth?.network),
     workloads,
     startMachineConfigRenders(kc, {
-      renderDelayMs: opts.renderDelayMs ?? 1000,
+      renderDelayMs: opts.renderDelayMs ?? scaled.renderDelayMs,
       ...(opts.release && { release: opts.release }),
       ledger,
     }),

@@ -69,10 +69,10 @@ export interface KubeApiServerOptions {
   nodeName: string;
   /** restarts the API server (the static pod of the new revision), down for `downMs` when given */
   restart(downMs?: number): Promise<void>;
-  /** how long the revision takes to reach the installer and the installer to run, before the restart; default 3 s */
-  installerMs?: number;
-  /** how long the API is down when a revision fails and the startup monitor falls back; default 2 s (300 s upstream) */
-  fallbackDownMs?: number;
+  /** how long the revision takes to reach the installer and the installer to run, before the restart (durations.ts) */
+  installerMs: number;
+  /** how long the API is down when a revision fails and the startup monitor falls back (durations.ts) */
+  fallbackDownMs: number;
   intervalMs?: number;
   ledger?: Ledger;
 }
@@ -330,7 +330,7 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
         ],
         conditions,
       });
-      await new Promise((resolve) => setTimeout(resolve, opts.installerMs ?? 3000));
+      await new Promise((resolve) => setTimeout(resolve, opts.installerMs));
       const again = await observe();
       if (typeof again !== 'string') lastObserved = again;
       latest = await revise(latest);
@@ -338,7 +338,7 @@ export function startKubeApiServerOperator(kc: KubeConfig, opts: KubeApiServerOp
     // the static pod of the target revision replaces the running one
     const starts = await startsWith(core, lastObserved!.secrets);
     opts.ledger?.record('kube-apiserver', `revision ${target} installed`);
-    if (result.restarts) await opts.restart(starts ? undefined : (opts.fallbackDownMs ?? 2000));
+    if (result.restarts) await opts.restart(starts ? undefined : opts.fallbackDownMs);
     if (!starts) {
       // the startup monitor's fallback: the last known good revision runs again
       opts.ledger?.record(

@@ -49,22 +49,18 @@ const NAMESPACE = 'openshift-apiserver';
 const CONFIG_HASH_ANNOTATION = configMapHashAnnotation(NAMESPACE, 'config');
 
 export interface OpenShiftApiServerOptions {
-  /** the rollout's two parts; default 0.5 s of shutdown and 1 s to the new pod (50 s and more upstream) */
-  times?: RolloutTimes;
+  /** the rollout's two parts (durations.ts) */
+  times: RolloutTimes;
   /** the aggregated route server, stopped while no pod serves */
   routes?: AggregatedRoutes;
   ledger?: Ledger;
   intervalMs?: number;
 }
 
-export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServerOptions = {}): Model {
+export function startOpenShiftApiServer(kc: KubeConfig, opts: OpenShiftApiServerOptions): Model {
   const { custom, core } = clients(kc);
   const apps = kc.makeApiClient(AppsV1Api);
-  const rollout = new SingleReplicaRollout(
-    'openshift-apiserver',
-    opts.times ?? { shutdownMs: 500, startMs: 1000 },
-    opts.ledger,
-  );
+  const rollout = new SingleReplicaRollout('openshift-apiserver', opts.times, opts.ledger);
   /** the subdomain of the pod that serves, by the template it was made from */
   const subdomainOf = new Map<string, string>();
   let serving: string | undefined;
