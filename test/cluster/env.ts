@@ -32,6 +32,7 @@ import { serveRoutesByAggregation, type AggregatedRoutes } from '../kube/aggrega
 import { startModels, type ModelOptions, type Models } from './models/index.js';
 import { startRouterDataPlane } from './models/router-data-plane.js';
 import { testSite } from '../node/context.js';
+import { startDnsmasq } from '../helpers/dnsmasq.js';
 import { noteLogLine } from '../helpers/error-log.js';
 
 export const STATE_DIR = '/var/lib/sno-relocate';
@@ -75,9 +76,24 @@ export interface FactoryOptions {
   aggregatedRoutes?: boolean;
   /**
    * the router answers on `address`:443 and the cluster DNS forwards to `nameservers`: the console
-   * and authentication operators' models then check their routes' health (models/route-health.ts)
+   * and authentication operators' models check their routes' health (models/route-health.ts). By
+   * default a cluster DNS of the file's own (a real dnsmasq) answers every name with the router's
+   * address. false: the operators turn Available as soon as their routes are admitted, and the
+   * caller says why it needs that.
    */
-  routeHealth?: { address: string; nameservers: string[] };
+  routeHealth?: { address: string; nameservers: string[] } | false;
+}
+
+/**
+ * A loopback /24 of this cluster's own: the router's data plane on .1:443, and on .2:53 a cluster
+ * DNS that resolves every name to it, as a site's DNS resolves its API and apps names to the node.
+ */
+async function wildcardClusterDns(): Promise<{ address: string; nameservers: string[]; stop(): Promise<void> }> {
+  const net = `127.${20 + Math.floor(Math.random() * 200)}.${Math.floor(Math.random() * 250)}`;
+  const dir = mkdtempSync(path.join(tmpdir(), 'cluster-dns-'));
+  writeFileSync(path.join(dir, 'all.conf'), `address=/#/${net}.1\n`);
+  const dns = await startDnsmasq(dir, `${net}.2`);
+  return { address: `${net}.1`, nameservers: [`${net}.2`], stop: () => dns.stop() };
 }
 
 /** The test's own restarts and the kube-apiserver model's, one at a time, as one static pod restarts. */
@@ -106,8 +122,10 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
   serializeRestarts(cluster);
   let models: Models | undefined;
   let routes: AggregatedRoutes | undefined;
+  let clusterDns: Awaited<ReturnType<typeof wildcardClusterDns>> | undefined;
   const stop = async () => {
     await models?.stop();
+    await clusterDns?.stop();
     await routes?.close();
     await cluster.stop();
   };
@@ -115,9 +133,11 @@ export async function startFactory(opts: FactoryOptions = {}): Promise<ClusterEn
     if (opts.aggregatedRoutes) routes = await serveRoutesByAggregation(cluster, cluster.kubeConfig());
     const factory = await seedFactoryCluster(cluster.kubeconfigPath, opts.seed);
     if (opts.models !== false) {
-      const routeHealth = opts.routeHealth && {
-        dataPlane: await startRouterDataPlane(cluster.kubeConfig(), opts.routeHealth.address),
-        network: { nameservers: opts.routeHealth.nameservers },
+      if (opts.routeHealth === undefined) clusterDns = await wildcardClusterDns();
+      const health = opts.routeHealth === undefined ? clusterDns : opts.routeHealth;
+      const routeHealth = health && {
+        dataPlane: await startRouterDataPlane(cluster.kubeConfig(), health.address),
+        network: { nameservers: health.nameservers },
       };
       models = startModels(cluster, cluster.kubeConfig(), {
         timeFactor: ROLLOUT_TIME_FACTOR,

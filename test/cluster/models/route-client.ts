@@ -97,13 +97,15 @@ function dial(address: string, port: number): Promise<net.Socket> {
   });
 }
 
-function connectThrough(proxy: URL, host: string, port: number): Promise<net.Socket> {
+async function connectThrough(proxy: URL, host: string, port: number, nameservers: string[]): Promise<net.Socket> {
+  // the proxy's own name resolves through the cluster DNS too
+  const [proxyAddress] = await resolve(nameservers, proxy.hostname.replace(/^\[|\]$/g, ''));
   return new Promise((done, fail) => {
     const credentials = proxy.username
       ? `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`
       : undefined;
     const req = http.request({
-      host: proxy.hostname,
+      host: proxyAddress,
       port: Number(proxy.port || 80),
       method: 'CONNECT',
       path: `${host}:${port}`,
@@ -127,7 +129,7 @@ function connectThrough(proxy: URL, host: string, port: number): Promise<net.Soc
 async function open(url: URL, client: OperatorClient): Promise<net.Socket> {
   const port = client.port ?? 443;
   if (client.httpsProxy && useProxy(url.hostname, client.noProxy))
-    return connectThrough(new URL(client.httpsProxy), url.hostname, port);
+    return connectThrough(new URL(client.httpsProxy), url.hostname, port, client.nameservers);
   const failed: string[] = [];
   for (const address of await resolve(client.nameservers, url.hostname)) {
     const socket = await dial(address, port).catch((e: Error) => void failed.push(e.message));
