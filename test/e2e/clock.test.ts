@@ -10,10 +10,14 @@
 // node's kubeconfig names it, relayed by qemu): the site CA it keeps on the node's disk and the
 // serving certificates it writes into Secrets are checked by the host's openssl on the host's
 // clock, the true time: valid now, and backdated by one hour from the corrected clock, not the RTC's.
+// Last, a node shelved past its power-on-by date (the shipment record factory seal left says when
+// its certificates expired): with the RTC six months behind its clock would let it through, but the
+// stick's signing time proves that date passed, so the stick is refused at admission with nothing
+// on the host changed, and the console says why.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,8 +28,11 @@ import { startFactory, STATE_DIR, type ClusterEnv } from '../cluster/env.js';
 import { enableUnit, installFiles } from './disk.js';
 import { guestApiForward, guestKubeconfig } from './guest-api.js';
 import { AGENT_UNIT, buildNodeImage, ensureAgentBuild, nodeOnlyDropIn, type NodeImage } from './node-image.js';
+import { expectRefusedUnchanged } from './journey.js';
+import { waitEvent } from './node-checks.js';
 import {
   announceSkip,
+  expectNodeHeld,
   expectSiteNetwork,
   MIN,
   recordTimings,
@@ -213,6 +220,48 @@ describe.skipIf(skipVm)('a wrong clock at power-on, a time server at the site', 
     async () => {
       const journal = await relocate('clock-behind', -SHIFT_DAYS);
       expect(journal).not.toMatch(/refused/);
+    },
+    15 * MIN,
+  );
+
+  it(
+    'a shipment past its power-on-by date: refused at admission on the signing time, nothing on the host changed',
+    async () => {
+      const started = performance.now();
+      const signed = Date.now();
+      // what factory seal left: sealed 40 days ago, its signer certificate expired yesterday
+      const shipment = {
+        shippedAt: new Date(signed - 40 * DAY_MS).toISOString(),
+        shelfDays: 20,
+        warnings: [],
+        powerOnBy: {
+          date: new Date(signed - 8 * DAY_MS).toISOString(),
+          expiry: new Date(signed - DAY_MS).toISOString(),
+          certificate: 'Secret openshift-kube-apiserver-operator/kube-apiserver-to-kubelet-signer',
+        },
+      };
+      await installFiles(image!.disk, [
+        { path: posix.join(STATE_DIR, 'shipment.json'), mode: 0o600, contents: JSON.stringify(shipment) },
+      ]);
+      // six months behind, the node's clock is before the expiry; chronyd reaches no time server
+      const rtc = new Date(signed - SHIFT_DAYS * DAY_MS).toISOString().slice(0, 19);
+      const v = await bootVm({ name: 'clock-power-on-by', disk: image!.disk, qemuArgs: ['-rtc', `base=${rtc}`] });
+      vms.push(v);
+      await v.waitSsh();
+      await waitEvent(v, 'configWaiting', { timeoutMs: 5 * MIN });
+      const hostname = await v.sshOk('hostnamectl hostname');
+      const journal = await expectRefusedUnchanged(v, stick);
+      await recordTimings('clock-power-on-by', { bootToRefusedMs: Math.round(performance.now() - started) });
+      const expiry = shipment.powerOnBy.expiry;
+      const reason = new RegExp(
+        `site-config refused: the true time is no earlier than the site-config signature \\(signedAt\\) \\(\\S+\\), and by then the node stayed off past its power-on-by date ${shipment.powerOnBy.date.slice(0, 10)}: ${shipment.powerOnBy.certificate} expired on ${expiry.replace(/[.]/g, '\\.')} .*; nothing on the host was changed`,
+      );
+      expect(journal).toMatch(reason);
+      // on the technician's console, as the agent wrote it
+      expect(await v.serialText()).toMatch(new RegExp(`sno-relocate: ${reason.source}`));
+      // the clock was not touched: still six months behind
+      expect(Number((await v.sshOk('date +%s')).trim()) * 1000).toBeLessThan(signed - 100 * DAY_MS);
+      await expectNodeHeld(v, hostname);
     },
     15 * MIN,
   );
