@@ -1,8 +1,9 @@
 /**
  * The Prometheus text endpoint: findings by component and severity, the overall health, the last
  * full sync and sync errors, and the relocation SLIs the agent left in the state folder
- * (relocation-metrics.ts). Served on loopback only; it holds nothing secret but nothing needs it
- * from outside the node.
+ * (relocation-metrics.ts). It holds nothing secret; the unit serves it on every address and lets
+ * only loopback and the pod network in, where the platform Prometheus scrapes it through the
+ * Endpoints the watcher keeps (scrape-endpoints.ts).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

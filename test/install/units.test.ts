@@ -215,9 +215,14 @@ describe('systemd units', () => {
     expect(waitedFor.filter((name) => unit(name).Unit?.After?.includes('sno-relocate.service'))).toEqual([]);
   });
 
-  it('runs the watcher read-only, reaching only localhost, and restarts it always', () => {
+  it('runs the watcher read-only, reached from loopback and the pod network only, and restarts it always', () => {
     const watch = unit('sno-relocate-watch.service');
-    expect(watch.Service!.ExecStart).toEqual(['/usr/local/bin/sno-relocate', 'watch']);
+    expect(watch.Service!.ExecStart).toEqual([
+      '/usr/local/bin/sno-relocate',
+      'watch',
+      '--metrics-address',
+      '0.0.0.0:9464',
+    ]);
     expect(watch.Service!.Restart).toEqual(['always']);
     expect(watch.Unit!.StartLimitIntervalSec).toEqual(['0']);
     expect(watch.Service!.ProtectSystem).toEqual(['strict']);
@@ -226,7 +231,8 @@ describe('systemd units', () => {
     expect(watch.Service!.StateDirectoryMode).toEqual(['0700']);
     expect(watch.Service!.ReadWritePaths).toBeUndefined();
     expect(watch.Service!.IPAddressDeny).toEqual(['any']);
-    expect(watch.Service!.IPAddressAllow).toEqual(['localhost']);
+    // the installer's default clusterNetwork: where the platform Prometheus scrapes from
+    expect(watch.Service!.IPAddressAllow).toEqual(['localhost', '10.128.0.0/14']);
     expect(watch.Service!.CapabilityBoundingSet).toEqual([]);
     expect([watch.Service!.UMask, watch.Service!.MemoryMax]).toEqual([['0077'], ['256M']]);
   });

@@ -8,37 +8,24 @@
  * is shortened to 2 s, so that a test does not wait half an hour; their durations are checked by
  * `promtool test rules` (monitoring.test.ts).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandError } from '../../src/base/errors.js';
 import { SliStore } from '../../src/engine/sli.js';
 import { closeGateUnlessFor, openGate } from '../../src/node/kubelet-gate.js';
 import { createRootFs, type RootFs } from '../../src/ports/fs.js';
 import { serveMetrics, type MetricsEndpoint } from '../../src/watch/metrics.js';
-import { freeTcpPort } from '../helpers/ports.js';
+import { type PrometheusServer, startPrometheus } from './prometheus-server.js';
 
-const REPO = path.resolve(import.meta.dirname, '../..');
-const RULES = path.join(REPO, 'monitoring/sno-relocate-rules.yaml');
 const STATE_DIR = '/var/lib/sno-relocate';
 
 let work: string;
 let fs: RootFs;
 let sli: SliStore;
 let endpoint: MetricsEndpoint;
-let prometheus: ChildProcess;
-let api: string;
-let log = '';
-
-/** the groups of the shipped PrometheusRule, as the Prometheus Operator hands them to Prometheus */
-function shippedGroups(): unknown[] {
-  const docs = yaml.loadAll(readFileSync(RULES, 'utf8')) as { kind: string; spec?: { groups: unknown[] } }[];
-  const groups = docs.find((d) => d.kind === 'PrometheusRule')!.spec!.groups as { rules: { for?: string }[] }[];
-  return groups.map((g) => ({ ...g, rules: g.rules.map((r) => (r.for ? { ...r, for: '2s' } : r)) }));
-}
+let prometheus: PrometheusServer;
 
 beforeAll(async () => {
   work = mkdtempSync(path.join(tmpdir(), 'prometheus-'));
@@ -51,80 +38,27 @@ beforeAll(async () => {
   await openGate(fs, STATE_DIR, 'site-hash');
   endpoint = await serveMetrics('127.0.0.1:0', { fs, stateDir: STATE_DIR });
   endpoint.update('healthy', []);
-
-  writeFileSync(path.join(work, 'rules.yaml'), yaml.dump({ groups: shippedGroups() }));
-  writeFileSync(
-    path.join(work, 'prometheus.yml'),
-    yaml.dump({
-      global: { scrape_interval: '1s', evaluation_interval: '1s' },
-      rule_files: [path.join(work, 'rules.yaml')],
-      scrape_configs: [
+  prometheus = await startPrometheus(work, [
+    {
+      // the job and target labels the Prometheus Operator gives a ServiceMonitor's endpoint
+      job_name: 'serviceMonitor/sno-relocate/sno-relocate-watch/0',
+      static_configs: [
         {
-          // the job and target labels the Prometheus Operator gives a ServiceMonitor's endpoint
-          job_name: 'serviceMonitor/sno-relocate/sno-relocate-watch/0',
-          static_configs: [
-            {
-              targets: [new URL(endpoint.url).host],
-              labels: { namespace: 'sno-relocate', service: 'sno-relocate-watch', job: 'sno-relocate-watch' },
-            },
-          ],
+          targets: [new URL(endpoint.url).host],
+          labels: { namespace: 'sno-relocate', service: 'sno-relocate-watch', job: 'sno-relocate-watch' },
         },
       ],
-    }),
-  );
-  const port = await freeTcpPort();
-  api = `http://127.0.0.1:${port}`;
-  prometheus = spawn(
-    'prometheus',
-    [
-      `--config.file=${path.join(work, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${path.join(work, 'tsdb')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  prometheus.stderr!.setEncoding('utf8').on('data', (c: string) => (log += c));
-  await until('Prometheus ready', async () => (await fetch(`${api}/-/ready`).catch(() => undefined))?.ok === true);
+    },
+  ]);
 }, 60_000);
 
 afterAll(async () => {
-  prometheus?.kill();
+  prometheus?.stop();
   await endpoint?.close();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-/** waits, polling, until `check` holds; a deadline names what was awaited and Prometheus's log */
-async function until(what: string, check: () => Promise<boolean>, ms = 45_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s\n${log.slice(-2000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
-interface Alert {
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-  state: string;
-}
-async function alerts(): Promise<Alert[]> {
-  const body = (await (await fetch(`${api}/api/v1/alerts`)).json()) as { data: { alerts: Alert[] } };
-  return body.data.alerts;
-}
-const firing = async (name: string) =>
-  (await alerts()).find((a) => a.labels.alertname === name && a.state === 'firing');
-const quiet = async (name: string) => !(await alerts()).some((a) => a.labels.alertname === name);
-
-/** the alert fires while the symptom lasts, and is gone once it clears */
-async function firesAndClears(name: string, symptom: () => Promise<void>, clear: () => Promise<void>): Promise<Alert> {
-  expect(await quiet(name)).toBe(true);
-  await symptom();
-  let seen: Alert | undefined;
-  await until(`${name} firing`, async () => (seen = await firing(name)) !== undefined);
-  await clear();
-  await until(`${name} cleared`, () => quiet(name));
-  return seen!;
-}
+const firesAndClears: PrometheusServer['firesAndClears'] = (...args) => prometheus.firesAndClears(...args);
 
 describe('the shipped alerts, in a real Prometheus', () => {
   it('SnoRelocateRunFailed fires on a failed run and clears on the next success', async () => {

@@ -75,7 +75,16 @@ export async function watchCommand(inv: Invocation): Promise<CommandResult> {
       await view.stop();
     }
   }
-  return watchUntilStopped(rt, api, ctx, recorder);
+  return watchUntilStopped(rt, api, ctx, recorder, file);
+}
+
+/** A client for the few writes the watcher makes, without waiting for the API: it may not be up yet. */
+async function kubeFor(file: string, rt: Runtime) {
+  const [{ loadKubeConfig }, { createKube }] = await Promise.all([
+    import('../../kube/connect.js'),
+    import('../../kube/client.js'),
+  ]);
+  return createKube(loadKubeConfig(file), rt.log);
 }
 
 async function watchUntilStopped(
@@ -83,13 +92,16 @@ async function watchUntilStopped(
   api: ListWatch,
   ctx: WatchContext,
   recorder: Recorder | undefined,
+  kubeconfig: string,
 ): Promise<CommandResult> {
-  const [{ ClusterView }, { Watcher }, { serveMetrics }, { interpreterOnly }] = await Promise.all([
-    import('../../watch/view.js'),
-    import('../../watch/watcher.js'),
-    import('../../watch/metrics.js'),
-    import('../../watch/memory.js'),
-  ]);
+  const [{ ClusterView }, { Watcher }, { serveMetrics, parseListenAddress }, { interpreterOnly }, scrape] =
+    await Promise.all([
+      import('../../watch/view.js'),
+      import('../../watch/watcher.js'),
+      import('../../watch/metrics.js'),
+      import('../../watch/memory.js'),
+      import('../../watch/scrape-endpoints.js'),
+    ]);
   // idle most of its life: its resident size matters more than the speed of its resyncs
   interpreterOnly();
   const metrics = await serveMetrics(rt.options.metricsAddress, { fs: rt.fs, stateDir: rt.stateDir });
@@ -117,10 +129,16 @@ async function watchUntilStopped(
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
+  // served beyond loopback: the platform Prometheus reaches it through the Endpoints this keeps
+  const keeper = scrape.isLoopback(parseListenAddress(rt.options.metricsAddress).host)
+    ? undefined
+    : new scrape.EndpointsKeeper(await kubeFor(kubeconfig, rt), api, Number(new URL(metrics.url).port), rt.log);
   view.start();
+  keeper?.start();
   rt.log.info({ server: view.server, metrics: metrics.url }, `watching ${view.server}; metrics at ${metrics.url}`);
   const signal = await stopped;
   rt.log.info({ signal }, `watcher stopping on ${signal}`);
+  await keeper?.stop();
   await watcher.stop();
   await view.stop();
   await metrics.close();
