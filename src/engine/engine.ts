@@ -74,9 +74,9 @@ export async function verifyStep(step: Step, ctx: StepContext, after?: unknown):
 
 /** Apply, then the step's waits: the plan's changes made and settled; apply's facts for the verification. */
 async function applyAndSettle(step: Step, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<unknown> {
-  const facts: unknown = await step.apply?.(ctx, view, plan);
-  await step.settle?.(ctx);
-  return facts;
+  const applied: unknown = await step.apply?.(ctx, view, plan);
+  const settled: unknown = await step.settle?.(ctx, applied);
+  return settled ?? applied;
 }
 
 /** Plans the selected steps without changing anything (what `plan` prints). */
@@ -219,6 +219,12 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   return state;
 }
 
+/** Every step's recorded facts, by step. */
+const factsOf = (state: RunState): Record<StepName, unknown> =>
+  Object.fromEntries(
+    Object.entries(state.steps).flatMap(([name, r]) => (r.facts === undefined ? [] : [[name, r.facts]])),
+  );
+
 async function runOne(
   step: Step,
   stepCtx: StepContext,
@@ -232,6 +238,7 @@ async function runOne(
   const ctx: StepContext = {
     ...stepCtx,
     runStartedAt: state.startedAt,
+    facts: factsOf(state),
     ...(doneBefore && previous.finishedAt !== undefined && { doneAt: previous.finishedAt }),
   };
   const began = ctx.clock.monotonic();

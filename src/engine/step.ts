@@ -90,6 +90,8 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   runStartedAt?: string;
   /** when this step was last recorded done for the same inputs (ISO 8601); absent when it was not */
   doneAt?: string;
+  /** the facts each step's apply and settle recorded in the run's state (src/steps/facts.ts); absent outside `run` */
+  facts?: Readonly<Record<StepName, unknown>>;
   /** hold points for power-cut tests (hold.ts); absent outside `run` */
   hold?: HoldAt;
   /** says what a running step waits for, as `status` shows it (its DETAIL); absent outside `run` */
@@ -128,8 +130,11 @@ export interface Step<S extends SiteBase = SiteBase, V = unknown, F = unknown> {
    * verify and records them in the run's state (src/steps/facts.ts lists every step's).
    */
   apply?(ctx: StepContext<S>, view: V, plan: ChangePlan): Promise<F>;
-  /** waits, bounded, for what apply set going (routes admitted, a healthy cluster, ...) */
-  settle?(ctx: StepContext<S>): Promise<void>;
+  /**
+   * waits, bounded, for what apply set going (routes admitted, a healthy cluster, ...); may add to
+   * apply's facts (`after`) what the wait saw: what it returns, when not undefined, replaces them
+   */
+  settle?(ctx: StepContext<S>, after?: F): Promise<F | undefined>;
   /**
    * Throws VerificationError when the result does not hold. Absent: the engine surveys again and
    * the plan must be noop. A step that gives its own says why in a comment. `after` as for survey.

@@ -3,6 +3,8 @@
  * verification (survey and verify, as `after`) and records them in the run's state (state.json,
  * the step's `facts`), so what apply did is on record. Plain JSON, never a secret.
  *
+ * A later step reads an earlier one's through `factOf`, from the run's state.
+ *
  * What steps hand each other across runs lies in the state folder, each file with its reader:
  * - shipment.json (node/shipment.ts): factory seal -> clock
  * - node-rename.json (node/rename.ts): node-rename -> csr-approval, node-identity
@@ -11,6 +13,8 @@
  * - previous-apps-domains.json (kube/openshift.ts): domain -> routes
  * - watch-context.json (watch/context.ts): health -> the watcher
  */
+import type { StepContext } from './step.js';
+
 export interface StepFacts {
   /**
    * the newest resourceVersion of the routes it patched: the verification lists routes from a
@@ -19,4 +23,13 @@ export interface StepFacts {
   routes: { patchedUpTo: string | null };
   /** the bounded wait for chronyd is over in this run: the verification judges the clock as it is */
   clock: { waited: true };
+  /**
+   * the run (its start, ISO 8601) in which the site's workloads stayed ready through health's whole
+   * stability window: in-service need not watch a second window after it in that run
+   */
+  health: { workloadsHeldInRun: string };
 }
+
+/** What `step` recorded in this run's state, for a later step; undefined when it recorded nothing. */
+export const factOf = <K extends keyof StepFacts>(ctx: Pick<StepContext, 'facts'>, step: K): StepFacts[K] | undefined =>
+  ctx.facts?.[step] as StepFacts[K] | undefined;

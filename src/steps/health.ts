@@ -9,7 +9,9 @@
  * must verify against the site's CA bundle alone, with the name as SNI (src/node/served.ts). The
  * console and OAuth endpoints must answer as their operators fetch them, through the cluster's
  * DNS, proxy and trust (src/kube/route-endpoints.ts); the one that does not is named.
- * Only then is the run done; a site DNS that lacks the site's names is then a warning. Leaves
+ * Only then is the run done; a site DNS that lacks the site's names is then a warning. The site's
+ * own workloads (`inService`) are watched through the same window without holding it up: when they
+ * were ready through all of it, in-service does not wait a second window after it. Leaves
  * the site's context in the state folder for the companion watcher that keeps watching after the run.
  */
 import { VerificationError } from '../base/errors.js';
@@ -27,6 +29,8 @@ import { checkNodeNames, checkServedNames, checkSiteDns, nameservers } from '../
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { siteNamesOnNode } from '../node/site-names.js';
 import { checkEndpoint, clusterProxy, routeEndpoints, unavailable } from '../kube/route-endpoints.js';
+import { inServiceReady } from './in-service.js';
+import type { StepFacts } from './facts.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */
 const SYNC_TIMEOUT_MS = 120_000;
@@ -154,7 +158,7 @@ function observedInRun({ runStartedAt, doneAt, changedAt, now, stableSeconds }: 
   return Date.parse(now) - Date.parse(changedAt) >= stableSeconds * 1000;
 }
 
-export const healthStep: Step<HealthView> = {
+export const healthStep: Step<HealthView, StepFacts['health'] | undefined> = {
   name: 'health',
   group: 'cluster',
   description:
@@ -212,6 +216,8 @@ export const healthStep: Step<HealthView> = {
   /** the site's context for the companion watcher, which keeps watching after the run */
   async apply(ctx) {
     await writeContextFile(ctx.fs, ctx.stateDir, await siteContext(ctx.fs, ctx.stateDir, ctx.site));
+    // what the workloads did is the settle wait's to say
+    return undefined;
   },
 
   /**
@@ -231,13 +237,18 @@ export const healthStep: Step<HealthView> = {
   async settle(ctx) {
     const timeoutMs = ctx.options.healthTimeoutSeconds * 1000;
     const stableMs = ctx.options.healthStableSeconds * 1000;
-    await withView(ctx, async (view) => {
+    const held = await withView(ctx, async (view) => {
       let last: string[] = [];
+      // the site's own workloads, watched through the same window: in-service then need not wait another
+      let workloadsReadySince: number | undefined;
       const healthy = await pollHeld(
         ctx.clock,
         async () => {
           const { findings, blocking } = await blockers(ctx, view);
           last = blocking;
+          workloadsReadySince = (await inServiceReady(ctx))
+            ? (workloadsReadySince ?? ctx.clock.monotonic())
+            : undefined;
           return blocking.length > 0 ? undefined : findings;
         },
         {
@@ -256,9 +267,11 @@ export const healthStep: Step<HealthView> = {
           { step: 'health', retryable: true },
         );
       logNonErrors(ctx, healthy);
+      return workloadsReadySince !== undefined && ctx.clock.monotonic() - workloadsReadySince >= stableMs;
     });
     // once, at the end: the site's DNS servers may be slow to say no
     const warning = await siteDnsWarning(ctx);
     if (warning) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
+    return held && ctx.runStartedAt !== undefined ? { workloadsHeldInRun: ctx.runStartedAt } : undefined;
   },
 };

@@ -3,13 +3,16 @@
  * names what must run (Deployments, StatefulSets, DaemonSets by name or label, optionally a URL
  * fetched from the node); this step waits, within its time budget, until every one is rolled out
  * and available, so the console says `done` only then, and names the first one that is not when
- * the budget runs out. Without `inService` there is nothing to wait for.
+ * the budget runs out. Without `inService` there is nothing to wait for. Readiness reported before
+ * the run counts once seen holding through the stability window: health's, when they were ready
+ * through all of it, else a window of its own.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { InService } from '../config/site.js';
 import type { Workload } from '../config/v1/schema.js';
 import { errorMessage, VerificationError } from '../base/errors.js';
+import { factOf } from './facts.js';
 import type { Step, StepContext } from './step.js';
 import type { PlanResult } from '../engine/step.js';
 import { workloadNotReady, type WorkloadObject } from '../kube/workloads.js';
@@ -94,8 +97,21 @@ interface InServiceView {
   stableSeconds: number;
 }
 
-/** whether the context may take readiness as it is now (see InServiceView.seen) */
-const seenInRun = (ctx: StepContext) => ctx.runStartedAt === undefined || ctx.doneAt !== undefined;
+/**
+ * Whether every workload (and URL) the site-config names is ready now; health asks it while it
+ * waits for the cluster, and records the run in which they were ready through its whole window.
+ */
+export const inServiceReady = async (ctx: StepContext): Promise<boolean> =>
+  !ctx.site.inService || (await waiting(ctx, ctx.site.inService)).length === 0;
+
+/**
+ * whether the context may take readiness as it is now (see InServiceView.seen): the health step's
+ * window in this run, which the run waits for anyway, may already have shown it holding
+ */
+const seenInRun = (ctx: StepContext) =>
+  ctx.runStartedAt === undefined ||
+  ctx.doneAt !== undefined ||
+  factOf(ctx, 'health')?.workloadsHeldInRun === ctx.runStartedAt;
 
 export const inServiceStep: Step<InServiceView> = {
   name: 'in-service',
