@@ -116,7 +116,7 @@ describe('runSteps', () => {
     expect(lines.join('')).toContain('run refused: hostname: host holds something else');
   });
 
-  it("hands apply's facts to the verification's survey and records them; a plan's warnings are said once", async () => {
+  it("hands apply's facts to the verification and later steps, recorded in the state; a plan's warnings are said once", async () => {
     const { run, lines } = setup();
     const afters: unknown[] = [];
     let applied = false;
@@ -144,9 +144,23 @@ describe('runSteps', () => {
         return Promise.resolve({ version: '7' });
       },
     };
-    const state = await run([step]);
+    // a later step reads the earlier one's facts from the run's record
+    const seen: unknown[] = [];
+    const later: Step<SiteBase, null> = {
+      name: 'health',
+      group: 'cluster',
+      description: 'reads what routes recorded',
+      inputs: () => null,
+      survey: (ctx) => {
+        seen.push(ctx.facts?.['routes']);
+        return Promise.resolve(null);
+      },
+      plan: (): PlanResult => ({ action: 'noop', reason: 'nothing to wait for' }),
+    };
+    const state = await run([step, later]);
     expect(afters).toEqual([undefined, { version: '7' }]);
     expect(state.steps['routes']).toMatchObject({ status: 'done', facts: { version: '7' } });
+    expect(seen).toEqual([{ version: '7' }]);
     expect(lines.filter((l) => l.includes('a route someone else owns'))).toHaveLength(1);
   });
 
