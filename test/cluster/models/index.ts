@@ -90,7 +90,7 @@ export function startModels(cluster: TestCluster, kc: KubeConfig, opts: ModelOpt
       ...(opts.routes && { routes: opts.routes }),
       ledger,
     }),
-    startRouter(kc, undefined, () => workloads.routerRuns()),
+    startRouter(kc, undefined, (certificate) => workloads.routerRuns(certificate)),
     startConsoleOperator(kc, undefined, opts.routeHealth?.network),
     startAuthenticationOperator(kc, undefined, opts.routeHealth?.network),
     workloads,

@@ -52,6 +52,11 @@ export class SingleReplicaRollout {
     return this.phase(now);
   }
 
+  /** whether the pod that serves was made from `template`, with no rollout under way */
+  serves(template: string): boolean {
+    return this.target === undefined && this.running === template;
+  }
+
   /** whether a rollout is under way */
   get rolling(): boolean {
     return this.target !== undefined;

@@ -5,8 +5,8 @@
  * HostAlreadyClaimed: the oldest claim wins). A route with spec.subdomain is served at
  * `<subdomain>.<IngressController status.domain>` (pkg/router/controller/status.go; the ingress
  * operator's canary relies on it). The entry follows the host when the host changes. It is the
- * router's pod that writes the status: while the router rolls out with no pod (workload-rollouts.ts),
- * nothing is admitted.
+ * router's pod that writes the status: from the moment the IngressController names another default
+ * certificate until the router's new pod runs with it (workload-rollouts.ts), nothing is admitted.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -27,15 +27,19 @@ export function servedHost(route: RouteObject, routerDomain: string): string | u
   return route.spec.host || (route.spec.subdomain ? `${route.spec.subdomain}.${routerDomain}` : undefined);
 }
 
-export function startRouter(kc: KubeConfig, intervalMs = 200, runs: () => boolean = () => true): Model {
+export function startRouter(
+  kc: KubeConfig,
+  intervalMs = 200,
+  runs: (defaultCertificate: string) => boolean = () => true,
+): Model {
   const { custom } = clients(kc);
   return startLoop('router', intervalMs, async () => {
-    if (!runs()) return;
     const ic = (await custom.getNamespacedCustomObject({
       ...INGRESS_CONTROLLERS,
       namespace: 'openshift-ingress-operator',
       name: 'default',
-    })) as { status?: { domain?: string } };
+    })) as { spec?: { defaultCertificate?: { name?: string } }; status?: { domain?: string } };
+    if (!runs(ic.spec?.defaultCertificate?.name ?? '')) return;
     const domain = ic.status?.domain ?? '';
     const routes = (await listRoutes(custom)).sort(
       (a, b) =>

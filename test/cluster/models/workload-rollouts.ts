@@ -13,8 +13,9 @@
  *   another secret rolls it out; new contents in the same secret reach the running router with no
  *   rollout. With the HostNetwork strategy of a bare-metal single node, maxSurge 0 (:290-302), so the
  *   old pod stops before the new one can bind the node's ports. The tests take the old router to stop
- *   writing route status (admitting new hosts) as soon as it is told to stop: the stricter reading,
- *   under which a step that needs a host admitted early is caught.
+ *   writing route status (admitting new hosts) as soon as the IngressController names another
+ *   certificate: the stricter reading, under which a step that needs a host admitted early is caught
+ *   whichever model sees the change first.
  */
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -29,7 +30,7 @@ import {
   startLoop,
   type Model,
 } from './loop.js';
-import { SingleReplicaRollout, type Phase, type RolloutTimes } from './rollout.js';
+import { SingleReplicaRollout, type RolloutTimes } from './rollout.js';
 
 export interface WorkloadRolloutOptions {
   oauthServer: RolloutTimes;
@@ -42,7 +43,8 @@ const digest = (value: unknown) => createHash('sha256').update(JSON.stringify(va
 
 export interface WorkloadRollouts extends Model {
   /** whether a router pod runs (it does except between the old pod's exit and the new one's start) */
-  routerRuns(): boolean;
+  /** whether a router pod runs with this default certificate, no rollout under way */
+  routerRuns(defaultCertificate: string): boolean;
 }
 
 export function startWorkloadRollouts(kc: KubeConfig, opts: WorkloadRolloutOptions): WorkloadRollouts {
@@ -60,7 +62,6 @@ export function startWorkloadRollouts(kc: KubeConfig, opts: WorkloadRolloutOptio
     }
   };
 
-  let routerPhase: Phase = 'serving';
   const model = startLoop('workload-rollouts', opts.intervalMs ?? 200, async () => {
     const ic = (await custom.getNamespacedCustomObject({
       ...INGRESS_CONTROLLERS,
@@ -68,10 +69,7 @@ export function startWorkloadRollouts(kc: KubeConfig, opts: WorkloadRolloutOptio
       name: 'default',
     })) as { spec?: { defaultCertificate?: { name?: string } } };
     const defaultCertificate = ic.spec?.defaultCertificate?.name ?? '';
-    routerPhase = router.want(
-      digest(defaultCertificate),
-      `default certificate ${defaultCertificate || "the operator's own"}`,
-    );
+    router.want(digest(defaultCertificate), `default certificate ${defaultCertificate || "the operator's own"}`);
 
     const route = (await listRoutes(custom, 'openshift-authentication')).find(
       (r) => r.metadata.name === 'oauth-openshift',
@@ -92,7 +90,7 @@ export function startWorkloadRollouts(kc: KubeConfig, opts: WorkloadRolloutOptio
     oauth.want(digest(inputs), `issuer ${issuer}, router certificates, proxy`);
   });
   return Object.assign(model, {
-    routerRuns: () => routerPhase !== 'no pod',
+    routerRuns: (defaultCertificate: string) => router.serves(digest(defaultCertificate)),
     busy: () => oauth.rolling || router.rolling,
   });
 }
