@@ -18,177 +18,55 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import type { CertificatePair } from '../config/site.js';
 import {
   ensureSiteCa,
-  loadSiteCa,
   issueServing,
+  loadSiteCa,
   servingProblem,
   servingWindow,
   siteCaGiven,
   type SiteCa,
 } from '../certs/site-certs.js';
-import { certificatesIn } from '../base/pem.js';
 import { installerIssuers, installerSignersInput } from '../config/ibi/signers.js';
-import { matchesKey, parseKey } from '../certs/key-types.js';
-import { VerificationError } from '../base/errors.js';
-import type { Change, PlanResult } from '../engine/step.js';
 import type { Site } from '../config/site.js';
-import type { Step, StepContext } from './step.js';
-import { pollUntil } from '../ports/clock.js';
-import { clusterNames } from '../node/dnsmasq.js';
-import { siteTrust } from '../node/served.js';
-import { checkServedNames, nameservers } from '../node/site-names-check.js';
+import type { Change, PlanResult } from '../engine/step.js';
 import {
-  admittedFor,
   APISERVER_CONFIG,
-  COMPONENT_ROUTES,
-  CONFIG_NAMESPACE,
-  INGRESS_CONTROLLER,
-  OPERATOR_ROUTES,
-  ROUTE_API,
-  ROUTER_NAMESPACE,
-  type RouteObject,
   diffLines,
   INGRESS_CONFIG,
-  managedLabels,
+  INGRESS_CONTROLLER,
   readIngressConfig,
   rememberAppsDomain,
-  SECRET_PREFIX,
   siteDomains,
   siteHostsProblem,
   type APIServerConfig,
-  type ComponentRoute,
   type IngressConfig,
   type NamedCertificate,
+  type RouteObject,
   type SecretObject,
   type SiteDomains,
 } from '../kube/openshift.js';
-import { describeRef, type Kube, type KubeObject } from '../ports/kube.js';
+import { describeRef } from '../ports/kube.js';
+import type { Step } from './step.js';
+import {
+  API_SECRET,
+  APPS_SECRET,
+  givenProblem,
+  pairIn,
+  secretKey,
+  secretRef,
+  tlsSecret,
+  wantedSecrets,
+  writeSecret,
+  type WantedSecret,
+} from './domain/certificates.js';
+import { mergeNamedCertificates, namedCertificateProblem } from './domain/named-certificate.js';
+import { mergeIngress, operatorRoutes, pendingRoutes, type IngressControllerObject } from './domain/router.js';
+import { admitted, isOAuth, served } from './domain/waits.js';
 
-interface WantedSecret {
-  name: string;
-  namespace: string;
-  /** DNS names the certificate must serve */
-  names: string[];
-  /** the site's own pair; otherwise the site CA signs one */
-  given?: CertificatePair;
-  /** which site-config field the given pair came from */
-  field?: string;
-  /** the installer's signer from image-based config media, instead of the site CA */
-  signer?: SiteCa;
-}
-
-export const API_SECRET = `${SECRET_PREFIX}api`;
-/** the router's default certificate, in openshift-ingress */
-export const APPS_SECRET = `${SECRET_PREFIX}apps-wildcard`;
-/** the kube-apiserver operator refuses a longer namedCertificates list (observe_apiserver.go) */
-export const MAX_NAMED_CERTIFICATES = 10;
-
-/**
- * The secrets the site's domain needs. The router's default certificate covers the factory's apps
- * domain too: the IngressController keeps its domain, and the routes left under it (the canary, the
- * operators' default routes) are still served. A site's own ingress certificate serves as it is.
- */
-export function wantedSecrets(
-  domains: SiteDomains,
-  factoryApps: string,
-  given: { ingress?: CertificatePair; api?: CertificatePair },
-): WantedSecret[] {
-  const ingress = given.ingress && { given: given.ingress, field: 'spec.certificates.ingress' };
-  const wildcards = [...new Set([domains.apps, factoryApps])].map((d) => `*.${d}`);
-  return [
-    { name: APPS_SECRET, namespace: ROUTER_NAMESPACE, names: ingress ? [`*.${domains.apps}`] : wildcards, ...ingress },
-    ...COMPONENT_ROUTES.map((r) => ({
-      name: r.secret,
-      namespace: CONFIG_NAMESPACE,
-      names: [`${r.host}.${domains.apps}`],
-      ...ingress,
-    })),
-    {
-      name: API_SECRET,
-      namespace: CONFIG_NAMESPACE,
-      names: [domains.api],
-      ...(given.api && { given: given.api, field: 'spec.certificates.api' }),
-    },
-  ];
-}
-
-/** Why the kube-apiserver operator would refuse the merged list, or undefined. */
-export function namedCertificateProblem(merged: readonly NamedCertificate[], domains: SiteDomains): string | undefined {
-  const field = 'apiserver.config spec.servingCerts.namedCertificates';
-  const holder = merged.find(
-    (c) => !c.servingCertificate.name.startsWith(SECRET_PREFIX) && (c.names ?? []).includes(domains.api),
-  );
-  if (holder)
-    return `${field}: the entry for secret ${holder.servingCertificate.name} already names ${domains.api}, and the kube-apiserver operator refuses a name held by two entries: remove ${domains.api} from that entry`;
-  if (merged.length > MAX_NAMED_CERTIFICATES)
-    return `${field}: ${merged.length} entries with the site's, and the kube-apiserver operator accepts at most ${MAX_NAMED_CERTIFICATES}: remove ${merged.length - MAX_NAMED_CERTIFICATES} of the others`;
-  return undefined;
-}
-
-interface IngressControllerObject extends KubeObject {
-  spec?: { defaultCertificate?: { name?: string }; [field: string]: unknown };
-}
-
-/** The operators' routes that move with the componentRoutes, and the host each must be admitted at. */
-const movedByOperators = (domains: SiteDomains) =>
-  OPERATOR_ROUTES.flatMap((r) => (r.host ? [{ ...r, wanted: `${r.host}.${domains.apps}` }] : []));
-
-export function wantedComponentRoutes(domains: SiteDomains): ComponentRoute[] {
-  return COMPONENT_ROUTES.map((r) => ({
-    namespace: r.namespace,
-    name: r.name,
-    hostname: `${r.host}.${domains.apps}`,
-    servingCertKeyPairSecret: { name: r.secret },
-  }));
-}
-
-/** The ingress spec with the site's appsDomain and component routes; other component routes kept in place. */
-export function mergeIngress(
-  spec: NonNullable<IngressConfig['spec']>,
-  domains: SiteDomains,
-): NonNullable<IngressConfig['spec']> {
-  const ours = wantedComponentRoutes(domains);
-  const key = (r: { namespace: string; name: string }) => `${r.namespace}/${r.name}`;
-  const wanted = new Map(ours.map((r) => [key(r), r]));
-  const merged = (spec.componentRoutes ?? []).map((r) => wanted.get(key(r)) ?? r);
-  for (const r of ours) if (!merged.some((m) => key(m) === key(r))) merged.push(r);
-  return { ...spec, appsDomain: domains.apps, componentRoutes: merged };
-}
-
-/** namedCertificates with the agent's entries replaced by the one for the site's API name; others kept. */
-export function mergeNamedCertificates(current: readonly NamedCertificate[], domains: SiteDomains): NamedCertificate[] {
-  return [
-    ...current.filter((c) => !c.servingCertificate.name.startsWith(SECRET_PREFIX)),
-    { names: [domains.api], servingCertificate: { name: API_SECRET } },
-  ];
-}
-
-const secretRef = (name: string, namespace: string) => ({ apiVersion: 'v1', kind: 'Secret', name, namespace });
-
-function pairIn(secret: SecretObject | undefined): CertificatePair | undefined {
-  const crt = secret?.data?.['tls.crt'];
-  const key = secret?.data?.['tls.key'];
-  if (!crt || !key) return undefined;
-  return { certPem: Buffer.from(crt, 'base64').toString('utf8'), keyPem: Buffer.from(key, 'base64').toString('utf8') };
-}
-
-/** Why the site's own pair cannot serve these names; undefined when it can. */
-function givenProblem(want: WantedSecret): string | undefined {
-  try {
-    const leaf = certificatesIn(want.given!.certPem)[0];
-    if (!leaf) return `${want.field}: no certificate in the file`;
-    if (!matchesKey(leaf, parseKey(want.given!.keyPem))) return `${want.field}: the key does not match the certificate`;
-    const uncovered = want.names.filter(
-      (n) => (n.startsWith('*.') ? leaf.checkHost(`x${n.slice(1)}`) : leaf.checkHost(n)) === undefined,
-    );
-    if (uncovered.length > 0) return `${want.field}: the certificate does not cover ${uncovered.join(', ')}`;
-  } catch {
-    return `${want.field}: the certificate or key cannot be read`;
-  }
-  return undefined;
-}
+export { API_SECRET, APPS_SECRET, wantedSecrets } from './domain/certificates.js';
+export { mergeNamedCertificates, namedCertificateProblem } from './domain/named-certificate.js';
+export { mergeIngress } from './domain/router.js';
 
 /** What the step reads: the cluster's config objects, the secrets, the operators' routes, the site CA. */
 export interface DomainView {
@@ -212,7 +90,7 @@ export interface DomainView {
 
 interface Decision {
   /** operators' routes not yet admitted on their new host */
-  pendingRoutes: ReturnType<typeof movedByOperators>;
+  pendingRoutes: ReturnType<typeof pendingRoutes>;
   /** secrets to write, with why */
   stale: { want: WantedSecret; exists: boolean; why: string }[];
   conflicts: string[];
@@ -220,15 +98,11 @@ interface Decision {
   namedCertificates: NamedCertificate[];
 }
 
-const secretKey = (w: { namespace: string; name: string }) => `${w.namespace}/${w.name}`;
 const wantedFor = (view: DomainView, site: Site): WantedSecret[] =>
   wantedSecrets(view.domains, view.ingress.spec!.domain!, site.certificates).map((w) => {
     const signer = w.name === API_SECRET ? view.signers.api : view.signers.apps;
     return signer ? { ...w, signer } : w;
   });
-const pendingRoutes = (domains: SiteDomains, routes: readonly RouteObject[]) =>
-  movedByOperators(domains).filter((r) => !admittedFor(routes, r.wanted));
-
 function decide(view: DomainView, site: Site): Decision {
   const { domains, ingressController, now, ca } = view;
   const s: Decision = {
@@ -338,49 +212,6 @@ function planOf(view: DomainView, site: Site): PlanResult {
       reason: `the cluster already serves ${view.domains.apps} and ${view.domains.api} with the site's certificates`,
     };
   return { action: 'change', summary: `move the cluster to ${view.domains.apps} and ${view.domains.api}`, changes };
-}
-
-/**
- * The operators' namespaces only (their routes and the custom ones they add, console-custom), not
- * every route of the cluster: a thousand routes are a megabyte the API server reads and encodes.
- */
-async function operatorRoutes(kube: Kube): Promise<RouteObject[]> {
-  const namespaces = [...new Set(OPERATOR_ROUTES.map((r) => r.namespace))];
-  return (
-    await Promise.all(namespaces.map((namespace) => kube.list<RouteObject>(ROUTE_API, 'Route', { namespace })))
-  ).flat();
-}
-
-function tlsSecret(name: string, namespace: string, pair: CertificatePair): SecretObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    metadata: { name, namespace, labels: { ...managedLabels } },
-    type: 'kubernetes.io/tls',
-    data: {
-      'tls.crt': Buffer.from(pair.certPem).toString('base64'),
-      'tls.key': Buffer.from(pair.keyPem).toString('base64'),
-    },
-  };
-}
-
-async function writeSecret(kube: Kube, secret: SecretObject, exists: boolean): Promise<void> {
-  const ref = secretRef(secret.metadata.name, secret.metadata.namespace!);
-  if (!exists || !(await kube.get(ref))) {
-    try {
-      await kube.create(secret);
-      return;
-    } catch (err) {
-      // created meanwhile (a retried create whose first answer was lost): replace it below
-      if (!(await kube.get(ref))) throw err;
-    }
-  }
-  await kube.update<SecretObject>(ref, (current) => ({
-    ...current,
-    type: secret.type,
-    data: secret.data,
-    metadata: { ...current.metadata, labels: { ...current.metadata.labels, ...managedLabels } },
-  }));
 }
 
 export const domainStep: Step<DomainView> = {
@@ -502,61 +333,3 @@ export const domainStep: Step<DomainView> = {
     await served(ctx, domains);
   },
 };
-
-const isOAuth = (r: { namespace: string }) => r.namespace === 'openshift-authentication';
-
-/** Waits, bounded by --health-timeout, until the operators' routes `which` picks are admitted on their new hosts. */
-async function admitted(
-  ctx: StepContext,
-  domains: SiteDomains,
-  which: (r: { namespace: string; name: string }) => boolean,
-  poll: { intervalMs: number; maxIntervalMs: number },
-): Promise<void> {
-  const kube = await ctx.kube();
-  let pending: ReturnType<typeof pendingRoutes> = [];
-  const settled = await pollUntil(
-    ctx.clock,
-    async () => {
-      const before = pending.length;
-      pending = pendingRoutes(domains, await operatorRoutes(kube)).filter(which);
-      // said while the router and the operators roll out: status shows it as the step's detail
-      if (pending.length > 0 && pending.length !== before)
-        await ctx.progress?.(
-          `waiting for ${pending.map((r) => `Route ${r.namespace}/${r.name}`).join(', ')} to be admitted on the site's domain (the router rolls out for its new certificate)`,
-        );
-      return pending.length === 0 ? true : undefined;
-    },
-    { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, ...poll },
-  );
-  if (!settled)
-    throw new VerificationError(
-      `domain: not admitted on the new host after ${ctx.options.healthTimeoutSeconds}s: ${pending.map((r) => `Route ${r.namespace}/${r.name} at ${r.wanted} (${r.operator})`).join('; ')}`,
-      { step: 'domain', retryable: true },
-    );
-}
-
-/**
- * Waits, bounded by --health-timeout, until what the API server and the router serve through the
- * site's names (where the node resolves them) verifies against the site's CA bundle: the router
- * restarts for its new certificate, the API server takes its named certificate in a revision.
- */
-async function served(ctx: StepContext, domains: SiteDomains): Promise<void> {
-  const nodeServers = nameservers(await ctx.fs.readText('/etc/resolv.conf'));
-  if (nodeServers.length === 0) return;
-  const names = clusterNames(`${domains.cluster}.${ctx.site.baseDomain}`);
-  const trust = await siteTrust(ctx);
-  let problems: string[] = [];
-  const settled = await pollUntil(
-    ctx.clock,
-    async () => {
-      problems = await checkServedNames(names, nodeServers, trust);
-      return problems.length === 0 ? true : undefined;
-    },
-    { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
-  );
-  if (!settled)
-    throw new VerificationError(
-      `domain: the site's names do not serve the site's certificates after ${ctx.options.healthTimeoutSeconds}s: ${problems.join('; ')}`,
-      { step: 'domain', retryable: true },
-    );
-}
