@@ -6,7 +6,8 @@ import { StateStore } from '../../engine/state.js';
 import { hubObserver } from '../../hub/report.js';
 import { errorMessage } from '../../base/errors.js';
 import { logEvent } from '../../log/logger.js';
-import { closeGateUnlessFor } from '../../node/kubelet-gate.js';
+import { closeGateUnlessFor, gateOpenFor } from '../../node/kubelet-gate.js';
+import { kubeletHeldLine } from '../../node/kubelet-held.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, seconds } from '../args.js';
 import { acquireRunLock } from '../../ports/run-lock.js';
@@ -94,11 +95,25 @@ async function runLocked(
           ctx.kube,
         ),
       }),
+    }).catch(async (err: unknown) => {
+      await sayKubeletHeld(rt, ctx.configHash);
+      throw err;
     });
     return { exitCode: 0, stdout: `site ${state.site}: ${state.result}\n` };
   } finally {
     close();
   }
+}
+
+/**
+ * A run that stopped with kubelet still held: the console's last line and the journal say why and
+ * what to do, since no alert can while kubelet is down.
+ */
+async function sayKubeletHeld(rt: Runtime, configHash: string): Promise<void> {
+  if ((await gateOpenFor(rt.fs, rt.stateDir)) === configHash) return;
+  const line = kubeletHeldLine(await new StateStore(rt.fs, rt.stateDir).load().catch(() => undefined));
+  rt.log.warn(line);
+  await rt.banner.show(line);
 }
 
 /**

@@ -9,6 +9,7 @@ import { FACTORY_ADMIN_REFUSED, FACTORY_ADMIN_WORKS } from '../../steps/access.j
 import { renderFindings, table } from '../../watch/render.js';
 import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
 import { renderSecretsStatus, secretsStatus } from '../../trust/secrets-record.js';
+import { kubeletHeld as kubeletHeldByGate, kubeletHeldLine } from '../../node/kubelet-held.js';
 import { type Invocation, oneOf } from '../args.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
@@ -93,10 +94,13 @@ export async function statusCommand(inv: Invocation): Promise<CommandResult> {
   const factoryAdmin = factoryAdminKubeconfig(state);
   const factoryLine = `Factory admin kubeconfig: ${FACTORY_ADMIN_LINE[factoryAdmin]}\n`;
   const secrets = await secretsStatus(rt.fs, rt.stateDir);
+  // no alert can say it while kubelet is down: status does, with what to do
+  const kubeletHeld = (await kubeletHeldByGate(rt.fs, rt.stateDir)) ? kubeletHeldLine(state) : null;
+  const heldLine = kubeletHeld ? `Kubelet:  ${safeLine(kubeletHeld)}\n` : '';
   const stdout =
     format === 'json'
-      ? `${JSON.stringify({ agentVersion: AGENT_VERSION, run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin, secrets }, null, 2)}\n`
+      ? `${JSON.stringify({ agentVersion: AGENT_VERSION, run: state ?? null, watch: watch ?? null, siteCA, shipment, factoryAdminKubeconfig: factoryAdmin, secrets, kubeletHeld }, null, 2)}\n`
       : // before the watcher's first sync there is nothing to add to the run's progress
-        `Agent:    sno-relocate ${AGENT_VERSION}\n${shipped}${renderRunState(state)}${caLine}${factoryLine}${renderSecretsStatus(secrets)}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
+        `Agent:    sno-relocate ${AGENT_VERSION}\n${shipped}${heldLine}${renderRunState(state)}${caLine}${factoryLine}${renderSecretsStatus(secrets)}${watch ? `\n${renderWatchStatus(watch, rt.clock.now())}` : ''}`;
   return { exitCode: 0, stdout };
 }
