@@ -15,56 +15,19 @@
 import { CLUSTER_BUSY_WAIT_SECONDS } from '../base/timeouts.js';
 import type { StepContext } from '../engine/step.js';
 import type { Step } from './step.js';
+import {
+  conditionTime,
+  HOLD_CONFIG_ANNOTATION,
+  HOLD_MARK,
+  HOLD_REASON,
+  markConditions,
+  readMark,
+  type MarkState,
+} from '../kube/hold-mark.js';
 import { clusterMotions, type Motion } from '../kube/cluster-motion.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, managedLabels } from '../kube/openshift.js';
 import { pollUntil } from '../ports/clock.js';
-import { describeRef, type Kube, type KubeObject, type ObjectRef } from '../ports/kube.js';
-
-export const HOLD_MARK: ObjectRef = { apiVersion: 'config.openshift.io/v1', kind: 'ClusterOperator', name: MANAGED_BY };
-export const HOLD_REASON = 'RelocationInProgress';
-
-/** the site-config (its hash) the mark was set for */
-export const HOLD_CONFIG_ANNOTATION = 'sno-relocate.openshift.io/config-hash';
-
-/**
- * The mark as the cluster holds it: absent; an object of its name the agent did not make; or the
- * agent's, holding upgrades or released, for the site-config of `configHash`.
- */
-export type MarkState =
-  { state: 'absent' } | { state: 'foreign' } | { state: 'held' | 'released'; configHash: string | undefined };
-
-type MarkObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
-
-export async function readMark(kube: Kube): Promise<MarkState> {
-  const mark = await kube.get<MarkObject>(HOLD_MARK);
-  if (!mark) return { state: 'absent' };
-  if (mark.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return { state: 'foreign' };
-  const upgradeable = mark.status?.conditions?.find((c) => c.type === 'Upgradeable');
-  return {
-    state: upgradeable?.status === 'True' ? 'released' : 'held',
-    configHash: mark.metadata.annotations?.[HOLD_CONFIG_ANNOTATION],
-  };
-}
-
-/** the mark's conditions: Available and settled (health and the watcher see nothing wrong), Upgradeable as given */
-export function markConditions(
-  now: string,
-  upgradeable: { status: 'True' | 'False'; reason: string; message: string },
-) {
-  return [
-    { type: 'Available', status: 'True', reason: 'AsExpected', lastTransitionTime: now },
-    { type: 'Progressing', status: 'False', reason: 'AsExpected', lastTransitionTime: now },
-    { type: 'Degraded', status: 'False', reason: 'AsExpected', lastTransitionTime: now },
-    { type: 'Upgradeable', ...upgradeable, lastTransitionTime: now },
-  ];
-}
-
-/** now, to the second, as condition times are written */
-export const conditionTime = (ctx: StepContext): string =>
-  ctx.clock
-    .now()
-    .toISOString()
-    .replace(/\.\d+Z$/, 'Z');
+import { describeRef, type Kube } from '../ports/kube.js';
 
 export interface HoldView {
   mark: MarkState;
@@ -162,7 +125,7 @@ export const holdUpgradesStep: Step<HoldView> = {
     };
     if (view.mark.state === 'absent') await kube.create({ ...HOLD_MARK, metadata, spec: {} });
     else await kube.mergePatch(HOLD_MARK, { metadata: { annotations: metadata.annotations } });
-    const conditions = markConditions(conditionTime(ctx), {
+    const conditions = markConditions(conditionTime(ctx.clock), {
       status: 'False',
       reason: HOLD_REASON,
       message: `sno-relocate is moving this cluster to site ${ctx.site.name}; an update waits until the move is done`,

@@ -7,7 +7,7 @@
  */
 import type { Step } from './step.js';
 import { describeRef } from '../ports/kube.js';
-import { conditionTime, HOLD_MARK, markConditions, readMark, type MarkState } from './hold-upgrades.js';
+import { conditionTime, HOLD_MARK, markConditions, readMark, type MarkState } from '../kube/hold-mark.js';
 
 export const RELEASE_REASON = 'RelocationDone';
 
@@ -30,7 +30,7 @@ export const releaseUpgradesStep: Step<MarkState> = {
     };
   },
   async apply(ctx) {
-    const conditions = markConditions(conditionTime(ctx), {
+    const conditions = markConditions(conditionTime(ctx.clock), {
       status: 'True',
       reason: RELEASE_REASON,
       message: `sno-relocate moved this cluster to site ${ctx.site.name}`,

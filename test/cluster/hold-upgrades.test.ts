@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RefusedError } from '../../src/base/errors.js';
 import { CLUSTER_VERSION, IMAGE_BASED_UPGRADE, IP_CONFIG, type Condition } from '../../src/kube/cluster-motion.js';
 import type { Kube, KubeObject, ObjectRef } from '../../src/ports/kube.js';
-import { HOLD_MARK, HOLD_REASON } from '../../src/steps/hold-upgrades.js';
+import { HOLD_MARK, HOLD_REASON } from '../../src/kube/hold-mark.js';
 import { RELEASE_REASON } from '../../src/steps/release-upgrades.js';
 import { applyCrds } from '../kube/install.js';
 import { agent, startFactory, storeSite, type Agent, type ClusterEnv, type LogEntry } from './env.js';
