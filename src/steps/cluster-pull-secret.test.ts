@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { testSite } from '../../test/node/context.js';
-import { clusterPullSecretStep, desiredPullSecret } from './cluster-pull-secret.js';
+import { desiredPullSecret } from '../registry/pull-secret.js';
+import { clusterPullSecretStep } from './cluster-pull-secret.js';
 
 const site = { auths: { 'registry.site.example.com': { auth: 'c2l0ZTp0b2tlbg==' } } };
 

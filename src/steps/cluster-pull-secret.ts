@@ -5,51 +5,20 @@
  * how many registries, never a credential.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { DockerConfig } from '../config/v1/schema.js';
 import { StepError } from '../base/errors.js';
 import type { PlanResult } from '../engine/step.js';
 import type { Step } from './step.js';
 import { CONFIG_NAMESPACE, type SecretObject } from '../kube/openshift.js';
 import { describeAuths } from '../log/redact.js';
 import { recordFactoryRegistries } from '../watch/context.js';
-
-const DOCKERCONFIG_KEY = '.dockerconfigjson';
-const PULL_SECRET = { apiVersion: 'v1', kind: 'Secret', name: 'pull-secret', namespace: CONFIG_NAMESPACE };
-const TARGET = `Secret ${CONFIG_NAMESPACE}/pull-secret`;
-
-type Read = { value?: unknown; unreadable?: string };
-
-export function readSecret(secret: SecretObject | undefined): Read {
-  const data = secret?.data?.[DOCKERCONFIG_KEY];
-  if (data === undefined) return {};
-  try {
-    return { value: JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as unknown };
-  } catch {
-    // never quote the parser's message: it shows the text around the error, credentials included
-    return { unreadable: `${TARGET} does not hold valid JSON in ${DOCKERCONFIG_KEY}` };
-  }
-}
-
-function authsOf(current: Read): Record<string, unknown> | undefined {
-  const auths = (current.value as { auths?: unknown } | undefined)?.auths;
-  return auths !== null && typeof auths === 'object' && !Array.isArray(auths)
-    ? (auths as Record<string, unknown>)
-    : undefined;
-}
-
-/** The pull secret the cluster should hold, from what it holds now; a string says why it cannot be made. */
-export function desiredPullSecret(
-  site: DockerConfig,
-  policy: 'replace' | 'merge',
-  current: Read,
-): DockerConfig | string {
-  if (policy === 'replace') return site;
-  if (current.unreadable) return `${current.unreadable}, so the site's registries cannot be merged into it`;
-  if (current.value === undefined) return site;
-  const auths = authsOf(current);
-  if (auths === undefined) return `${TARGET} holds no "auths" object to merge into`;
-  return { ...(current.value as object), auths: { ...(auths as DockerConfig['auths']), ...site.auths } };
-}
+import {
+  authsOf,
+  desiredPullSecret,
+  DOCKERCONFIG_KEY,
+  PULL_SECRET,
+  PULL_SECRET_TARGET,
+  readSecret,
+} from '../registry/pull-secret.js';
 
 /** What the step reads: the cluster's pull secret, absent when there is none. */
 export interface PullSecretView {
@@ -74,7 +43,7 @@ export const clusterPullSecretStep: Step<PullSecretView> = {
     if (typeof wanted === 'string') return { action: 'conflict', reason: wanted };
     const described = describeAuths(wanted);
     if (current.value !== undefined && isDeepStrictEqual(current.value, wanted))
-      return { action: 'noop', reason: `${TARGET} already holds the site's credentials (${described})` };
+      return { action: 'noop', reason: `${PULL_SECRET_TARGET} already holds the site's credentials (${described})` };
     const before =
       current.value !== undefined ? describeAuths(current.value) : current.unreadable ? '<unreadable>' : undefined;
     return {
@@ -83,7 +52,7 @@ export const clusterPullSecretStep: Step<PullSecretView> = {
       changes: [
         {
           action: view.secret ? 'update' : 'create',
-          target: TARGET,
+          target: PULL_SECRET_TARGET,
           summary: `${described}, ${site.pullSecretPolicy}`,
           diff: [...(before ? [`- ${before}`] : []), `+ ${described}`],
         },
@@ -124,7 +93,7 @@ export const clusterPullSecretStep: Step<PullSecretView> = {
       });
     }
     ctx.log.info(
-      { secret: TARGET, registries: Object.keys(wanted.auths).length, policy },
+      { secret: PULL_SECRET_TARGET, registries: Object.keys(wanted.auths).length, policy },
       'cluster pull secret written',
     );
   },

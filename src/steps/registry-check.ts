@@ -23,7 +23,7 @@ import { checkImages, verdictOf, type Verdict } from '../registry/check.js';
 import { RegistryClient } from '../registry/client.js';
 import { neededImages } from '../registry/needed.js';
 import { REGISTRY_CHECK_TIMEOUT_SECONDS, REGISTRY_REQUEST_TIMEOUT_SECONDS } from '../base/timeouts.js';
-import { desiredPullSecret, readSecret } from './cluster-pull-secret.js';
+import { desiredPullSecret, readSecret } from '../registry/pull-secret.js';
 
 export const REGISTRY_CHECK_FILE = 'registry-check.json';
 /**
