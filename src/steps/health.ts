@@ -29,7 +29,7 @@ import { checkNodeNames, checkServedNames, checkSiteDns, nameservers } from '../
 import { readIngressConfig, siteDomains } from '../kube/openshift.js';
 import { siteNamesOnNode } from '../node/site-names.js';
 import { checkEndpoint, clusterProxy, routeEndpoints, unavailable } from '../kube/route-endpoints.js';
-import { inServiceReady } from './in-service.js';
+import { inServiceReady } from '../watch/in-service.js';
 import type { StepFacts } from './facts.js';
 
 /** the first full list of everything watched; the API has answered other steps by now */

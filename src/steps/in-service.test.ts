@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testNode, testSite } from '../../test/node/context.js';
-import { inServiceStep, probeProblem } from './in-service.js';
+import { probeProblem } from '../watch/in-service.js';
+import { inServiceStep } from './in-service.js';
 import { planOf } from '../engine/engine.js';
 
 describe('in-service step', () => {
