@@ -1,0 +1,27 @@
+/**
+ * docs/design.md is where a maintainer starts: every file or folder it names in backticks exists,
+ * and its repository layout has a row for every folder under src/.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO } from '../helpers/cli.js';
+
+const doc = readFileSync(path.join(REPO, 'docs/design.md'), 'utf8');
+/** `src/...`, `test/...` and the like; a placeholder (`<name>`) or a glob stands for any name and is not checked */
+const named = [...doc.matchAll(/`((?:src|test|docs|scripts|systemd|bench|examples)\/[^`<>\s*]*)`/g)].map((m) => m[1]!);
+
+describe('docs/design.md', () => {
+  it('names only files and folders that exist', () => {
+    expect(named.length).toBeGreaterThan(20);
+    expect(named.filter((p) => !existsSync(path.join(REPO, p)))).toEqual([]);
+  });
+
+  it('has a row in its repository layout for every folder under src/', () => {
+    const folders = readdirSync(path.join(REPO, 'src'), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => `src/${e.name}`);
+    const layout = doc.slice(doc.indexOf('## Repository layout'));
+    expect(folders.filter((f) => !layout.includes(`\`${f}\``))).toEqual([]);
+  });
+});
