@@ -1,10 +1,12 @@
 /**
  * docs/design.md is where a maintainer starts: every file or folder it names in backticks exists,
- * and its repository layout has a row for every folder under src/.
+ * its repository layout has a row for every folder under src/, and what it says of the steps'
+ * rooms holds: no step imports another.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { STEPS } from '../../src/steps/index.js';
 import { REPO } from '../helpers/cli.js';
 
 const doc = readFileSync(path.join(REPO, 'docs/design.md'), 'utf8');
@@ -23,5 +25,16 @@ describe('docs/design.md', () => {
       .map((e) => `src/${e.name}`);
     const layout = doc.slice(doc.indexOf('## Repository layout'));
     expect(folders.filter((f) => !layout.includes(`\`${f}\``))).toEqual([]);
+  });
+
+  it('no step imports another step', () => {
+    const stepFiles = new Set(STEPS.map((s) => `${s.name}.ts`));
+    const imports = [...stepFiles].flatMap((file) =>
+      [...readFileSync(path.join(REPO, 'src/steps', file), 'utf8').matchAll(/from '\.\/([a-z-]+\.)js'/g)]
+        .map((m) => `${m[1]!}ts`)
+        .filter((target) => stepFiles.has(target))
+        .map((target) => `${file} -> ${target}`),
+    );
+    expect(imports).toEqual([]);
   });
 });
