@@ -7,7 +7,8 @@
  *   node      measured in the VM of test/e2e (bench/site-time/node.ts): kernel start to the agent's
  *             start, each node step, kubelet active, on the guest's clock; recorded in
  *             bench/site-time/node-runs.json by `npm run bench:site-time:node` (boots VMs), and scaled
- *             to hardware by the ratio of the same boot under TCG (as the VM tests run) and under KVM
+ *             to hardware by the emulation's slowdown: the agent's executable started in the guest
+ *             over the same on the host
  *   cluster   the cluster steps, health and in-service run against the real kube-apiserver with the
  *             models (test/cluster/env.ts), their rollouts at 1/SCALE of the durations in
  *             src/kube/rollout-costs.ts (the table of docs/rollouts.md), brought back to the site's
@@ -20,9 +21,9 @@
  * Medians of BENCH_RUNS (default 5) runs with min and max; the picture is of the median run.
  *
  *   npm run bench:site-time          (needs scripts/ensure-kube-apiserver.sh once)
- *   npm run bench:site-time:node     (boots 2 x BENCH_RUNS VMs under flock /tmp/sno-vm.lock)
+ *   npm run bench:site-time:node     (boots SITE_TIME_BOOTS, default 1, VMs under flock /tmp/sno-vm.lock)
  */
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
@@ -36,9 +37,12 @@ import { UPSTREAM_MS } from '../test/cluster/models/durations.js';
 import { reportFigure } from './figures.js';
 import { median, REPO } from './lib.js';
 import { buildTimeline, criticalByLane, type ClusterRun, type NodeRun, type Timeline } from './site-time/model.js';
+import type { NodeMeasurement } from './site-time/node.js';
 import { timelineSvg } from './site-time/svg.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+/** the node's own boots (the VM suite's recorded boots come on top) */
+const NODE_BOOTS = Number(process.env.SITE_TIME_BOOTS ?? 1);
 /** the models' rollouts take 1/SCALE of their durations at a site (SNO_RELOCATE_ROLLOUT_TIME_FACTOR, env.ts) */
 const SCALE = 1 / ROLLOUT_TIME_FACTOR;
 const NODE_RUNS = path.join(REPO, 'bench/site-time/node-runs.json');
@@ -181,17 +185,15 @@ async function measureCluster(): Promise<Record<'A' | 'B', ClusterRun[]>> {
   return runs;
 }
 
-const kubeletS = (r: NodeRun) => r.kubeletActiveS;
+interface NodeRecording extends NodeMeasurement {
+  measuredAt: string;
+}
 
-/** The factor from the emulated guest to hardware: the same boot's kernel start to kubelet active, TCG over KVM. */
-function hardwareFactor(runs: readonly NodeRun[]): { factor: number; how: string } {
-  const tcg = runs.filter((r) => r.accel === 'tcg');
-  const kvm = runs.filter((r) => r.accel === 'kvm');
-  if (kvm.length === 0) return { factor: 1, how: 'no KVM boot recorded: the emulated figures as they are' };
-  const factor = median(tcg.map(kubeletS)) / median(kvm.map(kubeletS));
+/** The factor from the emulated guest to hardware: the agent's start in the guest over the same on the host. */
+function hardwareFactor(rec: NodeRecording): { factor: number; how: string } {
   return {
-    factor,
-    how: `kernel start to kubelet active: ${median(tcg.map(kubeletS)).toFixed(1)} s under TCG, ${median(kvm.map(kubeletS)).toFixed(1)} s under KVM (medians of ${tcg.length} and ${kvm.length} boots)`,
+    factor: rec.guestReferenceS / rec.hostReferenceS,
+    how: `\`sno-relocate --version\` takes ${(rec.guestReferenceS * 1000).toFixed(0)} ms in the emulated guest, ${(rec.hostReferenceS * 1000).toFixed(0)} ms on the host`,
   };
 }
 
@@ -209,13 +211,13 @@ const mm = (s: { median: number; min: number; max: number }, unit = 60) =>
 async function main(): Promise<void> {
   if (process.argv.includes('--node')) {
     const { measureNode } = await import('./site-time/node.js');
-    const runs = await measureNode(RUNS, existsSync('/dev/kvm') ? ['tcg', 'kvm'] : ['tcg']);
-    writeFileSync(NODE_RUNS, `${JSON.stringify({ measuredAt: new Date().toISOString(), runs }, null, 1)}\n`);
-    console.log(`${runs.length} boots recorded in ${path.relative(REPO, NODE_RUNS)}`);
+    const rec: NodeRecording = { measuredAt: new Date().toISOString(), ...(await measureNode(NODE_BOOTS)) };
+    writeFileSync(NODE_RUNS, `${JSON.stringify(rec, null, 1)}\n`);
+    console.log(`${rec.runs.length} boots recorded in ${path.relative(REPO, NODE_RUNS)}`);
   }
-  const recorded = JSON.parse(readFileSync(NODE_RUNS, 'utf8')) as { measuredAt: string; runs: NodeRun[] };
-  const emulated = recorded.runs.filter((r) => r.accel === 'tcg');
-  const { factor, how } = hardwareFactor(recorded.runs);
+  const recorded = JSON.parse(readFileSync(NODE_RUNS, 'utf8')) as NodeRecording;
+  const emulated = recorded.runs;
+  const { factor, how } = hardwareFactor(recorded);
   const clusterRuns = process.argv.includes('--recorded')
     ? (JSON.parse(readFileSync(CLUSTER_RUNS, 'utf8')) as { runs: Record<'A' | 'B', ClusterRun[]> }).runs
     : await measureCluster();

@@ -16,7 +16,8 @@ import type { RolloutKind } from '../../src/kube/rollout-costs.js';
 
 /** One boot of the VM with the stick, in seconds from the kernel's start on the guest's clock. */
 export interface NodeRun {
-  accel: 'tcg' | 'kvm';
+  /** the VM scenario the boot is of */
+  scenario: string;
   agentStartS: number;
   steps: { name: string; startS: number; endS: number }[];
   kubeletActiveS: number;

@@ -1,40 +1,95 @@
 /**
- * The node's part of a relocation at a site, measured in the VM of test/e2e: the node image booted
- * with the site's stick, chronyd running from boot and a real time server on the site network (as
- * test/e2e/clock.test.ts has it), so the clock step waits for a real synchronisation. Read from the
- * guest's own clock (systemd's monotonic timestamps, which start at the kernel's start, and the
- * journal's, the same clock): the agent's start, each node step's start and end, kubelet active.
+ * The node's part of a relocation at a site, read from the VM of test/e2e: the guest's own clock
+ * (the journal's monotonic timestamps, which start at the kernel's start) gives the agent's start,
+ * each node step's start and end, and kubelet turning active.
  *
- * Each run boots once under the accelerator the VM tests use (TCG, an emulated CPU) and, where the
- * machine has /dev/kvm, once more under KVM (the host's own CPU): the ratio of the two boots' medians
- * is the factor by which site-time scales the emulated figures to hardware.
+ * Two sources: the journals the VM suite keeps of its scenarios (.artifacts/<scenario>/journal.json),
+ * every boot whose stick was there at power-on and whose run went through the kubelet gate; and a
+ * boot of its own, the node image with the site's stick, chronyd from boot and a real time server on
+ * the site network (as test/e2e/clock.test.ts has it), so the clock step waits for a real
+ * synchronisation.
+ *
+ * The VM runs under TCG, as the VM tests do: an emulated CPU, many times slower than the host's. The
+ * factor that scales its figures to hardware is measured in that boot: the agent's own executable
+ * started (`sno-relocate --version`, median of 5) in the guest, over the same on the host.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { readdir, readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { enableUnit } from '../../test/e2e/disk.js';
-import { events, unitProps, type JournalEntry } from '../../test/e2e/node-checks.js';
-import { AGENT_UNIT, buildNodeImage } from '../../test/e2e/node-image.js';
+import { journal, MessageId, unitProps, type JournalEntry } from '../../test/e2e/node-checks.js';
+import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, ensureAgentBuild } from '../../test/e2e/node-image.js';
 import { newSecret, siteSpec, siteStick } from '../../test/e2e/sites.js';
 import { startTimeServer } from '../../test/e2e/time-server.js';
-import { bootVm } from '../../test/e2e/vm.js';
+import { bootVm, REPO_ROOT } from '../../test/e2e/vm.js';
+import { STEPS } from '../../src/steps/index.js';
+import { median } from '../lib.js';
 import type { NodeRun } from './model.js';
 
 const WAIT_MS = 10 * 60_000;
+const STARTS = 5;
+/** the agent's executable started STARTS times in the guest: microseconds each, on the guest's clock */
+const GUEST_STARTS = `for i in $(seq ${STARTS}); do s=$(date +%s%N); ${AGENT_BINARY} --version >/dev/null; echo $(( ($(date +%s%N) - s) / 1000 )); done`;
 const mono = (e: JournalEntry): number => Number(e.__MONOTONIC_TIMESTAMP) / 1e6;
+/** systemd's message ids: a unit starting, a unit started */
+const UNIT_STARTING = '7d4958e842da4a758f6c1cdc7b36dcc5';
+const UNIT_STARTED = '39f53479d3a045ac8e11786248231fbf';
+/** a stick there at power-on: the run starts within seconds of the agent, not after waiting for one */
+const CONFIG_AT_START_S = 5;
+const NODE_STEPS = new Set(STEPS.filter((s) => s.group === 'node').map((s) => s.name));
 
-/** One boot with the stick: seconds from the kernel's start, on the guest's clock. */
-async function boot(disk: string, stick: string, accel: 'tcg' | 'kvm', name: string): Promise<NodeRun> {
-  // KVM with the host's own CPU model, less the one MSR (IA32_ARCH_CAPABILITIES) this nested host refuses
-  const vm = await bootVm({
-    name,
-    disk,
-    sticks: [stick],
-    uplinkToHost: true,
-    accel,
-    ...(accel === 'kvm' && { cpu: 'host,-arch-capabilities' }),
-  });
+/** One boot's node part from its journal; undefined when its stick came later or its run stopped before kubelet. */
+export function nodeRunOf(scenario: string, entries: readonly JournalEntry[]): NodeRun | undefined {
+  const of = (id: string) => entries.filter((e) => e.MESSAGE_ID === id);
+  const agent = entries.find((e) => e.UNIT === AGENT_UNIT && e.MESSAGE_ID === UNIT_STARTING);
+  const run = of(MessageId.runStarted)[0];
+  if (!agent || !run || mono(run) - mono(agent) > CONFIG_AT_START_S) return undefined;
+  const ended = [...of(MessageId.stepFinished), ...of(MessageId.stepSkipped)];
+  const steps: NodeRun['steps'] = [];
+  // the first run's node steps, each once, up to the kubelet gate
+  for (const s of of(MessageId.stepStarted)) {
+    const name = s.SNO_RELOCATE_STEP!;
+    if (!NODE_STEPS.has(name) || steps.some((x) => x.name === name)) continue;
+    const end = ended.find((e) => e.SNO_RELOCATE_STEP === name && mono(e) >= mono(s));
+    if (!end) return undefined;
+    steps.push({ name, startS: mono(s), endS: mono(end) });
+    if (name === 'kubelet') break;
+  }
+  const gate = steps.find((s) => s.name === 'kubelet');
+  const kubelet =
+    gate && entries.find((e) => e.UNIT === KUBELET && e.MESSAGE_ID === UNIT_STARTED && mono(e) >= gate.startS);
+  if (!kubelet) return undefined;
+  return {
+    scenario,
+    agentStartS: mono(agent),
+    steps: steps.sort((a, b) => a.startS - b.startS),
+    kubeletActiveS: mono(kubelet),
+  };
+}
+
+/** Every usable boot of the journals the VM suite kept. */
+export async function recordedBoots(dir = join(REPO_ROOT, '.artifacts')): Promise<NodeRun[]> {
+  const out: NodeRun[] = [];
+  for (const scenario of (await readdir(dir)).sort()) {
+    const text = await readFile(join(dir, scenario, 'journal.json'), 'utf8').catch(() => '');
+    const boots = new Map<string, JournalEntry[]>();
+    for (const line of text.split('\n').filter(Boolean)) {
+      const e = JSON.parse(line) as JournalEntry;
+      boots.set(e._BOOT_ID ?? '', [...(boots.get(e._BOOT_ID ?? '') ?? []), e]);
+    }
+    for (const entries of boots.values()) {
+      const run = nodeRunOf(scenario, entries);
+      if (run) out.push(run);
+    }
+  }
+  return out;
+}
+
+/** One boot with the stick and a time server; its node part, and the agent's start in the guest (seconds). */
+async function boot(disk: string, stick: string, name: string): Promise<{ run: NodeRun; guestReferenceS: number }> {
+  const vm = await bootVm({ name, disk, sticks: [stick], uplinkToHost: true });
   try {
     await vm.waitSsh();
     await vm.waitFor(
@@ -42,29 +97,37 @@ async function boot(disk: string, stick: string, accel: 'tcg' | 'kvm', name: str
       (r) => /^ActiveState=(inactive|failed)$/m.test(r.stdout) && !/^ExecMainExitTimestampMonotonic=0$/m.test(r.stdout),
       WAIT_MS,
     );
-    const agent = await unitProps(vm, AGENT_UNIT, ['ExecMainStartTimestampMonotonic', 'ExecMainStatus']);
+    const agent = await unitProps(vm, AGENT_UNIT, ['ExecMainStatus']);
     if (agent.ExecMainStatus !== '0') throw new Error(`${name}: the agent exited ${agent.ExecMainStatus}`);
-    const kubelet = await unitProps(vm, KUBELET, ['ActiveEnterTimestampMonotonic']);
-    const started = await events(vm, 'stepStarted');
-    const ended = [...(await events(vm, 'stepFinished')), ...(await events(vm, 'stepSkipped'))];
-    const steps = started.map((s) => {
-      const end = ended.find((e) => e.SNO_RELOCATE_STEP === s.SNO_RELOCATE_STEP && mono(e) >= mono(s));
-      if (!end) throw new Error(`${name}: step ${s.SNO_RELOCATE_STEP} started but never ended`);
-      return { name: s.SNO_RELOCATE_STEP!, startS: mono(s), endS: mono(end) };
-    });
-    return {
-      accel,
-      agentStartS: Number(agent.ExecMainStartTimestampMonotonic) / 1e6,
-      steps,
-      kubeletActiveS: Number(kubelet.ActiveEnterTimestampMonotonic) / 1e6,
-    };
+    const run = nodeRunOf(name, await journal(vm, '-b 0'));
+    if (!run) throw new Error(`${name}: the journal shows no run through the kubelet gate`);
+    const starts = (await vm.sshOk(GUEST_STARTS)).trim().split('\n').map(Number);
+    return { run, guestReferenceS: median(starts) / 1e6 };
   } finally {
     await vm.dispose();
   }
 }
 
-/** `runs` boots under each accelerator, in turns, one at a time. */
-export async function measureNode(runs: number, accels: readonly NodeRun['accel'][]): Promise<NodeRun[]> {
+/** The same start on the host: seconds, median of STARTS. */
+async function hostReference(): Promise<number> {
+  const agent = await ensureAgentBuild();
+  const times = Array.from({ length: STARTS }, () => {
+    const t = performance.now();
+    const r = spawnSync(agent, ['--version'], { stdio: 'ignore' });
+    if (r.status !== 0) throw new Error(`${agent} --version: exit ${r.status}`);
+    return (performance.now() - t) / 1000;
+  });
+  return median(times);
+}
+
+export interface NodeMeasurement {
+  runs: NodeRun[];
+  guestReferenceS: number;
+  hostReferenceS: number;
+}
+
+/** `boots` boots of its own, one at a time, with the VM suite's recorded boots, and the host's reference after them. */
+export async function measureNode(boots: number): Promise<NodeMeasurement> {
   const server = await startTimeServer();
   const dir = await mkdtemp(join(tmpdir(), 'sno-bench-site-time-'));
   const image = await buildNodeImage();
@@ -75,12 +138,16 @@ export async function measureNode(runs: number, accels: readonly NodeRun['accel'
       ...siteSpec(newSecret()),
       chronyConfig: `${server.serverLine}\n`,
     });
-    const out: NodeRun[] = [];
-    for (let i = 0; i < runs; i++) {
-      for (const accel of accels) out.push(await boot(image.disk, stick, accel, `site-time-${accel}-${i}`));
-      console.log(`node: boot ${i + 1}/${runs} measured`);
+    const own: { run: NodeRun; guestReferenceS: number }[] = [];
+    for (let i = 0; i < boots; i++) {
+      own.push(await boot(image.disk, stick, `site-time-${i}`));
+      console.log(`node: boot ${i + 1}/${boots} measured`);
     }
-    return out;
+    return {
+      runs: [...own.map((o) => o.run), ...(await recordedBoots())],
+      guestReferenceS: median(own.map((o) => o.guestReferenceS)),
+      hostReferenceS: await hostReference(),
+    };
   } finally {
     await image.dispose();
     await server.stop();

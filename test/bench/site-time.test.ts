@@ -28,7 +28,7 @@ const cluster: ClusterRun = {
 
 const input: SiteInput = {
   node: {
-    accel: 'tcg',
+    scenario: 'stick-at-boot',
     agentStartS: 10,
     steps: [
       { name: 'ssh-keys', startS: 10, endS: 11 },
