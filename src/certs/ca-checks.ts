@@ -1,7 +1,7 @@
 /**
  * The checks a site's CAs pass when the site-config is read, before anything is signed with them
- * or installed: the admin client CA (spec.access.clientCAFile, a bundle of CA certificates) and the
- * site CA (spec.access.siteCA: the issuing CA, then the CAs above it up to the root, and its key).
+ * or installed: the admin client CA (a bundle of CA certificates) and the site CA (the issuing CA,
+ * then the CAs above it up to the root, and its key). Each finding names the field the caller gives.
  * The loader has already made sure each certificate is a CA (for OpenSSL that includes keyCertSign
  * when there is a keyUsage) valid at its clock and that the site CA's key is the first
  * certificate's; these add the key types the agent signs with and a chain in which each
@@ -14,9 +14,12 @@ import { describeCert, selfSigned } from './chain.js';
 import type { PemPair } from './site-certs.js';
 import { describeKey, SUPPORTED_KEY_TYPES, supportedKey } from './key-types.js';
 
-export const CLIENT_CA_PATH = '$.spec.access.clientCAFile';
-export const SITE_CA_CERT_PATH = '$.spec.access.siteCA.certFile';
-export const SITE_CA_KEY_PATH = '$.spec.access.siteCA.keyFile';
+/** The fields the CAs came from, as findings name them. */
+export interface AccessCaFields {
+  clientCa: string;
+  siteCaCert: string;
+  siteCaKey: string;
+}
 
 const error = (path: string, message: string): Finding => ({ severity: 'error', path, message });
 
@@ -33,26 +36,26 @@ function caCertFindings(path: string, certs: readonly X509Certificate[]): Findin
   });
 }
 
-function siteCaFindings(pair: PemPair): Finding[] {
+function siteCaFindings(pair: PemPair, fields: AccessCaFields): Finding[] {
   const certs = certificatesIn(pair.certPem);
-  const out = caCertFindings(SITE_CA_CERT_PATH, certs);
+  const out = caCertFindings(fields.siteCaCert, certs);
   const key = createPrivateKey(pair.keyPem);
   if (!supportedKey(key))
-    out.push(error(SITE_CA_KEY_PATH, `a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`));
+    out.push(error(fields.siteCaKey, `a key of type ${describeKey(key)}; supported: ${SUPPORTED_KEY_TYPES}`));
   // the issuing CA first, then each certificate's issuer: what a TLS client is served after the leaf
   for (const [i, cert] of certs.entries()) {
     const next = certs[i + 1];
     if (next && !(cert.checkIssued(next) && cert.verify(next.publicKey)))
       out.push(
         error(
-          SITE_CA_CERT_PATH,
+          fields.siteCaCert,
           `certificate ${i + 2} (${describeCert(next)}) did not issue certificate ${i + 1} (${describeCert(cert)}): give the issuing CA first, then its chain up to the root`,
         ),
       );
     if (!next && !selfSigned(cert) && i > 0)
       out.push({
         severity: 'warning',
-        path: SITE_CA_CERT_PATH,
+        path: fields.siteCaCert,
         message: `the chain ends at ${describeCert(cert)}, not at a root: clients must trust it or its issuer`,
       });
   }
@@ -60,9 +63,12 @@ function siteCaFindings(pair: PemPair): Finding[] {
 }
 
 /** Findings on the CAs the site-config gives, read by the loader (`access` holds only those that passed its checks). */
-export function accessCaFindings(access: { clientCaPem?: string; siteCa?: PemPair }): Finding[] {
+export function accessCaFindings(
+  access: { clientCaPem?: string; siteCa?: PemPair },
+  fields: AccessCaFields,
+): Finding[] {
   return [
-    ...(access.clientCaPem ? caCertFindings(CLIENT_CA_PATH, certificatesIn(access.clientCaPem)) : []),
-    ...(access.siteCa ? siteCaFindings(access.siteCa) : []),
+    ...(access.clientCaPem ? caCertFindings(fields.clientCa, certificatesIn(access.clientCaPem)) : []),
+    ...(access.siteCa ? siteCaFindings(access.siteCa, fields) : []),
   ];
 }

@@ -1,9 +1,9 @@
 /**
- * The site's own serving certificates (spec.certificates.api and .ingress), checked when the
- * site-config is read, before anything is written: the cluster serves the file as it is, so it
- * must be what a client at the site verifies. The leaf has a key of a supported type and may serve
- * (not a CA, serverAuth); each certificate of the file after it issued the one before; the chain
- * reaches the site's CAs (spec.access.siteCA, spec.trustBundle) with every intermediate in the file,
+ * The site's own serving certificates (the API's and the router's), checked when the site-config
+ * is read, before anything is written: the cluster serves the file as it is, so it must be what a
+ * client at the site verifies. The leaf has a key of a supported type and may serve (not a CA,
+ * serverAuth); each certificate of the file after it issued the one before; the chain reaches the
+ * site's CAs (its site CA and trust bundle) with every intermediate in the file,
  * since a client is served only what the file holds; and the leaf names the site's hosts when the
  * site-config fixes them (without a clusterName the cluster's name is read by the domain step,
  * which checks the names then). Without any CA of the site the chain must end at a root in the
@@ -22,11 +22,14 @@ export interface GivenPair {
   names: readonly string[] | undefined;
 }
 
-/** Where the CAs a given certificate may chain to come from, as a refusal names them. */
-const SITE_ANCHOR_FIELDS = 'spec.access.siteCA or spec.trustBundle';
+/** The CAs a given certificate may chain to, and the fields they come from as a refusal names them. */
+export interface Anchors {
+  certs: readonly X509Certificate[];
+  fields: string;
+}
 
-/** Why the file's certificates do not lead, link by link, to one of `anchors` (or, without any, to a root). */
-function chainProblem(certs: readonly X509Certificate[], anchors: readonly X509Certificate[]): string | undefined {
+/** Why the file's certificates do not lead, link by link, to one of the anchors (or, without any, to a root). */
+function chainProblem(certs: readonly X509Certificate[], { certs: anchors, fields }: Anchors): string | undefined {
   for (const [i, cert] of certs.entries()) {
     const next = certs[i + 1];
     if (next && !issuedBy(cert, next))
@@ -39,23 +42,18 @@ function chainProblem(certs: readonly X509Certificate[], anchors: readonly X509C
   if (anchors.length === 0)
     return selfSigned(last)
       ? undefined
-      : `the chain ends at ${describeCert(last)}, issued by ${last.issuer.replace(/\n/g, ', ')}, which the site-config does not give: append the CAs up to the root after the certificate, or give the CA in ${SITE_ANCHOR_FIELDS}`;
+      : `the chain ends at ${describeCert(last)}, issued by ${last.issuer.replace(/\n/g, ', ')}, which the site-config does not give: append the CAs up to the root after the certificate, or give the CA in ${fields}`;
   if (certs.some(held)) return undefined;
   const parent = anchors.find((a) => issuedBy(last, a));
   if (!parent)
-    return `it does not chain to the site's CAs (${anchors.map(describeCert).join('; ')}): it was issued by ${last.issuer.replace(/\n/g, ', ')}: give a certificate the site's CA issued, or that CA in ${SITE_ANCHOR_FIELDS}`;
+    return `it does not chain to the site's CAs (${anchors.map(describeCert).join('; ')}): it was issued by ${last.issuer.replace(/\n/g, ', ')}: give a certificate the site's CA issued, or that CA in ${fields}`;
   if (!selfSigned(parent))
     return `the file lacks the intermediate CA ${describeCert(parent)}, and a client is served only what the file holds: append it (and any CA above it but the root) after the certificate`;
   return undefined;
 }
 
 /** Findings on one given pair whose key already matched its certificate; `path` is its certFile field. */
-export function givenPairFindings(
-  pair: GivenPair,
-  anchors: readonly X509Certificate[],
-  now: Date,
-  path: string,
-): Finding[] {
+export function givenPairFindings(pair: GivenPair, anchors: Anchors, now: Date, path: string): Finding[] {
   const certs = certificatesIn(pair.certPem);
   const leaf = certs[0]!;
   const error = (message: string): Finding => ({ severity: 'error', path, message });
@@ -82,7 +80,11 @@ export function givenPairFindings(
   return out;
 }
 
-/** The CAs a given certificate may chain to: the site CA's file and the trust bundle. */
-export function siteAnchors(siteCaPem: string | undefined, trustBundlePem: string | undefined): X509Certificate[] {
-  return [siteCaPem, trustBundlePem].flatMap((pem) => (pem ? certificatesIn(pem) : []));
+/** The CAs a given certificate may chain to: the site CA's file and the trust bundle, from `fields`. */
+export function siteAnchors(
+  siteCaPem: string | undefined,
+  trustBundlePem: string | undefined,
+  fields: string,
+): Anchors {
+  return { certs: [siteCaPem, trustBundlePem].flatMap((pem) => (pem ? certificatesIn(pem) : [])), fields };
 }

@@ -59,11 +59,10 @@ export async function loadSiteCa(fs: RootFs, stateDir: string, now: Date): Promi
 }
 
 /**
- * The site CA the site-config gives (spec.access.siteCA): the issuing CA, then its chain. The loader
- * checked its key type, that it matches its key, and that each certificate issued the one before.
+ * A site CA the site gives: the issuing CA, then its chain. The loader checked its key type, that
+ * it matches its key, and that each certificate issued the one before.
  */
-export function siteCaGiven(site: { access?: { siteCa?: PemPair } }): SiteCa | undefined {
-  const given = site.access?.siteCa;
+export function siteCaGiven(given: PemPair | undefined): SiteCa | undefined {
   if (!given) return undefined;
   const [cert, ...chain] = certificatesIn(given.certPem);
   return { cert: cert!, key: parseKey(given.keyPem), chain, certPem: given.certPem };

@@ -69,7 +69,13 @@ export async function readAccess(
         "revoke needs spec.access.clientCAFile: without the site's own admin client CA no administrator certificate would be left at the site",
     });
   else if (factoryAdmin !== undefined) out.factoryAdminKubeconfig = factoryAdmin;
-  findings.push(...accessCaFindings(out));
+  findings.push(
+    ...accessCaFindings(out, {
+      clientCa: '$.spec.access.clientCAFile',
+      siteCaCert: '$.spec.access.siteCA.certFile',
+      siteCaKey: '$.spec.access.siteCA.keyFile',
+    }),
+  );
   return out;
 }
 

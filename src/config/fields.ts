@@ -67,7 +67,11 @@ function givenPairsChecked(
   access: SiteFields['access'],
   trustBundle: SiteFields['trustBundle'],
 ): Finding[] {
-  const anchors = siteAnchors(access?.siteCa?.certPem, trustBundle?.caBundlePem);
+  const anchors = siteAnchors(
+    access?.siteCa?.certPem,
+    trustBundle?.caBundlePem,
+    'spec.access.siteCA or spec.trustBundle',
+  );
   const cluster = config.spec.clusterName && `${config.spec.clusterName}.${config.spec.baseDomain}`;
   const names = { api: cluster && [`api.${cluster}`], ingress: cluster && [`*.apps.${cluster}`] };
   return (['ingress', 'api'] as const).flatMap((which) => {

@@ -94,7 +94,7 @@ export async function siteTrust(ctx: Pick<StepContext<Site>, 'site' | 'fs' | 'st
     return last && selfSigned(last) ? [last.toString()] : [];
   });
   return [
-    siteCaGiven(site)?.certPem ?? (await siteCaCertificate(ctx.fs, ctx.stateDir)) ?? '',
+    siteCaGiven(site.access?.siteCa)?.certPem ?? (await siteCaCertificate(ctx.fs, ctx.stateDir)) ?? '',
     signers.api?.certPem ?? '',
     signers.apps?.certPem ?? '',
     site.trustBundle?.caBundlePem ?? '',

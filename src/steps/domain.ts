@@ -233,7 +233,7 @@ export const domainStep: Step<DomainView> = {
     const apiserver = await kube.get<APIServerConfig>(APISERVER_CONFIG);
     const domains = await siteDomains(kube, ctx.site, ingress);
     // the site's own CA when the site-config gives one; otherwise the one generated on the node
-    const ca = siteCaGiven(ctx.site) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
+    const ca = siteCaGiven(ctx.site.access?.siteCa) ?? (await loadSiteCa(ctx.fs, ctx.stateDir, now));
     const wanted = wantedSecrets(domains, ingress.spec!.domain!, ctx.site.certificates);
     const secrets: Record<string, SecretObject> = {};
     await Promise.all(

@@ -75,7 +75,7 @@ describe('site CAs made by openssl', () => {
     const ca = make(dir);
     const loaded = await loadSiteConfig(siteFolder(`${path.basename(dir)}-site`, ca, ca), new Date());
     expect(loaded.findings.filter((f) => f.severity === 'error')).toEqual([]);
-    const siteCa = siteCaGiven(loaded.site)!;
+    const siteCa = siteCaGiven(loaded.site.access?.siteCa)!;
     const now = new Date();
     const pair = await issueServing(NAMES, siteCa, now);
 
@@ -106,7 +106,7 @@ describe('site CAs made by openssl', () => {
     const dir = path.join(work, 'refusals');
     const ca = intermediateCa(dir, 'issuing', 'p384', rootCa(dir, 'root', 'rsa2048'));
     const loaded = await loadSiteConfig(siteFolder('refusals-site', ca, ca), new Date());
-    const siteCa = siteCaGiven(loaded.site)!;
+    const siteCa = siteCaGiven(loaded.site.access?.siteCa)!;
     const now = new Date();
     // at a time the CAs are no longer valid the certificate would not verify: nothing is issued
     const later = new Date(now.getTime() + 400 * 86_400_000);
