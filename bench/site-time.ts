@@ -10,7 +10,7 @@
  *             to hardware by the emulation's slowdown: the agent's executable started in the guest
  *             over the same on the host
  *   cluster   the cluster steps, health and in-service run against the real kube-apiserver with the
- *             models (test/cluster/env.ts), their rollouts at 1/SCALE of the durations in
+ *             models (test/cluster/env.ts), their rollouts at ROLLOUT_TIME_FACTOR of the durations in
  *             src/kube/rollout-costs.ts (the table of docs/rollouts.md), brought back to the site's
  *             clock by bench/site-time/model.ts; the control plane's start after kubelet is priced
  *             as one kube-apiserver restart from the same table
@@ -30,7 +30,7 @@ import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { CLOCK_SYNC_TIMEOUT_SECONDS, CSR_WAIT_SECONDS, DEFAULT_HEALTH_TIMEOUT_SECONDS } from '../src/base/timeouts.js';
 import { OPTIONS } from '../src/cli/option-table.js';
 import type { Site } from '../src/config/site.js';
-import { ROLLOUT_COSTS, type RolloutKind } from '../src/kube/rollout-costs.js';
+import { ROLLOUT_COSTS, ROLLOUT_KINDS, type RolloutKind } from '../src/kube/rollout-costs.js';
 import { opensslCa } from '../test/helpers/openssl.js';
 import { agent, CLUSTER_PHASE, ROLLOUT_TIME_FACTOR, startFactory, storeSite } from '../test/cluster/env.js';
 import { UPSTREAM_MS } from '../test/cluster/models/durations.js';
@@ -43,12 +43,14 @@ import { timelineSvg } from './site-time/svg.js';
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 /** the node's own boots (the VM suite's recorded boots come on top) */
 const NODE_BOOTS = Number(process.env.SITE_TIME_BOOTS ?? 1);
-/** the models' rollouts take 1/SCALE of their durations at a site (SNO_RELOCATE_ROLLOUT_TIME_FACTOR, env.ts) */
-const SCALE = 1 / ROLLOUT_TIME_FACTOR;
 const NODE_RUNS = path.join(REPO, 'bench/site-time/node-runs.json');
 const CLUSTER_RUNS = path.join(REPO, 'bench/site-time/cluster-runs.json');
 const HEALTH_STABLE_S = Number(process.env.SITE_HEALTH_STABLE ?? OPTIONS['health-stable'].default);
 const GOAL_S = { A: 10 * 60, B: 20 * 60 } as const;
+const DURATIONS = Object.fromEntries(ROLLOUT_KINDS.map((k) => [k, ROLLOUT_COSTS[k].seconds])) as Record<
+  RolloutKind,
+  number
+>;
 /** a rollout's span in the run: its duration at a site (the table of docs/rollouts.md) times the models' factor */
 const modelMs = (kind: RolloutKind) => ROLLOUT_COSTS[kind].seconds * 1000 * ROLLOUT_TIME_FACTOR;
 
@@ -181,7 +183,7 @@ async function measureCluster(): Promise<Record<'A' | 'B', ClusterRun[]>> {
       runs[s].push(await clusterOnce(site[s]));
       console.log(`cluster: site ${s} run ${i + 1}/${RUNS} done`);
     }
-  writeFileSync(CLUSTER_RUNS, `${JSON.stringify({ scale: SCALE, runs }, null, 1)}\n`);
+  writeFileSync(CLUSTER_RUNS, `${JSON.stringify({ timeFactor: ROLLOUT_TIME_FACTOR, runs }, null, 1)}\n`);
   return runs;
 }
 
@@ -226,8 +228,7 @@ async function main(): Promise<void> {
       node: scaled(emulated[i % emulated.length]!, f),
       apiStartS: ROLLOUT_COSTS['kube-apiserver'].seconds,
       cluster: clusterRuns[s][i]!,
-      scale: SCALE,
-      rebootS: ROLLOUT_COSTS.reboot.seconds,
+      durations: DURATIONS,
       windowS: HEALTH_STABLE_S,
     });
   console.log(

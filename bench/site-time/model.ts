@@ -1,14 +1,14 @@
 /**
  * The arithmetic of bench/site-time, apart from anything it measures: from the node's part (measured
- * in the VM), the cluster's part (a run against the models, their rollouts at 1/scale of their
+ * in the VM), the cluster's part (a run against the models, their rollouts at a fraction of their
  * durations at a site) and the waits the agent imposes, one timeline of a relocation at a site in
  * seconds from power-on: its bars (one lane per phase and per control-plane component), the phases
  * it splits into, and the critical path through them.
  *
- * The cluster run is brought to the site's clock by its rollouts: while any rollout of the models is
- * under way the run's time counts `scale` times (the models ran each rollout at 1/scale of its
- * duration at a site, so that what overlaps at a site overlaps in the run), and the agent's own work
- * outside them counts as it is. Its own work done while a rollout runs is stretched with it, which
+ * The cluster run is brought to the site's clock by its rollouts: each rollout's span in the run
+ * stands for its duration at a site (the models ran each at a fraction of it, so that what overlaps
+ * at a site overlaps in the run), where spans overlap the fastest-running clock counts, and the
+ * agent's own work outside them counts as it is. Its own work done while a rollout runs is stretched with it, which
  * errs on the long side. A reboot, which the models only record, and the stability windows, which
  * the run was given as zero, are inserted where they fall, with their durations at the site.
  */
@@ -43,9 +43,8 @@ export interface SiteInput {
   /** kubelet active to the API answering: the control plane's start */
   apiStartS: number;
   cluster: ClusterRun;
-  /** the models' rollouts took 1/scale of their durations at a site */
-  scale: number;
-  rebootS: number;
+  /** each rollout's duration at a site, seconds */
+  durations: Readonly<Record<RolloutKind, number>>;
   /** the stability window the agent imposes (--health-stable): health's, and in-service's where it watched one */
   windowS: number;
 }
@@ -106,19 +105,31 @@ function union(spans: readonly (readonly [number, number])[]): [number, number][
 const inside = (spans: readonly [number, number][], t: number) => spans.some(([s, e]) => t > s && t < e);
 
 /**
- * The site's clock of the cluster run: ms of the run to seconds after its start at the site. Time
- * under a rollout counts `scale` times; the test API server's restarts outside any rollout count
- * nothing; the rest counts as it is; each splice adds its seconds at its instant.
+ * The site's clock of the cluster run: ms of the run to seconds after its start at the site. A
+ * rollout's span runs at its duration at the site over its length in the run (where spans overlap,
+ * the fastest); the test API server's restarts outside any span count nothing; the rest counts as
+ * it is; each splice adds its seconds at its instant.
  */
 export function siteClock(
   cluster: ClusterRun,
-  scale: number,
+  durations: Readonly<Record<RolloutKind, number>>,
   splices: readonly { atMs: number; seconds: number }[],
 ): (ms: number) => number {
-  const covered = union(cluster.rollouts.map((r) => [r.startMs, r.endMs] as const));
-  const frozen = union(cluster.restarts.map((r) => [r.startMs, r.endMs] as const));
-  const cuts = [...new Set([0, ...covered.flat(), ...frozen.flat()])].sort((a, b) => a - b);
-  const rate = (t: number) => (inside(covered, t) ? scale : inside(frozen, t) ? 0 : 1);
+  const spans = cluster.rollouts
+    .filter((r) => r.endMs > r.startMs)
+    .map((r) => {
+      const rate = (durations[r.kind] * 1000) / (r.endMs - r.startMs);
+      const reboot = absorbingReboot(cluster, r);
+      return reboot === undefined ? { ...r, rate } : { ...r, endMs: reboot, absorbedTo: r.endMs, rate };
+    });
+  // a deployment's rollout under way when the node reboots ends with the boot: the rest of its span is the boot's
+  const absorbed = spans.flatMap((r) => ('absorbedTo' in r ? [[r.endMs, r.absorbedTo] as const] : []));
+  const frozen = union([...cluster.restarts.map((r) => [r.startMs, r.endMs] as const), ...absorbed]);
+  const cuts = [...new Set([0, ...spans.flatMap((r) => [r.startMs, r.endMs]), ...frozen.flat()])].sort((a, b) => a - b);
+  const rate = (t: number) => {
+    const under = spans.filter((r) => t > r.startMs && t < r.endMs).map((r) => r.rate);
+    return under.length > 0 ? Math.max(...under) : inside(frozen, t) ? 0 : 1;
+  };
   return (ms) => {
     let seconds = 0;
     cuts.forEach((a, i) => {
@@ -161,11 +172,24 @@ export function criticalPath(spine: readonly Bar[], side: readonly Bar[]): Bar[]
   return out.reverse();
 }
 
-/** A rollout under way when the node reboots stops with everything else, and goes on after the boot. */
+/** the rollouts a reboot ends: a Deployment's new pod is simply the one that starts with the boot */
+const ENDED_BY_REBOOT = new Set<RolloutKind>(['openshift-apiserver', 'oauth-server', 'router']);
+
+/** The reboot (its instant in the run) that ends a Deployment's rollout under way, if one does. */
+function absorbingReboot(cluster: ClusterRun, r: ClusterRun['rollouts'][number]): number | undefined {
+  if (!ENDED_BY_REBOOT.has(r.kind)) return undefined;
+  return cluster.rollouts.find((x) => x.kind === 'reboot' && x.startMs > r.startMs && x.startMs < r.endMs)?.startMs;
+}
+
+/**
+ * A rollout under way when the node reboots stops with everything else: a Deployment's ends with
+ * the boot, a kube-apiserver revision not yet installed goes on after it.
+ */
 function pausedBy(reboots: readonly Bar[], bar: Bar): Bar[] {
   const r = reboots.find((x) => bar.start < x.start && bar.end > x.start);
   if (!r) return [bar];
-  return [{ ...bar, end: r.start }, ...(bar.end > r.end ? pausedBy(reboots, { ...bar, start: r.end }) : [])];
+  const goesOn = !ENDED_BY_REBOOT.has(bar.lane as RolloutKind) && bar.end > r.end;
+  return [{ ...bar, end: r.start }, ...(goesOn ? pausedBy(reboots, { ...bar, start: r.end }) : [])];
 }
 
 const laneOf = (step: string) => (OWN_LANE.has(step) ? step : LANE.cluster);
@@ -196,14 +220,14 @@ export function buildTimeline(input: SiteInput): Timeline {
   const reboots = cluster.rollouts.filter((r) => r.kind === 'reboot');
   const ownWindow = inService && cluster.inServiceWatched ? inService : undefined;
   const windowed = [
-    ...(health ? [{ lane: LANE.healthWindow, at: health.endMs }] : []),
-    ...(ownWindow ? [{ lane: LANE.inServiceWindow, at: ownWindow.endMs }] : []),
+    ...(health ? [{ lane: LANE.healthWindow, at: health.endMs, step: health.name }] : []),
+    ...(ownWindow ? [{ lane: LANE.inServiceWindow, at: ownWindow.endMs, step: ownWindow.name }] : []),
   ];
   const splices = [
-    ...reboots.map((r) => ({ atMs: r.startMs, seconds: input.rebootS })),
+    ...reboots.map((r) => ({ atMs: r.startMs, seconds: input.durations.reboot })),
     ...windowed.map((w) => ({ atMs: w.at, seconds: input.windowS })),
   ];
-  const clock = siteClock(cluster, input.scale, splices);
+  const clock = siteClock(cluster, input.durations, splices);
   const at = (ms: number) => offset + clock(ms);
   const clusterBars = cluster.steps.map((s): Bar => ({
     lane: laneOf(s.name),
@@ -215,7 +239,7 @@ export function buildTimeline(input: SiteInput): Timeline {
   const rebootBars = reboots.map((r): Bar => ({
     lane: 'reboot',
     group: 'component',
-    start: at(r.startMs) - input.rebootS,
+    start: at(r.startMs) - input.durations.reboot,
     end: at(r.startMs),
   }));
   const components = [
@@ -228,7 +252,11 @@ export function buildTimeline(input: SiteInput): Timeline {
   ];
   const windows = windowed.map((w): Bar => {
     const end = at(w.at);
-    return { lane: w.lane, group: 'wait', start: end - input.windowS, end };
+    const bar: Bar = { lane: w.lane, group: 'wait', start: end - input.windowS, end };
+    // a step that found the cluster settled at once still holds its window
+    const owner = clusterBars.find((b) => b.label === w.step)!;
+    owner.start = Math.min(owner.start, bar.start);
+    return bar;
   });
   const spine = [...nodeBars, apiBar, ...clusterBars];
   const total = spine.at(-1)!.end;

@@ -39,8 +39,7 @@ const input: SiteInput = {
   },
   apiStartS: 90,
   cluster,
-  scale: 20,
-  rebootS: 600,
+  durations: { 'kube-apiserver': 90, 'openshift-apiserver': 80, 'oauth-server': 45, router: 60, reboot: 600 },
   windowS: 120,
 };
 
@@ -106,6 +105,23 @@ describe('site time, from a recorded run', () => {
     // 35 s of the revision before the reboot, 55 s after it
     expect(revision[0]!.end - revision[0]!.start).toBeCloseTo(35, 6);
     expect(criticalByLane(t.critical).find((c) => c.name === 'reboot')?.seconds).toBeCloseTo(600, 6);
+  });
+
+  it("ends a Deployment's rollout under way with the boot: its new pod is the one that starts", () => {
+    const rebooted = {
+      ...cluster,
+      rollouts: [
+        ...cluster.rollouts,
+        { kind: 'openshift-apiserver' as const, startMs: 4500, endMs: 8500 },
+        { kind: 'reboot' as const, startMs: 5000, endMs: 5000 },
+      ],
+    };
+    const t = buildTimeline({ ...input, cluster: rebooted });
+    const rollout = t.bars.filter((b) => b.lane === 'openshift-apiserver');
+    expect(rollout).toHaveLength(1);
+    expect(rollout[0]!.end).toBeCloseTo(t.bars.find((b) => b.lane === 'reboot')!.start, 6);
+    // the run's last 0.2 s were the rollout's rest, which the boot holds
+    expect(t.total).toBeCloseTo(375.45 + 600 - 0.2, 6);
   });
 
   it('draws one lane per phase and per component, the critical path and the goal', () => {
