@@ -1,7 +1,8 @@
 /**
  * docs/design.md is where a maintainer starts: every file or folder it names in backticks exists,
  * its repository layout has a row for every folder under src/, and what it says of the steps'
- * rooms holds: no step imports another.
+ * rooms holds: no step imports another, and nothing a step hands on travels in module state keyed
+ * on an object (a WeakMap or WeakSet in the engine or the steps).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -36,5 +37,14 @@ describe('docs/design.md', () => {
         .map((target) => `${file} -> ${target}`),
     );
     expect(imports).toEqual([]);
+  });
+
+  it('keeps no module state keyed on an object in the engine or the steps: facts travel through the engine', () => {
+    const sources = ['src/engine', 'src/steps', 'src/steps/domain'].flatMap((dir) =>
+      readdirSync(path.join(REPO, dir))
+        .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+        .map((f) => `${dir}/${f}`),
+    );
+    expect(sources.filter((f) => /new Weak(Map|Set)\b/.test(readFileSync(path.join(REPO, f), 'utf8')))).toEqual([]);
   });
 });
