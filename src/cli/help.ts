@@ -1,9 +1,9 @@
 /**
  * The help texts, from the commands' declarations (commands/options.ts) and the options' table
- * (args.ts). Only the help of a command that takes --only and --skip lists the steps, which its
+ * (option-table.ts). Only the help of a command that takes --only and --skip lists the steps, which its
  * caller passes in: `--help` loads no step.
  */
-import { OPTION_HELP, OPTIONS, type OptionName } from './option-table.js';
+import { OPTIONS, type OptionName } from './option-table.js';
 import { COMMAND_SPECS, type CommandSpec } from './commands/options.js';
 
 const WIDTH = 118;
@@ -36,7 +36,7 @@ function usageLine([synopsis, does]: readonly [string, string]): string {
 }
 
 function optionLine(name: OptionName | 'help'): string {
-  const [value, does] = name === 'help' ? ['', 'this help'] : OPTION_HELP[name];
+  const { value, help: does } = OPTIONS[name];
   const short = (OPTIONS[name] as { short?: string }).short;
   const flag = `  ${short ? `-${short}, ` : ''}--${name}${value ? ` ${value}` : ''}`;
   return flag.length < OPTION_COLUMN - 1
