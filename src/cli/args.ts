@@ -5,12 +5,17 @@ import { commandSpec } from './commands/options.js';
 import { OPTIONS } from './option-table.js';
 
 type Parsed = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+/** every option, typed from its declaration: a string, or a boolean for a switch; set when it has a default */
 export type Flags = Parsed['values'];
 
-export interface Invocation {
+/**
+ * One command line. A handler declares `Invocation<OptionsOf<'its command'>>` and so sees only the
+ * options its command takes: a handler that reads another does not compile.
+ */
+export interface Invocation<Option extends keyof Flags = keyof Flags> {
   command: string | undefined;
   positionals: string[];
-  flags: Flags;
+  flags: Pick<Flags, Option>;
 }
 
 /** every option at its default: what a command sees of the options it does not take */

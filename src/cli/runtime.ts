@@ -51,7 +51,12 @@ export interface Runtime {
   options: RuntimeOptions;
 }
 
-function runtimeOptions(flags: Flags): RuntimeOptions {
+/** the options that say where things are and how to log; a command that takes none of them passes `{}` */
+type RuntimeFlags = Partial<
+  Pick<Flags, 'root' | 'state-dir' | 'kubeconfig' | 'log-level' | 'log-format' | 'console' | 'wait' | 'metrics-address'>
+>;
+
+function runtimeOptions(flags: RuntimeFlags): RuntimeOptions {
   return {
     ...(flags.wait !== undefined && { waitSeconds: seconds('--wait', flags.wait) }),
     ...(flags.kubeconfig && { kubeconfig: path.resolve(flags.kubeconfig) }),
@@ -59,7 +64,7 @@ function runtimeOptions(flags: Flags): RuntimeOptions {
   };
 }
 
-export function createRuntime(flags: Flags): Runtime {
+export function createRuntime(flags: RuntimeFlags): Runtime {
   const log = createLogger({
     level: oneOf('--log-level', flags['log-level'], ['trace', 'debug', 'info', 'warn', 'error'] as const, 'info'),
     format: oneOf('--log-format', flags['log-format'], ['text', 'json'] as const, 'text'),

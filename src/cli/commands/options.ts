@@ -1,7 +1,8 @@
 /**
  * What each command takes: its usage and its options, declared apart from its code so that parsing
  * the command line and printing help load none of it (the Kubernetes client, the steps). An option
- * a command does not declare is a usage error naming the command (args.ts).
+ * a command does not declare is a usage error naming the command (args.ts), and its handler receives
+ * only the options declared here, typed (`OptionsOf`): naming another is a compile error.
  */
 import type { OptionName } from '../option-table.js';
 
@@ -15,9 +16,9 @@ export interface CommandSpec {
   listsSteps?: true;
 }
 
-const LOG: readonly OptionName[] = ['log-level', 'log-format'];
+const LOG = ['log-level', 'log-format'] as const;
 /** what run takes, and plan with it, since plan says what that same run would change */
-const APPLY: readonly OptionName[] = [
+const APPLY = [
   'root',
   'state-dir',
   'kubeconfig',
@@ -27,9 +28,9 @@ const APPLY: readonly OptionName[] = [
   'skip',
   'health-timeout',
   'health-stable',
-];
+] as const;
 
-export const COMMAND_SPECS: readonly CommandSpec[] = [
+const DECLARED = [
   {
     name: 'validate',
     usage: [
@@ -184,7 +185,15 @@ export const COMMAND_SPECS: readonly CommandSpec[] = [
     ],
     options: ['root', 'state-dir', 'kubeconfig', 'shelf-days', 'power-off', 'output', ...LOG],
   },
-];
+] as const satisfies readonly CommandSpec[];
+
+export const COMMAND_SPECS: readonly CommandSpec[] = DECLARED;
+
+/** the words of every command: `validate`, `factory seal` */
+export type CommandName = (typeof DECLARED)[number]['name'];
+
+/** the options the commands `C` take (for a group, any of its subcommands) */
+export type OptionsOf<C extends CommandName> = Extract<(typeof DECLARED)[number], { name: C }>['options'][number];
 
 /** `factory` and `fleet`: commands that are a word before their subcommands */
 export const COMMAND_GROUPS: readonly string[] = [
