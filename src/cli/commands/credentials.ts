@@ -16,6 +16,7 @@ import { systemClock } from '../../ports/clock.js';
 import { admitSite, offNode } from '../../config/admit.js';
 import { ConfigError, UsageError } from '../../base/errors.js';
 import { type Invocation, oneOf } from '../args.js';
+import type { OptionsOf } from './options.js';
 import type { CommandResult } from './result.js';
 
 const DAY_MS = 86_400_000;
@@ -37,7 +38,7 @@ function chainAbove(ca: X509Certificate, bundle: readonly X509Certificate[]): X5
   return chain;
 }
 
-export async function credentialsCommand(inv: Invocation): Promise<CommandResult> {
+export async function credentialsCommand(inv: Invocation<OptionsOf<'credentials'>>): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
   const { site: siteDir, key, out } = inv.flags;
   const user = inv.flags.user ?? 'site-admin';
