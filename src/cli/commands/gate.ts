@@ -11,10 +11,11 @@ import { hashOf } from '../../engine/state.js';
 import { logEvent } from '../../log/logger.js';
 import { closeGateUnlessFor, gateOpenFor } from '../../node/kubelet-gate.js';
 import { atMostOnePath, type Invocation } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime, loadSite } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
-export async function gateCommand(inv: Invocation): Promise<CommandResult> {
+export async function gateCommand(inv: Invocation<OptionsOf<'gate'>>): Promise<CommandResult> {
   const rt = createRuntime(inv.flags);
   const target = atMostOnePath('gate', inv.positionals);
   let loaded;
