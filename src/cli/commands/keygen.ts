@@ -2,10 +2,11 @@ import { writeFile } from 'node:fs/promises';
 import { UsageError } from '../../base/errors.js';
 import { generateSigningKey } from '../../trust/signature.js';
 import type { Invocation } from '../args.js';
+import type { OptionsOf } from './options.js';
 import type { CommandResult } from './result.js';
 
 /** `keygen --out NAME`: NAME.key (0600, never overwritten) and NAME.pub for /etc/sno-relocate/trust/. */
-export async function keygenCommand(inv: Invocation): Promise<CommandResult> {
+export async function keygenCommand(inv: Invocation<OptionsOf<'keygen'>>): Promise<CommandResult> {
   const out = inv.flags.out;
   if (!out) throw new UsageError('keygen needs --out NAME (writes NAME.key and NAME.pub)');
   if (inv.positionals.length) throw new UsageError('keygen takes no PATH');
