@@ -3,6 +3,7 @@ import { selectSteps } from '../../engine/select.js';
 import { errorMessage, ExitCode, SnoRelocateError } from '../../base/errors.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { renderPlan, type ShownPlan } from '../render-plan.js';
 import { createRuntime, createStepContext, loadSite } from '../runtime.js';
 import { refuseUnopened } from '../../trust/admitted.js';
@@ -10,7 +11,7 @@ import type { CommandResult } from './result.js';
 
 const PLAN_API_WAIT_MS = 5000;
 
-export async function planCommand(inv: Invocation): Promise<CommandResult> {
+export async function planCommand(inv: Invocation<OptionsOf<'plan'>>): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json', 'yaml'] as const, 'text');
   const selected = selectSteps(STEPS, inv.flags.only, inv.flags.skip);
   const rt = createRuntime(inv.flags);
