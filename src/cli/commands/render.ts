@@ -5,6 +5,7 @@ import { type HubObjectsOptions, renderFleet, type SiteResult, writeHubObjects }
 import { readTemplate } from '../../fleet/template.js';
 import { keyId } from '../../trust/signature.js';
 import { type Invocation, oneOf } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 import { expiryFlag, signingKeyFlag } from './sign.js';
@@ -36,7 +37,7 @@ function summary(results: SiteResult[], out: string, signedWith: string | undefi
 }
 
 /** `--hub-objects DIR [--placement NAMESPACE/NAME]` */
-function hubObjectsFlags(inv: Invocation): HubObjectsOptions | undefined {
+function hubObjectsFlags(inv: Invocation<OptionsOf<'render'>>): HubObjectsOptions | undefined {
   const { 'hub-objects': dir, placement } = inv.flags;
   if (placement !== undefined && dir === undefined)
     throw new UsageError('--placement needs --hub-objects DIR: it names the Placement of the ManifestWorkReplicaSet');
@@ -48,7 +49,7 @@ function hubObjectsFlags(inv: Invocation): HubObjectsOptions | undefined {
 }
 
 /** `render --inventory FILE --template DIR --out DIR [--key K --not-after D] [--iso] [--hub-objects DIR]` */
-export async function renderCommand(inv: Invocation): Promise<CommandResult> {
+export async function renderCommand(inv: Invocation<OptionsOf<'render'>>): Promise<CommandResult> {
   const { inventory: inventoryFile, template: templateDir, out, key } = inv.flags;
   if (!inventoryFile || !templateDir || !out)
     throw new UsageError('render needs --inventory FILE, --template DIR and --out DIR');
