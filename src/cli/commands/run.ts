@@ -10,12 +10,13 @@ import { closeGateUnlessFor, gateOpenFor } from '../../node/kubelet-gate.js';
 import { kubeletHeldLine } from '../../node/kubelet-held.js';
 import { STEPS } from '../../steps/index.js';
 import { atMostOnePath, type Invocation, seconds } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { acquireRunLock } from '../../ports/run-lock.js';
 import { beforeFirstChange } from '../../trust/admitted.js';
 import { createRuntime, createStepContext, loadSite, type Runtime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
-export async function runCommand(inv: Invocation): Promise<CommandResult> {
+export async function runCommand(inv: Invocation<OptionsOf<'run'>>): Promise<CommandResult> {
   const selected = selectSteps(STEPS, inv.flags.only, inv.flags.skip);
   const rt = createRuntime(inv.flags);
   // before discovery: a second run must not mount the stick, read the state or touch the network
@@ -32,7 +33,7 @@ export async function runCommand(inv: Invocation): Promise<CommandResult> {
 }
 
 async function runLocked(
-  inv: Invocation,
+  inv: Invocation<OptionsOf<'run'>>,
   rt: Runtime,
   selected: ReturnType<typeof selectSteps>,
 ): Promise<CommandResult> {
