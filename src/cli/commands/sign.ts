@@ -10,6 +10,7 @@ import { sealAndSign } from '../../trust/seal-folder.js';
 import { KeyError, readPrivateKey, SIGNATURE_FILE } from '../../trust/signature.js';
 import { AGE_RECIPIENT } from '../../trust/node-key.js';
 import type { Invocation } from '../args.js';
+import type { OptionsOf } from './options.js';
 import type { CommandResult } from './result.js';
 
 function date(flag: string, value: string): Date {
@@ -54,7 +55,7 @@ export function nodeKeyFlag(value: string | undefined): string | undefined {
  * `sign --key NAME.key [--not-after DATE] [--bind-machine-id ID | --bind-serial SERIAL]
  * [--generation N] [--node-key RECIPIENT] FOLDER`
  */
-export async function signCommand(inv: Invocation): Promise<CommandResult> {
+export async function signCommand(inv: Invocation<OptionsOf<'sign'>>): Promise<CommandResult> {
   const { key, 'not-after': notAfter, 'bind-machine-id': machineId, 'bind-serial': serial } = inv.flags;
   const generation = generationFlag(inv.flags.generation);
   const nodeKey = nodeKeyFlag(inv.flags['node-key']);
