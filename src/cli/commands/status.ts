@@ -11,6 +11,7 @@ import { readWatchStatus, type WatchStatus } from '../../watch/status-file.js';
 import { renderSecretsStatus, secretsStatus } from '../../trust/secrets-record.js';
 import { kubeletHeld as kubeletHeldByGate, kubeletHeldLine } from '../../node/kubelet-held.js';
 import { type Invocation, oneOf } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
@@ -77,7 +78,7 @@ export function renderWatchStatus(watch: WatchStatus, now: Date): string {
   return `${lines.join('\n')}\n`;
 }
 
-export async function statusCommand(inv: Invocation): Promise<CommandResult> {
+export async function statusCommand(inv: Invocation<OptionsOf<'status'>>): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
   const rt = createRuntime(inv.flags);
   const state = await new StateStore(rt.fs, rt.stateDir).load();
