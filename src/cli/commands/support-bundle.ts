@@ -1,12 +1,13 @@
 import { UsageError } from '../../base/errors.js';
 import { writeSupportBundle } from '../../support/bundle.js';
 import type { Invocation } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 import { statusCommand } from './status.js';
 
 /** `support-bundle --out FILE.tar.gz`: one archive of what support asks for, redacted (support/bundle.ts). */
-export async function supportBundleCommand(inv: Invocation): Promise<CommandResult> {
+export async function supportBundleCommand(inv: Invocation<OptionsOf<'support-bundle'>>): Promise<CommandResult> {
   const out = inv.flags.out;
   if (!out) throw new UsageError('support-bundle needs --out FILE.tar.gz');
   if (inv.positionals.length) throw new UsageError('support-bundle takes no PATH');
