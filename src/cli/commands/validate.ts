@@ -4,6 +4,7 @@ import { translationRecord } from '../../config/ibi/translation.js';
 import type { LoadedSite } from '../../config/site.js';
 import { redactSecrets } from '../../log/redact.js';
 import { atMostOnePath, type Invocation, oneOf } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime, loadSite } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
@@ -26,7 +27,7 @@ function translated(loaded: LoadedSite, format: 'text' | 'json' | 'yaml'): strin
   return `# native site-config ${from} at ${loaded.dir}; registry credentials redacted\n${yaml.dump(document, { lineWidth: 120, noRefs: true })}`;
 }
 
-export async function validateCommand(inv: Invocation): Promise<CommandResult> {
+export async function validateCommand(inv: Invocation<OptionsOf<'validate'>>): Promise<CommandResult> {
   const rt = createRuntime(inv.flags);
   const format = oneOf(
     '-o',
