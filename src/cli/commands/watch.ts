@@ -11,6 +11,7 @@ import { createRecorder, readRecording, replay, type Recorder } from '../../watc
 import { renderHealth } from '../../watch/render.js';
 import { healthOf } from '../../watch/track.js';
 import { atMostOnePath, type Invocation, oneOf } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime, kubeconfigPath, loadSite, type Runtime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
@@ -39,7 +40,7 @@ function result(
   return { exitCode: health === 'unhealthy' ? ExitCode.stepFailed : ExitCode.ok, stdout };
 }
 
-export async function watchCommand(inv: Invocation): Promise<CommandResult> {
+export async function watchCommand(inv: Invocation<OptionsOf<'watch'>>): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
   const rt = createRuntime(inv.flags);
   const ctx = await contextFor(rt, atMostOnePath('watch', inv.positionals));
