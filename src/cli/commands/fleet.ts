@@ -1,11 +1,12 @@
 import { UsageError } from '../../base/errors.js';
 import { fleetStatus, kubeconfigsIn, renderFleetStatus } from '../../fleet/status.js';
 import { type Invocation, oneOf, seconds } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
 /** `fleet status --kubeconfigs DIR [--concurrency N] [--timeout SECONDS] [-o json]` */
-export async function fleetCommand(inv: Invocation): Promise<CommandResult> {
+export async function fleetCommand(inv: Invocation<OptionsOf<'fleet status'>>): Promise<CommandResult> {
   const [sub, ...rest] = inv.positionals;
   if (sub !== 'status' || rest.length > 0) throw new UsageError('usage: sno-relocate fleet status --kubeconfigs DIR');
   const dir = inv.flags.kubeconfigs;
@@ -19,7 +20,7 @@ export async function fleetCommand(inv: Invocation): Promise<CommandResult> {
     throw new UsageError(`--kubeconfigs: cannot read ${dir}: ${err.code ?? err.message}`);
   });
   // each site's API outages go to stderr as the agent's go to its journal; stdout stays the table
-  const { log } = createRuntime(inv.flags);
+  const { log } = createRuntime({});
   const lines = await fleetStatus(files, { concurrency, timeoutMs: timeoutSeconds * 1000, log });
   return {
     exitCode: 0,
