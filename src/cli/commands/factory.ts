@@ -18,12 +18,15 @@ import type { Shipment } from '../../node/shipment.js';
 import { FACTORY_RECORD, machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
 import { type Invocation, oneOf } from '../args.js';
+import type { OptionsOf } from './options.js';
 import { createRuntime, kubeconfigPath, type Runtime } from '../runtime.js';
 import type { CommandResult } from './result.js';
 
 const API_WAIT_MS = 30_000;
 
 type Format = 'text' | 'json';
+type Prepare = Invocation<OptionsOf<'factory prepare'>>;
+
 const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
 /** A setting checked by src/factory/options.ts; its error (naming the flag) is a usage error. */
@@ -35,7 +38,7 @@ function usage<T>(check: () => T): T {
   }
 }
 
-function machineConfigOptions(inv: Invocation): Omit<MachineConfigOptions, 'internalIP'> {
+function machineConfigOptions(inv: Prepare): Omit<MachineConfigOptions, 'internalIP'> {
   const { image, trust } = inv.flags;
   return {
     ...(image !== undefined && { image: usage(() => checkImage('--image', image)) }),
@@ -81,7 +84,7 @@ function renderPrepared(result: PrepareResult): string {
   return `${lines.join('\n')}\n`;
 }
 
-async function prepareManifests(inv: Invocation, format: Format, dir: string): Promise<CommandResult> {
+async function prepareManifests(inv: Prepare, format: Format, dir: string): Promise<CommandResult> {
   const { 'install-config': installConfig, 'internal-ip': internalIP } = inv.flags;
   if (!installConfig || !internalIP)
     throw new UsageError(
@@ -131,7 +134,7 @@ async function prepareManifests(inv: Invocation, format: Format, dir: string): P
   };
 }
 
-async function prepare(inv: Invocation, format: Format): Promise<CommandResult> {
+async function prepare(inv: Prepare, format: Format): Promise<CommandResult> {
   if (inv.flags.manifests !== undefined) return prepareManifests(inv, format, inv.flags.manifests);
   for (const flag of ['internal-ip', 'install-config'] as const)
     if (inv.flags[flag] !== undefined)
@@ -166,7 +169,11 @@ function shelfDays(value: string | undefined): number {
   return n;
 }
 
-async function check(inv: Invocation): Promise<{ rt: Runtime; report: CheckReport }> {
+/** what check and seal share; only check takes --require-tpm */
+async function check(
+  inv: Invocation<OptionsOf<'factory check'> & OptionsOf<'factory seal'>>,
+  requireTpm: boolean,
+): Promise<{ rt: Runtime; report: CheckReport }> {
   const rt = createRuntime(inv.flags);
   const days = shelfDays(inv.flags['shelf-days']);
   const report = await checkFactoryNode({
@@ -177,7 +184,7 @@ async function check(inv: Invocation): Promise<{ rt: Runtime; report: CheckRepor
     stateDir: rt.stateDir,
     sources: bundledAgentSources(),
     shelfDays: days,
-    requireTpm: inv.flags['require-tpm'] === true,
+    requireTpm,
   });
   return { rt, report };
 }
@@ -187,8 +194,8 @@ const checkResult = (report: CheckReport, format: Format, extra = ''): CommandRe
   stdout: format === 'json' ? json(report) : `${renderCheck(report)}${extra}`,
 });
 
-async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
-  const { rt, report } = await check(inv);
+async function seal(inv: Invocation<OptionsOf<'factory seal'>>, format: Format): Promise<CommandResult> {
+  const { rt, report } = await check(inv, false);
   if (!report.fit) return checkResult(report, format, 'not sealed: nothing on the node was changed\n');
   const { powerOnBy } = report;
   const early =
@@ -226,12 +233,14 @@ async function seal(inv: Invocation, format: Format): Promise<CommandResult> {
   };
 }
 
-export async function factoryCommand(inv: Invocation): Promise<CommandResult> {
+export async function factoryCommand(
+  inv: Invocation<OptionsOf<'factory prepare' | 'factory check' | 'factory seal'>>,
+): Promise<CommandResult> {
   const format = oneOf('-o', inv.flags.output, ['text', 'json'] as const, 'text');
   const [sub, ...rest] = inv.positionals;
   if (rest.length) throw new UsageError(`factory ${sub} takes no PATH, got ${rest.join(' ')}`);
   if (sub === 'prepare') return prepare(inv, format);
-  if (sub === 'check') return checkResult((await check(inv)).report, format);
+  if (sub === 'check') return checkResult((await check(inv, inv.flags['require-tpm'])).report, format);
   if (sub === 'seal') return seal(inv, format);
   throw new UsageError(`factory needs prepare, check or seal, got ${sub ?? 'nothing'}; run 'sno-relocate --help'`);
 }
