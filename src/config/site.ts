@@ -5,7 +5,6 @@ import type { Finding } from '../base/findings.js';
 import type { TimeMark } from '../base/true-time.js';
 import type { ExtraManifest } from './extra-manifests.js';
 import type { ImageBasedSite } from './ibi/image-based.js';
-import type { StepContext as EngineStepContext } from '../engine/step.js';
 
 export interface CertificatePair {
   certPem: string;
@@ -122,6 +121,3 @@ export interface LoadedSite {
 export function internalIPs(network: Pick<Site['network'], 'internalIP' | 'secondaryInternalIP'>): string[] {
   return [network.internalIP, network.secondaryInternalIP].filter((ip): ip is string => ip !== undefined);
 }
-
-/** The step context over this site-config, as the cluster tests name it; the steps' is src/steps/step.ts. */
-export type StepContext = EngineStepContext<Site>;

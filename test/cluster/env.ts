@@ -10,7 +10,7 @@ import { planSteps, runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { RunOptions, StepName } from '../../src/engine/step.js';
-import type { StepContext } from '../../src/config/site.js';
+import type { StepContext } from '../../src/steps/step.js';
 import { connectKube, type KubeClientOptions } from '../../src/kube/client.js';
 import { createLogger, type Logger } from '../../src/log/logger.js';
 import { KUBELET_ENV_FILE } from '../../src/node/node-name.js';
