@@ -109,7 +109,8 @@ export function siteStick(dir: string, fileName: string, spec: Record<string, un
 
 /**
  * The same stick signed as the factory signs it: the agent's own `sign` (`agent`, the executable
- * under test) writes site-config.sig over the site-config with the private key `key`.
+ * under test) writes site-config.sig over the site-config with the private key `key`; `options`
+ * are further options of `sign` (--bind-machine-id ID).
  */
 export async function signedSiteStick(
   dir: string,
@@ -118,6 +119,7 @@ export async function signedSiteStick(
   agent: string,
   key: string,
   notAfter?: Date,
+  options: string[] = [],
 ): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), 'sno-e2e-signed-'));
   try {
@@ -128,6 +130,7 @@ export async function signedSiteStick(
       '--key',
       key,
       ...(notAfter ? ['--not-after', notAfter.toISOString()] : []),
+      ...options,
       folder,
     ]);
     return await makeStick({
