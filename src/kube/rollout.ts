@@ -6,6 +6,7 @@
  * updated. Each answer is a list of what is not settled yet; empty when all is.
  */
 import yaml from 'js-yaml';
+import { HOLD_MARK } from './hold-mark.js';
 import { readIngressConfig, siteDomains } from './openshift.js';
 import type { Kube, KubeObject } from '../ports/kube.js';
 
@@ -119,9 +120,14 @@ export async function operatorsUnsettled(kube: Kube): Promise<string[]> {
   return out;
 }
 
-/** The newest lastTransitionTime of the ClusterOperators' conditions: since when what they say has held. */
+/**
+ * The newest lastTransitionTime of the ClusterOperators' conditions: since when what they say has
+ * held. The agent's own (`sno-relocate`, the hold on upgrades) is left out: release-upgrades writes
+ * it after health, and a component settling is what this dates, not the agent's mark.
+ */
 export async function operatorsChangedAt(kube: Kube): Promise<string | undefined> {
   const times = (await kube.list<WithConditions>('config.openshift.io/v1', 'ClusterOperator'))
+    .filter((co) => co.metadata.name !== HOLD_MARK.name)
     .flatMap((co) => co.status?.conditions ?? [])
     .flatMap((c) => (c.lastTransitionTime ? [Date.parse(c.lastTransitionTime)] : []))
     .filter((t) => !Number.isNaN(t));

@@ -2,10 +2,14 @@
  * Health relies only on what the run saw itself: ClusterOperators that all report Available from
  * before the run do not make it done at once. An operator that goes Progressing once the run has
  * started (as OpenShift's operators do a moment after the domain step's writes) keeps the run
- * from being done until it is back and has held through the stability window.
+ * from being done until it is back and has held through the stability window. The agent's own
+ * ClusterOperator (`sno-relocate`, which release-upgrades turns Upgradeable=True after health) is
+ * not an operator settling: a rerun right after a finished move has nothing to watch.
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { markConditions } from '../../src/kube/hold-mark.js';
+import { RELEASE_REASON } from '../../src/steps/release-upgrades.js';
 import { agent, startFactory, storeSite, type ClusterEnv } from './env.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -71,5 +75,37 @@ describe.skipIf(kubeSkipped)('health against status from before the run', () => 
     expect(state.steps.health?.status).toBe('done');
     // done only after the operator was back and the window held from then
     expect(Date.parse(state.finishedAt!)).toBeGreaterThanOrEqual(back + (STABLE_SECONDS - 1) * 1000);
+  }, 180_000);
+
+  it("a rerun after the move has nothing to do: the agent's own release of upgrades, after health, is no operator change", async () => {
+    const entries: { step?: string; event?: string }[] = [];
+    const a = await agent(env, storeSite(), undefined, (e) => entries.push(e), {
+      healthStableSeconds: STABLE_SECONDS,
+      healthTimeoutSeconds: 120,
+    });
+    const first = await a.run(['health']);
+    expect(first.steps.health?.status).toBe('done');
+    // release-upgrades' write, seconds after health was done (in-service waits between them at a site)
+    const released = new Date(Date.parse(first.steps.health!.finishedAt!) + 5_000).toISOString();
+    await custom.createClusterCustomObject({
+      ...CO,
+      body: {
+        apiVersion: 'config.openshift.io/v1',
+        kind: 'ClusterOperator',
+        metadata: { name: 'sno-relocate' },
+        spec: {},
+      },
+    });
+    await setStatus('sno-relocate', {
+      conditions: markConditions(released.replace(/\.\d+Z$/, 'Z'), {
+        status: 'True',
+        reason: RELEASE_REASON,
+        message: 'moved',
+      }),
+    });
+    entries.length = 0;
+    const second = await a.run(['health']);
+    expect(second.result).toBe('succeeded');
+    expect(entries.filter((e) => e.step === 'health').map((e) => e.event)).toContain('stepSkipped');
   }, 180_000);
 });
