@@ -17,9 +17,9 @@ import { RefusedError, StepError } from '../base/errors.js';
 import { firstNodeAddress, interfaceAddresses } from '../node/addresses.js';
 import { BR_EX, KUBELET_NODE_IP_DROP_IN } from '../node/internal-ip.js';
 import { openGate } from '../node/kubelet-gate.js';
+import { FACTORY_RECORD } from '../base/node-files.js';
 import {
   type AgentSources,
-  FACTORY_RECORD,
   type MachineConfig,
   type MachineConfigOptions,
   renderMachineConfigs,

@@ -13,7 +13,7 @@ import {
   recordText,
   siteAgainstRecord,
 } from './factory-record.js';
-import { FACTORY_RECORD } from './machineconfig.js';
+import { FACTORY_RECORD } from '../base/node-files.js';
 
 const NOW = new Date('2026-11-01T00:00:00Z');
 const v4 = makeRecord('sno-factory', '192.168.127.10/24', NOW);

@@ -26,7 +26,7 @@ import type { Site } from '../config/site.js';
 import type { RootFs } from '../ports/fs.js';
 import { readJsonFile } from '../ports/json-file.js';
 import { AGE_RECIPIENT } from '../trust/node-key.js';
-import { FACTORY_RECORD } from './machineconfig.js';
+import { FACTORY_RECORD } from '../base/node-files.js';
 import type { InternalIPs } from './internal-ip.js';
 
 const RecordSchema = z.object({

@@ -14,7 +14,6 @@ import { FACTORY_RECORD } from '../base/node-files.js';
 export const IGNITION_VERSION = '3.2.0';
 export const ROLE = 'master';
 export const INSTALL_ENV = '/etc/sno-relocate/install.env';
-export { FACTORY_RECORD };
 
 /** The units and scripts of the agent, as they are in systemd/ of this repository. */
 export interface AgentSources {

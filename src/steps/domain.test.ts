@@ -1,14 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { testSite } from '../../test/node/context.js';
 import type { NamedCertificate } from '../kube/openshift.js';
-import {
-  type DomainView,
-  domainStep,
-  mergeIngress,
-  mergeNamedCertificates,
-  wantedSecrets,
-  namedCertificateProblem,
-} from './domain.js';
+import { type DomainView, domainStep } from './domain.js';
+import { wantedSecrets } from './domain/certificates.js';
+import { mergeNamedCertificates, namedCertificateProblem } from './domain/named-certificate.js';
+import { mergeIngress } from './domain/router.js';
 
 const domains = { cluster: 'sno', apps: 'apps.sno.store42.example.com', api: 'api.sno.store42.example.com' };
 

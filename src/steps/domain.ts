@@ -64,10 +64,6 @@ import { mergeNamedCertificates, namedCertificateProblem } from './domain/named-
 import { mergeIngress, operatorRoutes, pendingRoutes, type IngressControllerObject } from './domain/router.js';
 import { admitted, isOAuth, served } from './domain/waits.js';
 
-export { API_SECRET, APPS_SECRET, wantedSecrets } from './domain/certificates.js';
-export { mergeNamedCertificates, namedCertificateProblem } from './domain/named-certificate.js';
-export { mergeIngress } from './domain/router.js';
-
 /** What the step reads: the cluster's config objects, the secrets, the operators' routes, the site CA. */
 export interface DomainView {
   domains: SiteDomains;

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_SECRET, APPS_SECRET } from '../../src/steps/domain.js';
+import { API_SECRET, APPS_SECRET } from '../../src/steps/domain/certificates.js';
 import { CLIENT_CA_CONFIGMAP, CLIENT_CA_KEY } from '../../src/steps/access.js';
 import { COMPONENT_ROUTES, CONFIG_NAMESPACE, ROUTER_NAMESPACE } from '../../src/kube/openshift.js';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';

@@ -33,7 +33,7 @@ import {
   reportStatus,
   type ReportStatus,
 } from '../../src/hub/report.js';
-import { FACTORY_RECORD } from '../../src/node/machineconfig.js';
+import { FACTORY_RECORD } from '../../src/base/node-files.js';
 import { type Clock, systemClock } from '../../src/ports/clock.js';
 import { RENAME_WAIT_MINUTES } from '../../src/steps/node-rename.js';
 import { CURRENT_CONFIG } from '../../src/node/rendered-config.js';

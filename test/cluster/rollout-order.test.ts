@@ -15,7 +15,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { APISERVER_CONFIG, INGRESS_CONFIG, type SiteDomains } from '../../src/kube/openshift.js';
 import type { Kube, KubeObject } from '../../src/ports/kube.js';
-import { mergeNamedCertificates } from '../../src/steps/domain.js';
+import { mergeNamedCertificates } from '../../src/steps/domain/named-certificate.js';
 import { relocateWholeSite, WHOLE_SITE_WRITES } from '../../bench/rollouts-relocation.js';
 import { minimumRollouts } from '../../bench/rollouts-table.js';
 import { ROLLOUT_KINDS, type RolloutKind } from '../../src/kube/rollout-costs.js';

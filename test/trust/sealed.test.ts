@@ -17,7 +17,7 @@ import { systemClock } from '../../src/ports/clock.js';
 import { createExec } from '../../src/ports/exec.js';
 import { createRootFs } from '../../src/ports/fs.js';
 import { makeRecord, recordText } from '../../src/node/factory-record.js';
-import { FACTORY_RECORD } from '../../src/node/machineconfig.js';
+import { FACTORY_RECORD } from '../../src/base/node-files.js';
 import { beforeFirstChange } from '../../src/trust/admitted.js';
 import { ensureNodeKey, NODE_KEY_CREDENTIAL, type NodeKey, nodeUnsealer } from '../../src/trust/node-key.js';
 import { layFactoryNode } from '../fixtures/factory-node.js';
