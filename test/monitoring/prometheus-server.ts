@@ -9,6 +9,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { expect } from 'vitest';
+import { CommandError } from '../../src/base/errors.js';
+import type { SliStore } from '../../src/engine/sli.js';
 import { freeTcpPort } from '../helpers/ports.js';
 
 export const REPO = path.resolve(import.meta.dirname, '../..');
@@ -87,5 +89,26 @@ export async function startPrometheus(work: string, scrapeConfigs: unknown[]): P
       return seen!;
     },
     stop: () => void child.kill(),
+  };
+}
+
+/** What fires SnoRelocateRunFailed and what clears it: a run that failed in a step, then one that succeeded. */
+export function failedThenSucceeded(sli: SliStore): { fail: () => Promise<void>; recover: () => Promise<void> } {
+  return {
+    async fail() {
+      const at = new Date();
+      await sli.started(at);
+      await sli.finished({
+        result: 'failed',
+        startedAt: at,
+        finishedAt: at,
+        durationSeconds: 1,
+        err: new CommandError('nmstatectl apply failed', 'nmstatectl', 1, '', { step: 'network' }),
+      });
+    },
+    async recover() {
+      const at = new Date();
+      await sli.finished({ result: 'succeeded', startedAt: at, finishedAt: at, durationSeconds: 1 });
+    },
   };
 }

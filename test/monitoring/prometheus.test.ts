@@ -12,12 +12,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandError } from '../../src/base/errors.js';
 import { SliStore } from '../../src/engine/sli.js';
 import { closeGateUnlessFor, openGate } from '../../src/node/kubelet-gate.js';
 import { createRootFs, type RootFs } from '../../src/ports/fs.js';
 import { serveMetrics, type MetricsEndpoint } from '../../src/watch/metrics.js';
-import { type PrometheusServer, startPrometheus } from './prometheus-server.js';
+import { failedThenSucceeded, type PrometheusServer, startPrometheus } from './prometheus-server.js';
 
 const STATE_DIR = '/var/lib/sno-relocate';
 
@@ -62,24 +61,8 @@ const firesAndClears: PrometheusServer['firesAndClears'] = (...args) => promethe
 
 describe('the shipped alerts, in a real Prometheus', () => {
   it('SnoRelocateRunFailed fires on a failed run and clears on the next success', async () => {
-    const alert = await firesAndClears(
-      'SnoRelocateRunFailed',
-      async () => {
-        const at = new Date();
-        await sli.started(at);
-        await sli.finished({
-          result: 'failed',
-          startedAt: at,
-          finishedAt: at,
-          durationSeconds: 1,
-          err: new CommandError('nmstatectl apply failed', 'nmstatectl', 1, '', { step: 'network' }),
-        });
-      },
-      async () => {
-        const at = new Date();
-        await sli.finished({ result: 'succeeded', startedAt: at, finishedAt: at, durationSeconds: 1 });
-      },
-    );
+    const run = failedThenSucceeded(sli);
+    const alert = await firesAndClears('SnoRelocateRunFailed', run.fail, run.recover);
     expect(alert.labels).toMatchObject({ severity: 'critical', namespace: 'sno-relocate' });
     expect(alert.annotations.runbook).toContain('Runbook: SnoRelocateRunFailed');
   });

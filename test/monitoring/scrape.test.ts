@@ -18,14 +18,13 @@ import path from 'node:path';
 import { CoreV1Api, KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandError } from '../../src/base/errors.js';
 import { SliStore } from '../../src/engine/sli.js';
 import { createRootFs } from '../../src/ports/fs.js';
 import { SCRAPE_NAME, SCRAPE_NAMESPACE, SCRAPE_PORT } from '../../src/watch/scrape-endpoints.js';
 import { freeTcpPort } from '../helpers/ports.js';
 import { startCluster, type TestCluster } from '../kube/cluster.js';
 import { startWatch, type WatchProcess } from '../watch/process.js';
-import { type PrometheusServer, REPO, startPrometheus } from './prometheus-server.js';
+import { failedThenSucceeded, type PrometheusServer, REPO, startPrometheus } from './prometheus-server.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const NODE = 'sno-store42';
@@ -201,24 +200,8 @@ describe.skipIf(kubeSkipped || hostIp === undefined)("the platform Prometheus's 
           t.labels.namespace === SCRAPE_NAMESPACE,
       );
     });
-    const alert = await prometheus.firesAndClears(
-      'SnoRelocateRunFailed',
-      async () => {
-        const at = new Date();
-        await sli.started(at);
-        await sli.finished({
-          result: 'failed',
-          startedAt: at,
-          finishedAt: at,
-          durationSeconds: 1,
-          err: new CommandError('nmstatectl apply failed', 'nmstatectl', 1, '', { step: 'network' }),
-        });
-      },
-      async () => {
-        const at = new Date();
-        await sli.finished({ result: 'succeeded', startedAt: at, finishedAt: at, durationSeconds: 1 });
-      },
-    );
+    const run = failedThenSucceeded(sli);
+    const alert = await prometheus.firesAndClears('SnoRelocateRunFailed', run.fail, run.recover);
     expect(alert.labels).toMatchObject({ severity: 'critical', namespace: SCRAPE_NAMESPACE, service: SCRAPE_NAME });
   });
 });
