@@ -7,11 +7,10 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CoreV1Api } from '@kubernetes/client-node';
 import { ROLLOUT_KINDS, type RolloutKind } from '../src/kube/rollout-costs.js';
 import type { StepName } from '../src/engine/step.js';
 import { opensslCa } from '../test/helpers/openssl.js';
-import { agent, CLUSTER_PHASE, startFactory, storeSite, type ClusterEnv } from '../test/cluster/env.js';
+import { agent, CLUSTER_PHASE, seedKubeadmin, startFactory, storeSite, type ClusterEnv } from '../test/cluster/env.js';
 import { DOMAIN_WRITES, type Write } from './rollouts-table.js';
 
 /** what the whole site writes (bench/rollouts-table.ts) */
@@ -57,13 +56,7 @@ export async function relocateWholeSite(
   // console and authentication unavailable, as they would at a site whose proxy is down
   const env: ClusterEnv = await startFactory({ modelOptions: { timeFactor }, routeHealth: false });
   try {
-    await env.cluster
-      .kubeConfig()
-      .makeApiClient(CoreV1Api)
-      .createNamespacedSecret({
-        namespace: 'kube-system',
-        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory').toString('base64') } },
-      });
+    await seedKubeadmin(env, 'factory');
     const a = await agent(env, wholeSite(), undefined, undefined, { healthTimeoutSeconds: 300 });
     const ledger = env.models!.ledger;
     const from = ledger.entries.length;

@@ -32,7 +32,14 @@ import { OPTIONS } from '../src/cli/option-table.js';
 import type { Site } from '../src/config/site.js';
 import { ROLLOUT_COSTS, ROLLOUT_KINDS, type RolloutKind } from '../src/kube/rollout-costs.js';
 import { opensslCa } from '../test/helpers/openssl.js';
-import { agent, CLUSTER_PHASE, ROLLOUT_TIME_FACTOR, startFactory, storeSite } from '../test/cluster/env.js';
+import {
+  agent,
+  CLUSTER_PHASE,
+  ROLLOUT_TIME_FACTOR,
+  seedKubeadmin,
+  startFactory,
+  storeSite,
+} from '../test/cluster/env.js';
 import { UPSTREAM_MS } from '../test/cluster/models/durations.js';
 import { reportFigure } from './figures.js';
 import { median, REPO } from './lib.js';
@@ -106,10 +113,7 @@ async function clusterOnce(site: Site): Promise<ClusterRun> {
   try {
     const kc = env.cluster.kubeConfig();
     const core = kc.makeApiClient(CoreV1Api);
-    await core.createNamespacedSecret({
-      namespace: 'kube-system',
-      body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory').toString('base64') } },
-    });
+    await seedKubeadmin(env, 'factory');
     // the store's app, ready as its controller reports it (no controller runs here)
     const apps = kc.makeApiClient(AppsV1Api);
     await core.createNamespace({ body: { metadata: { name: APP.namespace } } });

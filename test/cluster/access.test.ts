@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgent, runAgentAsync, writeSiteFolder } from '../node/cli.js';
 import { rollOutKubeApiServer } from './apiserver-rollout.js';
-import { startFactory, type ClusterEnv } from './env.js';
+import { seedKubeadmin, startFactory, type ClusterEnv } from './env.js';
 import { opensslCa } from '../helpers/openssl.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -39,13 +39,7 @@ describe.skipIf(kubeSkipped)('site access on a real API', () => {
     env = await startFactory();
     work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-access-'));
     // the installer's kubeadmin secret, made with the cluster
-    await env.cluster
-      .kubeConfig()
-      .makeApiClient(CoreV1Api)
-      .createNamespacedSecret({
-        namespace: 'kube-system',
-        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from(FACTORY_HASH).toString('base64') } },
-      });
+    await seedKubeadmin(env, FACTORY_HASH);
   });
   afterAll(async () => {
     await env?.stop();

@@ -5,6 +5,7 @@
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { Site } from '../../src/config/site.js';
 import { planSteps, runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
@@ -210,6 +211,17 @@ export function pinFactoryNodeName(root: string): void {
   if (existsSync(kubeletEnv)) return;
   mkdirSync(path.dirname(kubeletEnv), { recursive: true });
   writeFileSync(kubeletEnv, `KUBELET_NODE_NAME=${FACTORY_NODE_NAME}\n`);
+}
+
+/** The installer's kubeadmin secret, made with the cluster: `hash` is its bcrypt hash of the password. */
+export async function seedKubeadmin(env: ClusterEnv, hash: string): Promise<void> {
+  await env.cluster
+    .kubeConfig()
+    .makeApiClient(CoreV1Api)
+    .createNamespacedSecret({
+      namespace: 'kube-system',
+      body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from(hash).toString('base64') } },
+    });
 }
 
 export async function agent(

@@ -17,7 +17,7 @@ import { writeInstallerMedia } from '../ibi/installer-media.js';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgentAsync, writeSiteFolder } from '../node/cli.js';
 import { rollOutKubeApiServer } from './apiserver-rollout.js';
-import { startFactory, type ClusterEnv } from './env.js';
+import { seedKubeadmin, startFactory, type ClusterEnv } from './env.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
 const HASH = '$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy';
@@ -33,10 +33,7 @@ describe.skipIf(kubeSkipped)("the factory's admin kubeconfig, media and native s
     env = await startFactory();
     work = mkdtempSync(path.join(tmpdir(), 'sno-relocate-factory-credential-'));
     core = env.cluster.kubeConfig().makeApiClient(CoreV1Api);
-    await core.createNamespacedSecret({
-      namespace: 'kube-system',
-      body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from(HASH).toString('base64') } },
-    });
+    await seedKubeadmin(env, HASH);
     factoryCa = await adminCa().then((cm) => cm.data!['ca-bundle.crt']!);
   }, 120_000);
   afterAll(async () => {

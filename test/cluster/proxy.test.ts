@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { opensslCa } from '../helpers/openssl.js';
 import { runAgentAsync, writeSiteFolder } from '../node/cli.js';
-import { pinFactoryNodeName, startFactory, type ClusterEnv } from './env.js';
+import { pinFactoryNodeName, seedKubeadmin, startFactory, type ClusterEnv } from './env.js';
 import { REPO } from '../helpers/cli.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -104,13 +104,7 @@ describe.skipIf(kubeSkipped)('proxy and trust bundle on a real API', () => {
 
   it("plans the config media's cluster services on the API: manifest.json to the steps that write them", async () => {
     // the installer's kubeadmin secret, which the hash replaces in place
-    await env.cluster
-      .kubeConfig()
-      .makeApiClient(CoreV1Api)
-      .createNamespacedSecret({
-        namespace: 'kube-system',
-        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory-hash').toString('base64') } },
-      });
+    await seedKubeadmin(env, 'factory-hash');
     pinFactoryNodeName(path.join(work, 'root'));
     const plan = await runAgentAsync(
       [

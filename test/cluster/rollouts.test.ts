@@ -20,7 +20,7 @@ import { rolloutsOf } from '../../src/cli/render-plan.js';
 import { describeRollouts } from '../../src/kube/rollout-costs.js';
 import { revisionUnsettled } from '../../src/kube/rollout.js';
 import { opensslCa } from '../helpers/openssl.js';
-import { agent, CLUSTER_PHASE, startFactory, storeSite, type ClusterEnv } from './env.js';
+import { agent, CLUSTER_PHASE, seedKubeadmin, startFactory, storeSite, type ClusterEnv } from './env.js';
 import { OPERAND_NAMESPACE } from './models/kube-apiserver-operator.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -39,13 +39,7 @@ describe.skipIf(kubeSkipped)('what a relocation costs the control plane', () => 
       modelOptions: { installerMs: 8000, times: { router: { shutdownMs: 0, startMs: 16_000 } }, renderDelayMs: 1000 },
     });
     // the installer's kubeadmin secret, made with the cluster
-    await env.cluster
-      .kubeConfig()
-      .makeApiClient(CoreV1Api)
-      .createNamespacedSecret({
-        namespace: 'kube-system',
-        body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('factory').toString('base64') } },
-      });
+    await seedKubeadmin(env, 'factory');
   });
   afterAll(async () => {
     await env?.stop();

@@ -34,7 +34,7 @@ import type { RunState } from '../../src/engine/state.js';
 import { FACTORY_NODE_NAME } from '../kube/factory-cluster.js';
 import { runAgent, runAgentAsync } from '../node/cli.js';
 import { rollOutKubeApiServer } from '../cluster/apiserver-rollout.js';
-import { startFactory, STATE_DIR, type ClusterEnv } from '../cluster/env.js';
+import { seedKubeadmin, startFactory, STATE_DIR, type ClusterEnv } from '../cluster/env.js';
 import { type InstallerInput, type InstallerOutput, writeInstallerMedia } from './installer-media.js';
 
 const kubeSkipped = process.env.SNO_RELOCATE_SKIP_KUBE === '1';
@@ -68,10 +68,7 @@ describe.skipIf(kubeSkipped)("the installer's admin kubeconfig at the site, on a
     work = mkdtempSync(path.join(tmpdir(), 'ibi-kubeconfig-'));
     media = writeInstallerMedia(work, STORE);
     const kc = env.cluster.kubeConfig();
-    await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
-      namespace: 'kube-system',
-      body: { metadata: { name: 'kubeadmin' }, data: { kubeadmin: Buffer.from('$2a$10$x').toString('base64') } },
-    });
+    await seedKubeadmin(env, '$2a$10$x');
     // the factory's Infrastructure, as the installer left it: its infrastructure name stays
     const custom = kc.makeApiClient(CustomObjectsApi);
     const ref = { group: 'config.openshift.io', version: 'v1', plural: 'infrastructures' };
