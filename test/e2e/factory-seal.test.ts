@@ -8,7 +8,7 @@
 // reports the guest's own shutdown and exits by itself. The next boot, with a stick nobody signed,
 // is refused (exit 3) and changes nothing; the site's signed stick, plugged in while the node runs,
 // relocates it: kubelet held until the node steps passed, and `status` shows the shipment beside
-// the run's result.
+// the run's result. Support's bundle, made on the node after it, reads its real journal.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -272,5 +272,29 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
     expect(status).toMatch(/^Result: {3}succeeded \(partial run\)$/m);
     expect(status).toMatch(/^kubelet +done +1 /m);
     expect(await v.sshOk(`ls -A ${STATE} | grep -c ${shq('^shipment.json$')}`)).toBe('1\n');
+  });
+
+  it("support's bundle reads the node's real journal: each part under its program's own identifier, no secret", async () => {
+    const v = vm!;
+    const credential = Buffer.from('robot:S3cret-in-the-journal').toString('base64');
+    const pullSecret = `{"auths":{"q":{"auth":"${credential}"}}}`;
+    // the machine-config daemon logs through the logger with no tag, so journald files it under root
+    // (src/support/bundle.ts cites the daemon's code); CRI-O logs as its unit, crio.service (no CRI-O
+    // runs here: a transient unit of that name writes as it would)
+    await v.sshOk(`logger ${shq(`machine-config-daemon[4242]: writing pull secret ${pullSecret}`)}`);
+    await v.sshOk(
+      `systemd-run --unit=crio.service --wait --collect echo ${shq(`level=debug msg="GET https://q/v2/ Authorization: Basic ${credential}"`)}`,
+    );
+    await v.sshOk('journalctl --sync');
+    await v.sshOk(`${AGENT_BINARY} support-bundle --out /root/bundle.tar.gz`, { timeoutMs: 5 * MIN });
+    const read = (entry: string) => v.sshOk(`tar -xzOf /root/bundle.tar.gz --wildcards ${shq(`*${entry}`)}`);
+    // what ran for real at the site: the agent's unit, kubelet started by the agent, br-ex brought up
+    expect(await read('journal/sno-relocate.txt')).toMatch(/site-config signed by trusted key factory\.pub/);
+    expect(await read('journal/kubelet.txt')).toMatch(/Started kubelet\.service/);
+    expect(await read('journal/NetworkManager.txt')).toMatch(/br-ex/);
+    const daemon = await read('journal/machine-config-daemon.txt');
+    expect(daemon).toContain('machine-config-daemon[4242]: writing pull secret');
+    expect(await read('journal/crio.txt')).toContain('level=debug msg="GET https://q/v2/ Authorization: Basic');
+    expect(await v.sshOk('tar -xzOf /root/bundle.tar.gz')).not.toContain(credential);
   });
 });
