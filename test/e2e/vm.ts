@@ -224,13 +224,7 @@ export class Vm {
   private qemuArgs(): string[] {
     const o = this.opts;
     const accel = o.accel ?? process.env.VM_ACCEL ?? 'tcg';
-    // no_timer_check: at early boot the kernel checks that the IO-APIC timer ticks within a few of
-    // its own loops; an emulated CPU descheduled by a busy host misses that, and the kernel panics
-    // ("IO-APIC + timer doesn't work!", seen at load 20); the parameter skips that test of the
-    // timer IRQ (the kernel's parameter list: "disables the code which tests for broken timer IRQ sources").
-    const append = ['root=/dev/vda', 'rw', 'console=ttyS0', 'panic=-1', 'no_timer_check', o.kernelArgs ?? '']
-      .filter(Boolean)
-      .join(' ');
+    const append = ['root=/dev/vda', 'rw', 'console=ttyS0', 'panic=-1', o.kernelArgs ?? ''].filter(Boolean).join(' ');
     const args = [
       '-name',
       `sno-relocate-${o.name}`,
