@@ -7,11 +7,17 @@ import { createLogger } from '../log/logger.js';
 import { systemClock } from '../ports/clock.js';
 import { createRootFs } from '../ports/fs.js';
 import { createBanner } from './banner.js';
-import { runSteps } from './engine.js';
+import { planSteps, runSteps } from './engine.js';
 import { RefusedError, StepError } from '../base/errors.js';
 import { selectSteps } from './select.js';
 import { StateStore } from './state.js';
 import type { PlanResult, SiteBase, Step, StepContext, StepName } from './step.js';
+
+/** What the file step decides: the file to write and its content. */
+interface FileWrite {
+  path: string;
+  content: string;
+}
 
 /** A step over one file under the root: plans from the file's content, like the real steps plan from the host. */
 function fileStep(
@@ -21,23 +27,28 @@ function fileStep(
   hooks: { failApply?: () => boolean; conflict?: boolean } = {},
 ) {
   const applied: string[] = [];
-  const step: Step<SiteBase, string | undefined> = {
+  const step: Step<SiteBase, string | undefined, FileWrite> = {
     name,
     group: 'node',
     description: `writes ${file}`,
     inputs: () => want,
     survey: (ctx) => ctx.fs.readText(file),
-    plan: (content): PlanResult => {
+    plan: (content): PlanResult<FileWrite> => {
       if (hooks.conflict) return { action: 'conflict', reason: 'host holds something else' };
       return content === want
         ? { action: 'noop', reason: 'already there' }
-        : { action: 'change', summary: `write ${file}`, changes: [{ action: 'create', target: file }] };
+        : {
+            action: 'change',
+            summary: `write ${file}`,
+            changes: [{ action: 'create', target: file }],
+            decision: { path: file, content: want },
+          };
     },
-    apply: async (ctx) => {
+    apply: async (ctx, decision) => {
       if (hooks.failApply?.())
         throw new Error('disk on fire -----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----');
       applied.push(name);
-      await ctx.fs.writeAtomic(file, want, { mode: 0o644 });
+      await ctx.fs.writeAtomic(decision.path, decision.content, { mode: 0o644 });
     },
   };
   return { step, applied };
@@ -58,7 +69,7 @@ function setup() {
   const store = new StateStore(fs, '/var/lib/sno-relocate');
   const run = (steps: Step[], selected: Iterable<StepName> = steps.map((s) => s.name)) =>
     runSteps({ steps, selected: new Set(selected), ctx, store, banner: createBanner(undefined), configHash: 'h1' });
-  return { root, fs, store, run, lines };
+  return { root, fs, ctx, store, run, lines };
 }
 
 describe('runSteps', () => {
@@ -120,7 +131,7 @@ describe('runSteps', () => {
     const { run, lines } = setup();
     const afters: unknown[] = [];
     let applied = false;
-    const step: Step<SiteBase, boolean, { version: string }> = {
+    const step: Step<SiteBase, boolean, string, { version: string }> = {
       name: 'routes',
       group: 'cluster',
       description: 'moves a route',
@@ -130,13 +141,14 @@ describe('runSteps', () => {
         // what a lagging cache answers unless asked for the version apply wrote
         return Promise.resolve(after?.version === '7' && applied);
       },
-      plan: (moved): PlanResult =>
+      plan: (moved): PlanResult<string> =>
         moved
           ? { action: 'noop', reason: 'moved', warnings: ['a route someone else owns'] }
           : {
               action: 'change',
               summary: 'move',
               changes: [{ action: 'update', target: 'Route a/b' }],
+              decision: 'a/b',
               warnings: ['a route someone else owns'],
             },
       apply: () => {
@@ -146,7 +158,7 @@ describe('runSteps', () => {
     };
     // a later step reads the earlier one's facts from the run's record
     const seen: unknown[] = [];
-    const later: Step<SiteBase, null> = {
+    const later: Step<SiteBase, null, never> = {
       name: 'health',
       group: 'cluster',
       description: 'reads what routes recorded',
@@ -155,7 +167,7 @@ describe('runSteps', () => {
         seen.push(ctx.facts?.['routes']);
         return Promise.resolve(null);
       },
-      plan: (): PlanResult => ({ action: 'noop', reason: 'nothing to wait for' }),
+      plan: (): PlanResult<never> => ({ action: 'noop', reason: 'nothing to wait for' }),
     };
     const state = await run([step, later]);
     expect(afters).toEqual([undefined, { version: '7' }]);
@@ -167,22 +179,23 @@ describe('runSteps', () => {
   it('verifies by surveying again: a change that did not take fails the step with what is left', async () => {
     const { run } = setup();
     const a = fileStep('ssh-keys', '/a', 'A');
-    const lost: Step<SiteBase, string | undefined> = { ...a.step, apply: async () => undefined };
+    const lost: Step<SiteBase, string | undefined, FileWrite> = { ...a.step, apply: async () => undefined };
     await expect(run([lost])).rejects.toThrow('ssh-keys: still differs after apply: create /a');
   });
 
-  it('settles after apply and before the verification, and acts on the plan it surveyed', async () => {
+  it("settles after apply and before the verification, both acting on the plan's decision", async () => {
     const { run } = setup();
     const order: string[] = [];
     const a = fileStep('ssh-keys', '/a', 'A');
-    const step: Step<SiteBase, string | undefined> = {
+    const step: Step<SiteBase, string | undefined, FileWrite> = {
       ...a.step,
-      apply: async (ctx, view, plan) => {
-        order.push(`apply ${String(view)} ${plan.changes.map((c) => c.target).join()}`);
-        await a.step.apply!(ctx, view, plan);
+      apply: async (ctx, decision) => {
+        order.push(`apply ${decision.path}=${decision.content}`);
+        await a.step.apply!(ctx, decision);
       },
-      settle: async () => {
-        order.push('settle');
+      settle: async (_ctx, decision) => {
+        order.push(`settle ${decision.path}`);
+        return undefined;
       },
       survey: async (ctx) => {
         order.push('survey');
@@ -191,14 +204,25 @@ describe('runSteps', () => {
     };
     await run([step]);
     // the preflight's survey, the run's, then the verification's after settle
-    expect(order).toEqual(['survey', 'survey', 'apply undefined /a', 'settle', 'survey']);
+    expect(order).toEqual(['survey', 'survey', 'apply /a=A', 'settle /a', 'survey']);
+  });
+
+  it("shows a plan's lines and never its decision, which may hold what the site-config holds", async () => {
+    const { ctx } = setup();
+    const secret = 'registry-password-Zq81';
+    const a = fileStep('ssh-keys', '/a', secret);
+    const plans = await planSteps({ steps: [a.step], selected: new Set(['ssh-keys']), ctx });
+    expect(plans).toEqual([
+      { step: 'ssh-keys', action: 'change', summary: 'write /a', changes: [{ action: 'create', target: '/a' }] },
+    ]);
+    expect(JSON.stringify(plans)).not.toContain(secret);
   });
 
   it('shows what a settling step waits for as its detail while it runs, without counting an attempt', async () => {
     const { run, store } = setup();
     const a = fileStep('ssh-keys', '/a', 'A');
     let seen: Awaited<ReturnType<typeof store.load>>;
-    const step: Step<SiteBase, string | undefined> = {
+    const step: Step<SiteBase, string | undefined, FileWrite> = {
       ...a.step,
       settle: async (ctx) => {
         await ctx.progress?.('waiting for kube-apiserver revision 4');

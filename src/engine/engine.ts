@@ -33,13 +33,8 @@ const stepContext = (ctx: StepContext, step: Step): StepContext => ({
  * What the host looks like to the step, and what the step would do about it; `after`: the facts
  * this run's apply returned, when surveying to verify it.
  */
-async function surveyAndPlan(
-  step: Step,
-  ctx: StepContext,
-  after?: unknown,
-): Promise<{ view: unknown; plan: PlanResult }> {
-  const view = await step.survey(ctx, after);
-  return { view, plan: step.plan(view, ctx.site) };
+async function surveyAndPlan(step: Step, ctx: StepContext, after?: unknown): Promise<PlanResult> {
+  return step.plan(await step.survey(ctx, after), ctx.site);
 }
 
 /** The step's warnings, said once: when it is planned, not when the verification plans again. */
@@ -49,7 +44,7 @@ function sayWarnings(ctx: StepContext, plan: PlanResult): void {
 
 /** The step's plan for the host as it is now (what `plan` prints for it); its warnings are logged. */
 export async function planOf(step: Step, ctx: StepContext): Promise<PlanResult> {
-  const { plan } = await surveyAndPlan(step, ctx);
+  const plan = await surveyAndPlan(step, ctx);
   sayWarnings(ctx, plan);
   return plan;
 }
@@ -60,7 +55,7 @@ export async function planOf(step: Step, ctx: StepContext): Promise<PlanResult> 
  */
 export async function verifyStep(step: Step, ctx: StepContext, after?: unknown): Promise<void> {
   if (step.verify) return step.verify(ctx, after);
-  const { plan } = await surveyAndPlan(step, ctx, after);
+  const plan = await surveyAndPlan(step, ctx, after);
   if (plan.action === 'noop') return;
   const left =
     plan.action === 'change'
@@ -73,19 +68,24 @@ export async function verifyStep(step: Step, ctx: StepContext, after?: unknown):
 }
 
 /** Apply, then the step's waits: the plan's changes made and settled; apply's facts for the verification. */
-async function applyAndSettle(step: Step, ctx: StepContext, view: unknown, plan: ChangePlan): Promise<unknown> {
-  const applied: unknown = await step.apply?.(ctx, view, plan);
-  const settled: unknown = await step.settle?.(ctx, applied);
+async function applyAndSettle(step: Step, ctx: StepContext, plan: ChangePlan): Promise<unknown> {
+  const applied: unknown = await step.apply?.(ctx, plan.decision);
+  const settled: unknown = await step.settle?.(ctx, plan.decision, applied);
   return settled ?? applied;
 }
+
+/** A plan as `plan` shows it: its lines, without the warnings (said in the log) or the decision. */
+const shown = (step: StepName, plan: PlanResult): StepPlan =>
+  plan.action === 'change'
+    ? { step, action: 'change', summary: plan.summary, changes: plan.changes }
+    : { step, action: plan.action, reason: plan.reason };
 
 /** Plans the selected steps without changing anything (what `plan` prints). */
 export async function planSteps(input: Pick<EngineInput, 'steps' | 'selected' | 'ctx'>): Promise<StepPlan[]> {
   const plans: StepPlan[] = [];
   for (const step of input.steps.filter((s) => input.selected.has(s.name))) {
     // the warnings are said in the log, the plan shows what the step would do
-    const { warnings: _said, ...plan } = await planOf(step, stepContext(input.ctx, step));
-    plans.push({ step: step.name, ...plan });
+    plans.push(shown(step.name, await planOf(step, stepContext(input.ctx, step))));
   }
   return plans;
 }
@@ -268,7 +268,7 @@ async function runOne(
   };
   try {
     // the plan is read from the real host every time: a recorded "done" alone is not trusted
-    const { view, plan } = await surveyAndPlan(step, ctx);
+    const plan = await surveyAndPlan(step, ctx);
     sayWarnings(ctx, plan);
     if (plan.action === 'conflict') throw new RefusedError(`${step.name}: ${plan.reason}`, { step: step.name });
     if (plan.action === 'declined') {
@@ -294,7 +294,7 @@ async function runOne(
     planned = redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`));
     ctx.log.info({ changes: planned }, plan.summary);
     await record('running');
-    facts = await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, view, plan);
+    facts = await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, plan);
     await verifyStep(step, ctx, facts);
     await record('done', plan.summary);
     logEvent(

@@ -35,15 +35,17 @@ export interface Change {
 }
 
 /**
- * noop: nothing to do. change: what apply makes. conflict: the run stops before this step changes
- * anything (exit 3). declined: the step refuses its own change only, the node stays as it is for it
- * and the run goes on; the reason is kept in the run's state, and `status`, the hub report and the
- * run's last line say it (a rename the cluster would not survive: the move completes under the
- * factory name). A later run plans the step again.
+ * noop: nothing to do. change: what apply makes, as lines to show (`summary`, `changes`) and as
+ * the decision apply performs (`decision`, never shown: it may hold what the site-config holds).
+ * conflict: the run stops before this step changes anything (exit 3). declined: the step refuses
+ * its own change only, the node stays as it is for it and the run goes on; the reason is kept in
+ * the run's state, and `status`, the hub report and the run's last line say it (a rename the
+ * cluster would not survive: the move completes under the factory name). A later run plans the
+ * step again.
  */
-export type PlanResult = (
+export type PlanResult<D = unknown> = (
   | { action: 'noop'; reason: string }
-  | { action: 'change'; summary: string; changes: Change[] }
+  | { action: 'change'; summary: string; changes: Change[]; decision: D }
   | { action: 'conflict'; reason: string }
   | { action: 'declined'; reason: string }
 ) & {
@@ -51,8 +53,11 @@ export type PlanResult = (
   warnings?: string[];
 };
 
-export type StepPlan = PlanResult & { step: StepName };
-export type ChangePlan = Extract<PlanResult, { action: 'change' }>;
+/** A step's plan as `plan` shows it: the lines, without the decision. */
+export type StepPlan = (
+  Extract<PlanResult, { action: 'noop' | 'conflict' | 'declined' }> | Omit<ChangePlan, 'decision'>
+) & { step: StepName };
+export type ChangePlan<D = unknown> = Extract<PlanResult<D>, { action: 'change' }>;
 
 export interface RunOptions {
   /** seconds the health step waits for a healthy cluster */
@@ -110,7 +115,7 @@ export interface AdmittedTime {
   timeMarks: TimeMark[];
 }
 
-export interface Step<S extends SiteBase = SiteBase, V = unknown, F = unknown> {
+export interface Step<S extends SiteBase = SiteBase, V = unknown, D = unknown, F = unknown> {
   name: StepName;
   group: StepGroup;
   /** one line for the README's step table: what the step does */
@@ -122,19 +127,25 @@ export interface Step<S extends SiteBase = SiteBase, V = unknown, F = unknown> {
    * facts this run's apply returned, when the engine surveys again to verify it
    */
   survey(ctx: StepContext<S>, after?: F): Promise<V>;
-  /** the step's decision rules, pure: plain data from the view and the site, no I/O */
-  plan(view: V, site: S): PlanResult;
   /**
-   * makes the changes of `plan`, which was made from `view`; absent for a step that only waits.
-   * Returns the facts its verification needs (F, plain JSON): the engine hands them to survey and
-   * verify and records them in the run's state (src/steps/facts.ts lists every step's).
+   * the step's decision rules, pure: plain data from the view and the site, no I/O. A change
+   * carries its decision (D, plain data): everything apply does, and nothing more; a step that
+   * only waits decides what it waits for
    */
-  apply?(ctx: StepContext<S>, view: V, plan: ChangePlan): Promise<F>;
+  plan(view: V, site: S): PlanResult<D>;
   /**
-   * waits, bounded, for what apply set going (routes admitted, a healthy cluster, ...); may add to
-   * apply's facts (`after`) what the wait saw: what it returns, when not undefined, replaces them
+   * performs the decision of a change plan, exactly: it decides nothing again from the host and
+   * does nothing the decision does not hold; absent for a step that only waits. Returns the facts
+   * its verification needs (F, plain JSON): the engine hands them to survey and verify and records
+   * them in the run's state (src/steps/facts.ts lists every step's).
    */
-  settle?(ctx: StepContext<S>, after?: F): Promise<F | undefined>;
+  apply?(ctx: StepContext<S>, decision: D): Promise<F>;
+  /**
+   * waits, bounded, for what the decision set going (routes admitted, a healthy cluster, ...);
+   * may add to apply's facts (`after`) what the wait saw: what it returns, when not undefined,
+   * replaces them
+   */
+  settle?(ctx: StepContext<S>, decision: D, after?: F): Promise<F | undefined>;
   /**
    * Throws VerificationError when the result does not hold. Absent: the engine surveys again and
    * the plan must be noop. A step that gives its own says why in a comment. `after` as for survey.

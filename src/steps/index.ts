@@ -1,7 +1,7 @@
 /**
  * The order of the steps, in one place. Each line says why it stands where it does.
  */
-import type { Step } from './step.js';
+import type { AnyStep } from './step.js';
 import { clusterIdentityStep } from './cluster-identity.js';
 import { accessStep } from './access.js';
 import { clockStep } from './clock.js';
@@ -32,7 +32,7 @@ import { routesStep } from './routes.js';
 import { siteNamesStep } from './site-names.js';
 import { sshKeysStep } from './ssh-keys.js';
 
-export const STEPS: readonly Step[] = [
+export const STEPS: readonly AnyStep[] = [
   // ssh keys first: a network config that goes wrong must still be debuggable
   sshKeysStep,
   // no node pull secret step: /var/lib/kubelet/config.json is a file of the rendered MachineConfig,

@@ -52,7 +52,12 @@ async function play(row: Row): Promise<{ applied: string[]; result: string | und
       if (refuses && (row.stage === 'host preflight' || row.stage === 'cluster step'))
         return { action: 'conflict', reason: row.refusal };
       if (refuses && row.stage === 'declined') return { action: 'declined', reason: row.refusal };
-      return { action: 'change', summary: real.name, changes: [{ action: 'set', target: real.name }] };
+      return {
+        action: 'change',
+        summary: real.name,
+        changes: [{ action: 'set', target: real.name }],
+        decision: real.name,
+      };
     };
     return {
       name: real.name,

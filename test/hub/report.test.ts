@@ -56,7 +56,7 @@ function step(
   name: string,
   group: 'node' | 'cluster',
   during?: (fs: RootFs) => Promise<void>,
-): Step<SiteBase, boolean> {
+): Step<SiteBase, boolean, string> {
   let done = false;
   return {
     name,
@@ -67,7 +67,7 @@ function step(
     plan: (applied) =>
       applied
         ? { action: 'noop', reason: 'done' }
-        : { action: 'change', summary: name, changes: [{ action: 'set', target: name }] },
+        : { action: 'change', summary: name, changes: [{ action: 'set', target: name }], decision: name },
     apply: async (ctx) => {
       await during?.(ctx.fs);
       done = true;

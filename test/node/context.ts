@@ -13,7 +13,7 @@ import { runSteps } from '../../src/engine/engine.js';
 import { createBanner } from '../../src/engine/banner.js';
 import { StateStore } from '../../src/engine/state.js';
 import type { StepName } from '../../src/engine/step.js';
-import type { Step, StepContext } from '../../src/steps/step.js';
+import type { AnyStep, StepContext } from '../../src/steps/step.js';
 import { createLogger } from '../../src/log/logger.js';
 import type { Clock } from '../../src/ports/clock.js';
 import { createExec, type Exec } from '../../src/ports/exec.js';
@@ -90,7 +90,7 @@ export interface TestNode {
   logs: string[];
   env: Record<string, string>;
   /** runs steps through the real engine, as `run` does */
-  run(steps: readonly Step[], selected?: Iterable<StepName>): ReturnType<typeof runSteps>;
+  run(steps: readonly AnyStep[], selected?: Iterable<StepName>): ReturnType<typeof runSteps>;
   close(): void;
 }
 
