@@ -41,8 +41,11 @@ export function familiesOf(cidrs: readonly string[]): Family[] {
 
 const order = (families: readonly Family[]) => (families.length > 1 ? families.join(', ') : `${families[0]} only`);
 
-/** The decision: what the site-config lists against what the cluster lists. */
-export function compareFamilies(view: IpFamiliesView, site: Pick<Site, 'network'>): PlanResult {
+/**
+ * The decision: what the site-config lists against what the cluster lists. The step only checks:
+ * its plan is noop or conflict, never a change (its decision type is `never`).
+ */
+export function compareFamilies(view: IpFamiliesView, site: Pick<Site, 'network'>): PlanResult<never> {
   const cluster = view.clusterNetwork?.length ? view.clusterNetwork : view.serviceNetwork;
   if (!cluster?.length)
     return { action: 'noop', reason: 'the cluster has no Network config naming its networks to compare with' };
@@ -71,7 +74,7 @@ export function compareFamilies(view: IpFamiliesView, site: Pick<Site, 'network'
   };
 }
 
-export const ipFamiliesStep: Step<IpFamiliesView> = {
+export const ipFamiliesStep: Step<IpFamiliesView, never> = {
   name: 'ip-families',
   group: 'cluster',
   description:

@@ -11,6 +11,11 @@
  * in the step's result (`status`). `spec.registryCheck: skip` leaves the check out, and the plan
  * says how many images went unchecked. Each image's result is kept in registry-check.json in the
  * state folder.
+ *
+ * The step changes nothing: its plan is noop or conflict, never a change (its decision type is
+ * `never`). registry-check.json is the check's own record, written by the survey that makes it, in
+ * a run only: it is kept above all when the check refuses, where no apply follows, and a report of
+ * the moment (its time, each request's duration) is no state a verification could find in place.
  */
 import path from 'node:path';
 import type { DockerConfig } from '../config/v1/schema.js';
@@ -80,7 +85,7 @@ function progressLine(ctx: StepContext): (done: number, total: number) => void {
   };
 }
 
-export const registryCheckStep: Step<RegistryCheckView> = {
+export const registryCheckStep: Step<RegistryCheckView, never> = {
   name: 'registry-check',
   group: 'cluster',
   description:
