@@ -116,18 +116,26 @@ export function othersPending(s: Judged): string {
 export const missing = (s: Judged): CsrKind[] =>
   (['client', 'serving'] as const).filter((k) => !s.done.has(k) && !s.toApprove.some((a) => a.kind === k));
 
-export async function approve(ctx: StepContext, view: CsrView, reported: Set<string>): Promise<Judged> {
+/** Approves these requests of this node's, saying first why each of the others is left alone. */
+export async function approveRequests(
+  ctx: StepContext,
+  toApprove: Judged['toApprove'],
+  leftAlone: Judged['leftAlone'],
+): Promise<void> {
   const kube = await ctx.kube();
-  const s = judge(view);
-  for (const l of s.leftAlone.filter((l) => !reported.has(l.name))) {
-    reported.add(l.name);
-    ctx.log.info({ csr: l.name, reason: l.why }, `CSR ${l.name} left alone: ${l.why}`);
-  }
-  for (const a of s.toApprove) {
+  for (const l of leftAlone) ctx.log.info({ csr: l.name, reason: l.why }, `CSR ${l.name} left alone: ${l.why}`);
+  for (const a of toApprove) {
     await kube.approveCsr(a.name, 'SnoRelocateApproved', `approved by sno-relocate: ${a.why}`);
-    s.done.add(a.kind);
     ctx.log.info({ csr: a.name, kind: a.kind, reason: a.why }, `CSR ${a.name} approved: ${a.why}`);
   }
+}
+
+async function approve(ctx: StepContext, view: CsrView, reported: Set<string>): Promise<Judged> {
+  const s = judge(view);
+  const unreported = s.leftAlone.filter((l) => !reported.has(l.name));
+  for (const l of unreported) reported.add(l.name);
+  await approveRequests(ctx, s.toApprove, unreported);
+  for (const a of s.toApprove) s.done.add(a.kind);
   return s;
 }
 

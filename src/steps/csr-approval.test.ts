@@ -13,7 +13,7 @@ import type { Exec } from '../ports/exec.js';
 import { createRootFs } from '../ports/fs.js';
 import { testSite } from '../../test/node/context.js';
 import { bootstrapperClientSpec } from '../../test/kube/csr-requests.js';
-import { KUBELET_SERVING_SIGNER } from '../kube/csr.js';
+import { KUBELET_SERVING_SIGNER, type CsrKind } from '../kube/csr.js';
 import { nodeIdentity } from '../node/kubelet-csrs.js';
 import { csrApprovalStep } from './csr-approval.js';
 
@@ -111,16 +111,28 @@ describe('csr-approval decisions', () => {
           },
     ...(status && { status }),
   });
-  it.each([
-    ['nothing filed yet', [], [], 'change', []],
-    ['a client request of this node', [csr('c1', clientReq, 'client')], [], 'change', ['c1']],
-    ["another node's request is left alone", [csr('c2', otherReq, 'client')], [], 'change', []],
+  const left = [{ name: 'c2', why: expect.stringContaining('someone-else') as string }];
+  type Row = [string, ReturnType<typeof csr>[], CsrKind[], 'change' | 'noop', string[], typeof left?, CsrKind[]?];
+  it.each<Row>([
+    ['nothing filed yet', [], [], 'change', [], [], ['client', 'serving']],
+    ['a client request of this node', [csr('c1', clientReq, 'client')], [], 'change', ['c1'], [], ['serving']],
+    [
+      "another node's request is left alone",
+      [csr('c2', otherReq, 'client')],
+      [],
+      'change',
+      [],
+      left,
+      ['client', 'serving'],
+    ],
     [
       'client approved, serving pending',
       [csr('c1', clientReq, 'client', approved), csr('s1', servingReq, 'serving')],
       [],
       'change',
       ['s1'],
+      [],
+      [],
     ],
     [
       'both approved',
@@ -130,9 +142,20 @@ describe('csr-approval decisions', () => {
       [],
     ],
     ['both certificates on disk', [], ['client', 'serving'], 'noop', []],
-  ] as const)('%s', (_, csrs, issued, action, approvals) => {
-    const plan = csrApprovalStep.plan({ node, csrs: [...csrs], issued: [...issued] }, testSite());
+    ['the client certificate on disk', [], ['client'], 'change', [], [], ['serving']],
+  ])('%s', (_, csrs, issued, action, approvals, leftAlone, waitFor) => {
+    const plan = csrApprovalStep.plan({ node, csrs, issued }, testSite());
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.target.split(' ')[1]) : []).toEqual(approvals);
+    if (plan.action === 'change')
+      expect(plan.decision).toEqual({
+        approve: approvals.map((name) => ({
+          name,
+          kind: name.startsWith('c') ? 'client' : 'serving',
+          why: expect.any(String),
+        })),
+        leftAlone,
+        waitFor,
+      });
   });
 });

@@ -8,8 +8,9 @@
  * kubelet already holds valid certificates for its name.
  */
 import type { Change } from '../engine/step.js';
+import type { CsrKind } from '../kube/csr.js';
 import {
-  approve,
+  approveRequests,
   approveUntilIssued,
   judge,
   missing,
@@ -19,7 +20,15 @@ import {
 } from '../node/kubelet-csrs.js';
 import type { Step } from './step.js';
 
-export const csrApprovalStep: Step<CsrView> = {
+/** What the step does: approve these requests, say why the others are left alone, then wait for the kinds missing. */
+export interface CsrApprovalDecision {
+  approve: { name: string; kind: CsrKind; why: string }[];
+  leftAlone: { name: string; why: string }[];
+  /** the kinds kubelet has yet to file a request for: settle waits for them */
+  waitFor: CsrKind[];
+}
+
+export const csrApprovalStep: Step<CsrView, CsrApprovalDecision> = {
   name: 'csr-approval',
   group: 'cluster',
   description: "approve this node's kubelet client and serving CSRs (subject, usages and SANs checked)",
@@ -45,17 +54,25 @@ export const csrApprovalStep: Step<CsrView> = {
       summary: a.why,
     }));
     const waiting = missing(s);
+    const decision: CsrApprovalDecision = {
+      approve: s.toApprove,
+      leftAlone: s.leftAlone,
+      waitFor: waiting,
+    };
     const wait = waiting.length > 0 ? `; then wait for kubelet's ${waiting.join(' and ')} request` : '';
     return {
       action: 'change',
       summary: `approve node ${view.node.hostname}'s kubelet certificate requests${wait}${othersPending(s)}`,
       changes,
+      decision,
     };
   },
 
-  async apply(ctx, view) {
-    await approve(ctx, view, new Set());
+  async apply(ctx, decision) {
+    await approveRequests(ctx, decision.approve, decision.leftAlone);
   },
 
+  // kubelet files its serving request only once its client certificate is signed: each request of
+  // this node's that comes meanwhile is approved as it comes, as apply approved the listed ones
   settle: (ctx) => approveUntilIssued(ctx),
 };
