@@ -1,12 +1,17 @@
 /** Command-line parsing: the table of every option; which of them each command takes is in commands/options.ts. */
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { UsageError } from '../base/errors.js';
 import { commandSpec } from './commands/options.js';
 import { OPTIONS } from './option-table.js';
 
-type Parsed = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
-/** every option, typed from its declaration: a string, or a boolean for a switch; set when it has a default */
-export type Flags = Parsed['values'];
+type Declared = typeof OPTIONS;
+type ValueOf<D> = D extends { type: 'boolean' } ? boolean : D extends { type: 'number' } ? number : string;
+/** every option, typed from its declaration: a string, a boolean for a switch, a number; set when it has a default */
+export type Flags = {
+  [Name in keyof Declared]: Declared[Name] extends { default: unknown }
+    ? ValueOf<Declared[Name]>
+    : ValueOf<Declared[Name]> | undefined;
+};
 
 /**
  * One command line. A handler declares `Invocation<OptionsOf<'its command'>>` and so sees only the
@@ -19,7 +24,28 @@ export interface Invocation<Option extends keyof Flags = keyof Flags> {
 }
 
 /** every option at its default: what a command sees of the options it does not take */
-const DEFAULTS: Flags = parseArgs({ args: [], options: OPTIONS, allowPositionals: true, strict: true }).values;
+const DEFAULTS = Object.fromEntries(
+  Object.entries(OPTIONS).flatMap(([name, declared]) => ('default' in declared ? [[name, declared.default]] : [])),
+) as Flags;
+
+/** the table as node:util parseArgs reads it: a number is read as a string, then checked by `wholeNumber` */
+const PARSED_AS: NonNullable<ParseArgsConfig['options']> = Object.fromEntries(
+  Object.entries(OPTIONS).map(([name, declared]) => [
+    name,
+    declared.type === 'number'
+      ? { type: 'string', ...('default' in declared && { default: String(declared.default) }) }
+      : declared,
+  ]),
+);
+
+/** A number option's value: a whole number within its declared bounds, or a usage error naming the flag. */
+function wholeNumber(name: string, value: string): number {
+  const { min = 0, max, unit } = OPTIONS[name as keyof Declared] as { min?: number; max?: number; unit?: string };
+  const n = Number(value);
+  if (/^\d+$/.test(value) && Number.isSafeInteger(n) && n >= min && (max === undefined || n <= max)) return n;
+  const range = max === undefined ? `${min} or more` : `${min} to ${max}`;
+  throw new UsageError(`--${name}: expected a whole number${unit ? ` of ${unit}` : ''}, ${range}, got "${value}"`);
+}
 
 /**
  * The command line of one command. Each command takes the options its spec declares
@@ -28,7 +54,7 @@ const DEFAULTS: Flags = parseArgs({ args: [], options: OPTIONS, allowPositionals
 export function parseCommandLine(argv: readonly string[]): Invocation {
   const args = [...argv];
   // a first, lenient pass finds the command words, whatever options surround them
-  const loose = parseArgs({ args, options: OPTIONS, allowPositionals: true, strict: false, tokens: true });
+  const loose = parseArgs({ args, options: PARSED_AS, allowPositionals: true, strict: false, tokens: true });
   const name = loose.positionals[0];
   // `help COMMAND` is COMMAND --help, and takes no other option
   const spec = name === 'help' ? undefined : commandSpec(loose.positionals);
@@ -45,13 +71,17 @@ export function parseCommandLine(argv: readonly string[]): Invocation {
   }
   let parsed;
   try {
-    const options = Object.fromEntries(Object.entries(OPTIONS).filter(([option]) => takes.has(option)));
+    const options = Object.fromEntries(Object.entries(PARSED_AS).filter(([option]) => takes.has(option)));
     parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError(`${spec?.name ?? 'sno-relocate'}: ${(err as Error).message}`);
   }
+  const values = Object.entries(parsed.values).map(([name, value]) => [
+    name,
+    OPTIONS[name as keyof Declared].type === 'number' && typeof value === 'string' ? wholeNumber(name, value) : value,
+  ]);
   const [command, ...positionals] = parsed.positionals;
-  return { command, positionals, flags: { ...DEFAULTS, ...parsed.values } as Flags };
+  return { command, positionals, flags: { ...DEFAULTS, ...Object.fromEntries(values) } as Flags };
 }
 
 export function oneOf<T extends string>(
@@ -63,13 +93,6 @@ export function oneOf<T extends string>(
   if (value === undefined) return fallback;
   if ((allowed as readonly string[]).includes(value)) return value as T;
   throw new UsageError(`${flag}: "${value}" is not one of ${allowed.join(', ')}`);
-}
-
-export function seconds(flag: string, value: string | undefined): number {
-  const n = Number(value);
-  if (value === undefined || !/^\d+$/.test(value) || !Number.isSafeInteger(n))
-    throw new UsageError(`${flag}: expected a whole number of seconds, got "${value}"`);
-  return n;
 }
 
 export function atMostOnePath(command: string, positionals: string[]): string | undefined {

@@ -1,14 +1,20 @@
 /**
- * Every option of the command line, declared once: its kind and default (what node:util parseArgs reads), the
- * value it takes and what it does (what the help prints). Each command's own list is in commands/options.ts, and
- * its handler receives those options typed from this table.
+ * Every option of the command line, declared once: its kind and default (what node:util parseArgs reads, a
+ * number read as a string and checked by args.ts), the value it takes and what it does (what the help prints).
+ * Each command's own list is in commands/options.ts, and its handler receives those options typed from this
+ * table: a number option as a number.
  */
 import { DEFAULT_HEALTH_TIMEOUT_SECONDS } from '../base/timeouts.js';
 
 interface OptionDeclaration {
-  type: 'string' | 'boolean';
-  default?: string | boolean;
+  /** a number is a whole number, at least `min` (default 0) and at most `max` when set */
+  type: 'string' | 'boolean' | 'number';
+  default?: string | boolean | number;
   short?: string;
+  min?: number;
+  max?: number;
+  /** what a number counts, for its error: seconds, days */
+  unit?: string;
   /** what the help shows after the flag: empty for a switch */
   value: string;
   /** what it does, for the help of the commands that take it */
@@ -44,8 +50,9 @@ export const OPTIONS = {
   only: { type: 'string', value: 'LIST', help: 'only these steps or groups (comma separated)' },
   skip: { type: 'string', value: 'LIST', help: 'leave out these steps or groups' },
   wait: {
-    type: 'string',
-    default: '0',
+    type: 'number',
+    default: 0,
+    unit: 'seconds',
     value: 'SECONDS',
     help: 'with no PATH, wait this long for a site-config to appear (default 0)',
   },
@@ -55,14 +62,16 @@ export const OPTIONS = {
     help: 'where the one-line progress banner goes (default /dev/console under systemd)',
   },
   'health-timeout': {
-    type: 'string',
-    default: String(DEFAULT_HEALTH_TIMEOUT_SECONDS),
+    type: 'number',
+    default: DEFAULT_HEALTH_TIMEOUT_SECONDS,
+    unit: 'seconds',
     value: 'SEC',
     help: `how long the health step waits for a healthy cluster (default ${DEFAULT_HEALTH_TIMEOUT_SECONDS})`,
   },
   'health-stable': {
-    type: 'string',
-    default: '120',
+    type: 'number',
+    default: 120,
+    unit: 'seconds',
     value: 'SEC',
     help: 'how long the cluster must stay settled before health calls it done (default 120)',
   },
@@ -87,8 +96,15 @@ export const OPTIONS = {
     help: 'the Placement the hub objects name (needs --hub-objects)',
   },
   kubeconfigs: { type: 'string', value: 'DIR', help: 'one kubeconfig file per cluster' },
-  concurrency: { type: 'string', default: '32', value: 'N', help: 'clusters read at once (default 32)' },
-  timeout: { type: 'string', default: '5', value: 'SECONDS', help: 'how long to wait for each cluster (default 5)' },
+  concurrency: { type: 'number', default: 32, min: 1, value: 'N', help: 'clusters read at once (default 32)' },
+  timeout: {
+    type: 'number',
+    default: 5,
+    min: 1,
+    unit: 'seconds',
+    value: 'SECONDS',
+    help: 'how long to wait for each cluster (default 5)',
+  },
   key: { type: 'string', value: 'FILE', help: 'the private key that signs' },
   site: { type: 'string', value: 'DIR', help: 'the site folder (its site-config names the client CA and the site CA)' },
   user: { type: 'string', value: 'NAME', help: 'the user the kubeconfig authenticates as (default site-admin)' },
@@ -105,7 +121,8 @@ export const OPTIONS = {
     help: 'the signature holds only on the node with this serial number',
   },
   generation: {
-    type: 'string',
+    type: 'number',
+    min: 1,
     value: 'N',
     help: "the folder's generation for its node: the node refuses one older than the last it applied",
   },
@@ -146,8 +163,10 @@ export const OPTIONS = {
     help: 'the public keys site-configs must be signed with (installed on the node)',
   },
   'shelf-days': {
-    type: 'string',
-    default: '30',
+    type: 'number',
+    default: 30,
+    max: 3650,
+    unit: 'days',
     value: 'N',
     help: 'days the node may wait before it is unpacked: certificates must last (default 30)',
   },

@@ -25,7 +25,7 @@ import { defersTime, type TimeMark } from '../base/true-time.js';
 import { chronySyncState } from '../node/chrony.js';
 import { readShipment } from '../node/shipment.js';
 import { BUILT_AT } from './build-info.js';
-import { type Flags, oneOf, seconds } from './args.js';
+import { type Flags, oneOf } from './args.js';
 
 /** The kubeconfig every OpenShift node carries for its own API server on localhost. */
 export const NODE_KUBECONFIG =
@@ -58,7 +58,7 @@ type RuntimeFlags = Partial<
 
 function runtimeOptions(flags: RuntimeFlags): RuntimeOptions {
   return {
-    ...(flags.wait !== undefined && { waitSeconds: seconds('--wait', flags.wait) }),
+    ...(flags.wait !== undefined && { waitSeconds: flags.wait }),
     ...(flags.kubeconfig && { kubeconfig: path.resolve(flags.kubeconfig) }),
     metricsAddress: flags['metrics-address'] ?? '127.0.0.1:9464',
   };

@@ -14,7 +14,7 @@ import { readJsonFile } from '../ports/json-file.js';
 import { canonicalJson, type Signed } from './signature.js';
 
 export const GENERATION_FILE = 'generation.json';
-/** a generation as a command line or an inventory cell gives it: a whole number from 1 */
+/** a generation as an inventory cell gives it: a whole number from 1 */
 export const GENERATION_TEXT = /^[1-9][0-9]{0,14}$/;
 
 const appliedSchema = z.strictObject({

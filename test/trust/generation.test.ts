@@ -119,7 +119,7 @@ describe('generations', () => {
     cpSync(EXAMPLE, dir, { recursive: true });
     const result = runCli(['sign', '--key', `${factoryKey}.key`, '--generation', '0', dir]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('--generation: "0" is not a whole number from 1');
+    expect(result.stderr).toContain('--generation: expected a whole number, 1 or more, got "0"');
   });
 });
 

@@ -163,20 +163,12 @@ async function prepare(inv: Prepare, format: Format): Promise<CommandResult> {
   return { exitCode: ExitCode.ok, stdout: format === 'json' ? json(result) : renderPrepared(result) };
 }
 
-function shelfDays(value: string | undefined): number {
-  const n = Number(value);
-  if (value === undefined || !/^\d+$/.test(value) || n > 3650)
-    throw new UsageError(`--shelf-days: expected a whole number of days up to 3650, got "${value}"`);
-  return n;
-}
-
 /** what check and seal share; only check takes --require-tpm */
 async function check(
   inv: Invocation<OptionsOf<'factory check'> & OptionsOf<'factory seal'>>,
   requireTpm: boolean,
 ): Promise<{ rt: Runtime; report: CheckReport }> {
   const rt = createRuntime(inv.flags);
-  const days = shelfDays(inv.flags['shelf-days']);
   const report = await checkFactoryNode({
     fs: rt.fs,
     kube: await connect(rt),
@@ -184,7 +176,7 @@ async function check(
     log: rt.log,
     stateDir: rt.stateDir,
     sources: bundledAgentSources(),
-    shelfDays: days,
+    shelfDays: inv.flags['shelf-days'],
     requireTpm,
   });
   return { rt, report };

@@ -2,7 +2,7 @@ import { planSteps } from '../../engine/engine.js';
 import { selectSteps } from '../../engine/select.js';
 import { errorMessage, ExitCode, SnoRelocateError } from '../../base/errors.js';
 import { STEPS } from '../../steps/index.js';
-import { atMostOnePath, type Invocation, oneOf, seconds } from '../args.js';
+import { atMostOnePath, type Invocation, oneOf } from '../args.js';
 import type { OptionsOf } from './options.js';
 import { renderPlan, type ShownPlan } from '../render-plan.js';
 import { createRuntime, createStepContext, loadSite } from '../runtime.js';
@@ -24,8 +24,8 @@ export async function planCommand(inv: Invocation<OptionsOf<'plan'>>): Promise<C
     rt,
     loaded,
     {
-      healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']),
-      healthStableSeconds: seconds('--health-stable', inv.flags['health-stable']),
+      healthTimeoutSeconds: inv.flags['health-timeout'],
+      healthStableSeconds: inv.flags['health-stable'],
     },
     { kubeReadyTimeoutMs: PLAN_API_WAIT_MS },
   );

@@ -9,7 +9,7 @@ import { logEvent } from '../../log/logger.js';
 import { closeGateUnlessFor, gateOpenFor } from '../../node/kubelet-gate.js';
 import { kubeletHeldLine } from '../../node/kubelet-held.js';
 import { STEPS } from '../../steps/index.js';
-import { atMostOnePath, type Invocation, seconds } from '../args.js';
+import { atMostOnePath, type Invocation } from '../args.js';
 import type { OptionsOf } from './options.js';
 import { acquireRunLock } from '../../ports/run-lock.js';
 import { beforeFirstChange } from '../../trust/admitted.js';
@@ -63,8 +63,8 @@ async function runLocked(
   }
   await beforeFirstChange(rt, loaded);
   const { ctx, close } = createStepContext(rt, loaded, {
-    healthTimeoutSeconds: seconds('--health-timeout', inv.flags['health-timeout']),
-    healthStableSeconds: seconds('--health-stable', inv.flags['health-stable']),
+    healthTimeoutSeconds: inv.flags['health-timeout'],
+    healthStableSeconds: inv.flags['health-stable'],
   });
   try {
     // a new site's node steps are about to change the node: from here until they pass, a boot

@@ -5,7 +5,6 @@ import { admitSite, offNode } from '../../config/admit.js';
 import { systemClock } from '../../ports/clock.js';
 import { UsageError } from '../../base/errors.js';
 import { createRootFs } from '../../ports/fs.js';
-import { GENERATION_TEXT } from '../../trust/generation.js';
 import { sealAndSign } from '../../trust/seal-folder.js';
 import { KeyError, readPrivateKey, SIGNATURE_FILE } from '../../trust/signature.js';
 import { AGE_RECIPIENT } from '../../trust/node-key.js';
@@ -37,13 +36,6 @@ export async function signingKeyFlag(key: string): Promise<KeyObject> {
   }
 }
 
-/** --generation: a whole number from 1. */
-export function generationFlag(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!GENERATION_TEXT.test(value)) throw new UsageError(`--generation: "${value}" is not a whole number from 1`);
-  return Number(value);
-}
-
 /** --node-key: an age X25519 recipient, as factory prepare prints it. */
 export function nodeKeyFlag(value: string | undefined): string | undefined {
   if (value !== undefined && !AGE_RECIPIENT.test(value))
@@ -56,8 +48,7 @@ export function nodeKeyFlag(value: string | undefined): string | undefined {
  * [--generation N] [--node-key RECIPIENT] FOLDER`
  */
 export async function signCommand(inv: Invocation<OptionsOf<'sign'>>): Promise<CommandResult> {
-  const { key, 'not-after': notAfter, 'bind-machine-id': machineId, 'bind-serial': serial } = inv.flags;
-  const generation = generationFlag(inv.flags.generation);
+  const { key, 'not-after': notAfter, 'bind-machine-id': machineId, 'bind-serial': serial, generation } = inv.flags;
   const nodeKey = nodeKeyFlag(inv.flags['node-key']);
   if (!key) throw new UsageError('sign needs --key NAME.key');
   if (inv.positionals.length !== 1) throw new UsageError('sign takes one FOLDER holding site-config.yaml');
