@@ -30,6 +30,7 @@ describe('hostname', () => {
           diff: [`- ${FACTORY_HOSTNAME}`, '+ sno-store42'],
         },
       ],
+      decision: { hostname: 'sno-store42' },
     });
     const state = await node.run([hostnameStep]);
     node.close();
@@ -62,12 +63,14 @@ describe('hostname', () => {
 
 describe('hostname decisions', () => {
   it.each([
-    [undefined, 'factory-node', 'noop'],
-    ['store-42', 'store-42', 'noop'],
-    ['store-42', 'factory-node', 'change'],
-    ['store-42', '', 'change'],
-  ] as const)('wanted %s, /etc/hostname %j: %s', (hostname, current, action) => {
-    expect(hostnameStep.plan({ current }, testSite(hostname === undefined ? {} : { hostname })).action).toBe(action);
+    [undefined, 'factory-node', 'noop', undefined],
+    ['store-42', 'store-42', 'noop', undefined],
+    ['store-42', 'factory-node', 'change', { hostname: 'store-42' }],
+    ['store-42', '', 'change', { hostname: 'store-42' }],
+  ] as const)('wanted %s, /etc/hostname %j: %s', (hostname, current, action, decision) => {
+    const plan = hostnameStep.plan({ current }, testSite(hostname === undefined ? {} : { hostname }));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 
   it('refuses a name that would break the node, naming the field', () => {

@@ -22,7 +22,12 @@ export interface HostnameView {
   current: string;
 }
 
-export const hostnameStep: Step<HostnameView> = {
+/** What apply does: hand hostnamed this static hostname. */
+export interface HostnameDecision {
+  hostname: string;
+}
+
+export const hostnameStep: Step<HostnameView, HostnameDecision> = {
   name: 'hostname',
   group: 'node',
   description: 'static hostname through systemd-hostnamed (D-Bus)',
@@ -47,14 +52,13 @@ export const hostnameStep: Step<HostnameView> = {
           diff: [`- ${current || '(none)'}`, `+ ${name}`],
         },
       ],
+      decision: { hostname: name },
     };
   },
 
-  async apply(ctx) {
-    const name = wanted(ctx.site.hostname)!;
-    const systemd = await ctx.systemd();
-    await systemd.setStaticHostname(name);
-    ctx.log.info({ hostname: name }, `static hostname set to ${name}`);
+  async apply(ctx, { hostname }) {
+    await (await ctx.systemd()).setStaticHostname(hostname);
+    ctx.log.info({ hostname }, `static hostname set to ${hostname}`);
   },
 
   // its own: hostnamed is asked too, since kubelet registers under the name it gives the kernel,

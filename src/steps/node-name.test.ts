@@ -16,7 +16,7 @@ import { planOf } from '../engine/engine.js';
 import { KUBELET_CLIENT_CERT, KUBELET_ENV_FILE } from '../node/node-name.js';
 import { CURRENT_CONFIG } from '../node/rendered-config.js';
 import { hostnameStep } from './hostname.js';
-import { nodeNameStep } from './node-name.js';
+import { type NodeNameView, nodeNameStep } from './node-name.js';
 
 let bus: Awaited<ReturnType<typeof startTestBus>>;
 beforeAll(async () => {
@@ -58,6 +58,10 @@ describe('node-name', () => {
           diff: ['- KUBELET_NODE_NAME=', '+ KUBELET_NODE_NAME=sno-factory-0'],
         },
       ],
+      decision: {
+        nodeName: 'sno-factory-0',
+        kubeletEnv: 'KUBELET_PROVIDERID=baremetal://rack7\nKUBELET_NODE_NAME=sno-factory-0\n',
+      },
     });
     const state = await node.run([nodeNameStep, hostnameStep]);
     expect(state.result).toBe('succeeded');
@@ -129,5 +133,47 @@ describe('node-name', () => {
     const node = testNode({ site: testSite({ hostname: 'sno-store42' }), factory: false });
     expect(await planOf(nodeNameStep, node.ctx)).toMatchObject({ action: 'conflict' });
     expect(existsSync(path.join(node.root, KUBELET_ENV_FILE))).toBe(false);
+  });
+});
+
+describe('node-name decisions', () => {
+  const declared = (content: string) => ({ name: 'rendered-master-77', files: new Map([[KUBELET_ENV_FILE, content]]) });
+  it.each<[string, NodeNameView, string, unknown]>([
+    ['pinned already', { kubeletEnv: 'KUBELET_NODE_NAME=sno-0\n', hostname: 'store42' }, 'noop', undefined],
+    [
+      'no kubelet-env: the certified name',
+      { certified: 'sno-0', hostname: 'store42' },
+      'change',
+      { nodeName: 'sno-0', kubeletEnv: 'KUBELET_NODE_NAME=sno-0\n' },
+    ],
+    [
+      'no certificate: the hostname, lower-cased, other lines kept',
+      { kubeletEnv: 'KUBELET_PROVIDERID=x\n', hostname: 'SNO-Factory' },
+      'change',
+      { nodeName: 'sno-factory', kubeletEnv: 'KUBELET_PROVIDERID=x\nKUBELET_NODE_NAME=sno-factory\n' },
+    ],
+    [
+      "kubelet-env's name wins over the certificate's",
+      { kubeletEnv: 'KUBELET_NODE_NAME="sno-1"\n', certified: 'sno-0', hostname: 'x' },
+      'change',
+      { nodeName: 'sno-1', kubeletEnv: 'KUBELET_NODE_NAME=sno-1\n' },
+    ],
+    ['no name at all', { hostname: '' }, 'conflict', undefined],
+    [
+      'a MachineConfig declares kubelet-env otherwise',
+      { certified: 'sno-0', hostname: 'x', declared: declared('KUBELET_NODE_NAME=\n') },
+      'conflict',
+      undefined,
+    ],
+    [
+      'a MachineConfig declares the same kubelet-env',
+      { certified: 'sno-0', hostname: 'x', declared: declared('KUBELET_NODE_NAME=sno-0\n') },
+      'change',
+      { nodeName: 'sno-0', kubeletEnv: 'KUBELET_NODE_NAME=sno-0\n' },
+    ],
+  ])('%s', (_, view, action, decision) => {
+    const plan = nodeNameStep.plan(view, testSite({ hostname: 'store42' }));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

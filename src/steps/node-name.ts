@@ -18,9 +18,9 @@ import {
   certifiedNodeName,
   KUBELET_ENV_FILE,
   kubeletEnvNodeName,
+  layKubeletEnv,
   NODE_NAME_VAR,
   withNodeName,
-  writeKubeletEnv,
 } from '../node/node-name.js';
 import { type DeclaredFiles, declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 
@@ -39,7 +39,13 @@ export interface NodeNameView {
 const registered = (v: NodeNameView) =>
   kubeletEnvNodeName(v.kubeletEnv) ?? v.certified ?? (v.hostname.toLowerCase() || undefined);
 
-export const nodeNameStep: Step<NodeNameView> = {
+/** What apply does: lay down kubelet-env as `kubeletEnv` (its other lines kept), pinning `nodeName`. */
+export interface NodeNameDecision {
+  nodeName: string;
+  kubeletEnv: string;
+}
+
+export const nodeNameStep: Step<NodeNameView, NodeNameDecision> = {
   name: 'node-name',
   group: 'node',
   description:
@@ -56,7 +62,7 @@ export const nodeNameStep: Step<NodeNameView> = {
     };
   },
 
-  plan(view): PlanResult {
+  plan(view): PlanResult<NodeNameDecision> {
     const name = registered(view);
     if (!name)
       return {
@@ -75,12 +81,16 @@ export const nodeNameStep: Step<NodeNameView> = {
         diff: [`- ${NODE_NAME_VAR}=${kubeletEnvNodeName(view.kubeletEnv) ?? ''}`, `+ ${NODE_NAME_VAR}=${name}`],
       },
     ];
-    return { action: 'change', summary: `keep the Node's name ${name}`, changes };
+    return {
+      action: 'change',
+      summary: `keep the Node's name ${name}`,
+      changes,
+      decision: { nodeName: name, kubeletEnv: want },
+    };
   },
 
-  async apply(ctx, view) {
-    const name = registered(view)!;
-    await writeKubeletEnv(ctx.fs, view.kubeletEnv, name);
-    ctx.log.info({ nodeName: name }, `kubelet registers the Node as ${name}`);
+  async apply(ctx, { nodeName, kubeletEnv }) {
+    await layKubeletEnv(ctx.fs, kubeletEnv);
+    ctx.log.info({ nodeName }, `kubelet registers the Node as ${nodeName}`);
   },
 };
