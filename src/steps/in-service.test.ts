@@ -59,19 +59,27 @@ describe('in-service step', () => {
       action: 'change',
       summary: 'wait up to 60s for 1 workload(s) to be ready',
       changes: [{ action: 'apply', target: `${base}/starting`, summary: 'wait until ready: answered 503' }],
+      decision: { inService: ctx.site.inService, stableSeconds: 0 },
     });
   });
 });
 
 describe('in-service decisions', () => {
   const spec = { workloads: [{ kind: 'Deployment' as const, namespace: 'vdu', name: 'du-app' }], timeoutSeconds: 600 };
+  const rolling = [{ what: 'Deployment vdu/du-app', why: '1 of 3 replicas available' }];
   it.each([
-    ['no inService', [], true, undefined, 'noop'],
-    ['every workload ready', [], true, spec, 'noop'],
-    ['every workload ready, as reported before the run started', [], false, spec, 'change'],
-    ['one rolling out', [{ what: 'Deployment vdu/du-app', why: '1 of 3 replicas available' }], true, spec, 'change'],
-  ] as const)('%s', (_, waiting, seen, inService, action) => {
+    ['no inService', [], true, undefined, 'noop', undefined],
+    ['every workload ready', [], true, spec, 'noop', undefined],
+    // readiness older than the run is watched through a window of its own
+    ['every workload ready, as reported before the run started', [], false, spec, 'change', 30],
+    ['one rolling out', rolling, true, spec, 'change', 0],
+    ['one rolling out, the rest reported before the run started', rolling, false, spec, 'change', 30],
+  ] as const)('%s', (_, waiting, seen, inService, action, stableSeconds) => {
     const view = { waiting: [...waiting], seen, stableSeconds: 30 };
-    expect(inServiceStep.plan(view, testSite(inService ? { inService } : {})).action).toBe(action);
+    const plan = inServiceStep.plan(view, testSite(inService ? { inService } : {}));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(
+      stableSeconds === undefined ? undefined : { inService, stableSeconds },
+    );
   });
 });

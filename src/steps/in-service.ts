@@ -10,6 +10,7 @@
 import { VerificationError } from '../base/errors.js';
 import { waiting, type Waiting } from '../watch/in-service.js';
 import { factOf } from './facts.js';
+import type { InService } from '../config/site.js';
 import type { Step, StepContext } from './step.js';
 import type { PlanResult } from '../engine/step.js';
 import { pollHeld } from '../ports/clock.js';
@@ -36,7 +37,14 @@ const seenInRun = (ctx: StepContext) =>
   ctx.doneAt !== undefined ||
   factOf(ctx, 'health')?.workloadsHeldInRun === ctx.runStartedAt;
 
-export const inServiceStep: Step<InServiceView> = {
+/** What settle waits for: the site-config's workloads (and URL) ready, held `stableSeconds` on end. */
+export interface InServiceDecision {
+  inService: InService;
+  /** 0 when readiness as it is now is the run's own (InServiceView.seen) */
+  stableSeconds: number;
+}
+
+export const inServiceStep: Step<InServiceView, InServiceDecision> = {
   name: 'in-service',
   group: 'cluster',
   description: "the site's own workloads (and URL) ready within the site-config's time budget",
@@ -50,10 +58,11 @@ export const inServiceStep: Step<InServiceView> = {
     };
   },
 
-  plan({ waiting: now, seen, stableSeconds }, site): PlanResult {
+  plan({ waiting: now, seen, stableSeconds }, site): PlanResult<InServiceDecision> {
     const spec = site.inService;
     if (!spec) return { action: 'noop', reason: 'the site-config names no workloads to wait for' };
     if (now.length === 0 && seen) return { action: 'noop', reason: 'every workload the site-config names is ready' };
+    const decision = { inService: spec, stableSeconds: seen ? 0 : stableSeconds };
     if (now.length === 0)
       return {
         action: 'change',
@@ -61,18 +70,18 @@ export const inServiceStep: Step<InServiceView> = {
         changes: [
           { action: 'apply', target: 'workloads', summary: `seen ready through ${stableSeconds}s by this run` },
         ],
+        decision,
       };
     return {
       action: 'change',
       summary: `wait up to ${spec.timeoutSeconds}s for ${now.length} workload(s) to be ready${seen ? '' : `, then ${stableSeconds}s ready`}`,
       changes: now.map((w) => ({ action: 'apply', target: w.what, summary: `wait until ready: ${w.why}` })),
+      decision,
     };
   },
 
   // nothing to apply: the site's workloads roll out by themselves, and settle waits for them
-  async settle(ctx) {
-    const spec = ctx.site.inService!;
-    const stableSeconds = seenInRun(ctx) ? 0 : ctx.options.healthStableSeconds;
+  async settle(ctx, { inService: spec, stableSeconds }) {
     let last: Waiting[] = [];
     const ready = await pollHeld(
       ctx.clock,
