@@ -66,7 +66,17 @@ async function settledMotions(ctx: StepContext, kube: Kube): Promise<{ motions: 
   return { motions: last, waitedSeconds: Math.round((ctx.clock.monotonic() - began) / 1000) };
 }
 
-export const holdUpgradesStep: Step<HoldView> = {
+/**
+ * What apply writes: the mark created, or the agent's own updated, naming the site-config of this
+ * run, and its Upgradeable condition.
+ */
+export interface HoldUpgradesDecision {
+  write: 'create' | 'update';
+  configHash: string;
+  upgradeable: { status: 'False'; reason: string; message: string };
+}
+
+export const holdUpgradesStep: Step<HoldView, HoldUpgradesDecision> = {
   name: 'hold-upgrades',
   group: 'cluster',
   description:
@@ -103,34 +113,43 @@ export const holdUpgradesStep: Step<HoldView> = {
     // this site-config's move finished and released the hold: a rerun that finds nothing to do holds nothing
     if (mark.state === 'released' && mark.configHash === view.configHash)
       return { action: 'noop', reason: `the move to this site-config finished and released upgrades` };
+    const write = mark.state === 'absent' ? 'create' : 'update';
     return {
       action: 'change',
       summary: 'the cluster is at rest: hold upgrades while the agent moves it',
       changes: [
         {
-          action: mark.state === 'absent' ? 'create' : 'update',
+          action: write,
           target: describeRef(HOLD_MARK),
           summary: `Upgradeable=False (${HOLD_REASON}) for site ${site.name}`,
         },
       ],
+      decision: {
+        write,
+        configHash: view.configHash,
+        upgradeable: {
+          status: 'False',
+          reason: HOLD_REASON,
+          message: `sno-relocate is moving this cluster to site ${site.name}; an update waits until the move is done`,
+        },
+      },
     };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
     const metadata = {
       name: HOLD_MARK.name,
       labels: { ...managedLabels },
-      annotations: { [HOLD_CONFIG_ANNOTATION]: ctx.configHash },
+      annotations: { [HOLD_CONFIG_ANNOTATION]: decision.configHash },
     };
-    if (view.mark.state === 'absent') await kube.create({ ...HOLD_MARK, metadata, spec: {} });
+    if (decision.write === 'create') await kube.create({ ...HOLD_MARK, metadata, spec: {} });
     else await kube.mergePatch(HOLD_MARK, { metadata: { annotations: metadata.annotations } });
-    const conditions = markConditions(conditionTime(ctx.clock), {
-      status: 'False',
-      reason: HOLD_REASON,
-      message: `sno-relocate is moving this cluster to site ${ctx.site.name}; an update waits until the move is done`,
-    });
+    const conditions = markConditions(conditionTime(ctx.clock), decision.upgradeable);
     await kube.updateStatus(HOLD_MARK, (co) => ({ ...co, status: { conditions } }));
-    ctx.log.info({ mark: describeRef(HOLD_MARK), reason: HOLD_REASON }, 'upgrades held while the cluster moves');
+    ctx.log.info(
+      { mark: describeRef(HOLD_MARK), reason: decision.upgradeable.reason },
+      'upgrades held while the cluster moves',
+    );
   },
 };

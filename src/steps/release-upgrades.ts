@@ -11,14 +11,19 @@ import { conditionTime, HOLD_MARK, markConditions, readMark, type MarkState } fr
 
 export const RELEASE_REASON = 'RelocationDone';
 
-export const releaseUpgradesStep: Step<MarkState> = {
+/** What apply writes: the Upgradeable condition of the mark, released. */
+export interface ReleaseUpgradesDecision {
+  upgradeable: { status: 'True'; reason: string; message: string };
+}
+
+export const releaseUpgradesStep: Step<MarkState, ReleaseUpgradesDecision> = {
   name: 'release-upgrades',
   group: 'cluster',
   description:
     'ClusterOperator `sno-relocate` says Upgradeable=True (RelocationDone): the cluster may be updated again',
   inputs: () => ({}),
   survey: async (ctx) => readMark(await ctx.kube()),
-  plan(mark) {
+  plan(mark, site) {
     if (mark.state === 'released')
       return { action: 'noop', reason: `${describeRef(HOLD_MARK)} already says Upgradeable=True` };
     if (mark.state !== 'held')
@@ -27,14 +32,17 @@ export const releaseUpgradesStep: Step<MarkState> = {
       action: 'change',
       summary: 'the move is done: release the hold on upgrades',
       changes: [{ action: 'update', target: describeRef(HOLD_MARK), summary: `Upgradeable=True (${RELEASE_REASON})` }],
+      decision: {
+        upgradeable: {
+          status: 'True',
+          reason: RELEASE_REASON,
+          message: `sno-relocate moved this cluster to site ${site.name}`,
+        },
+      },
     };
   },
-  async apply(ctx) {
-    const conditions = markConditions(conditionTime(ctx.clock), {
-      status: 'True',
-      reason: RELEASE_REASON,
-      message: `sno-relocate moved this cluster to site ${ctx.site.name}`,
-    });
+  async apply(ctx, decision) {
+    const conditions = markConditions(conditionTime(ctx.clock), decision.upgradeable);
     await (await ctx.kube()).updateStatus(HOLD_MARK, (co) => ({ ...co, status: { conditions } }));
     ctx.log.info({ mark: describeRef(HOLD_MARK) }, 'upgrades released');
   },
