@@ -32,15 +32,44 @@ describe('node-labels decisions', () => {
     },
   });
   const role = { 'node-role.kubernetes.io/master': '' };
-  it.each([
-    ['not registered yet', undefined, { zone: 'a' }, 'change', ['set Node store-42 label zone']],
-    ['a label to add', node(role), { zone: 'a' }, 'change', ['set Node store-42 label zone']],
+  type Row = [
+    string,
+    ReturnType<typeof node> | undefined,
+    Record<string, string>,
+    'change' | 'noop',
+    string[],
+    object?,
+  ];
+  const patch = (labels: Record<string, string | null>, owned: string, awaitRegistration = false) => ({
+    node: 'store-42',
+    awaitRegistration,
+    labels,
+    owned,
+  });
+  it.each<Row>([
+    [
+      'not registered yet',
+      undefined,
+      { zone: 'a', rack: '7' },
+      'change',
+      ['set Node store-42 label zone', 'set Node store-42 label rack'],
+      patch({ zone: 'a', rack: '7' }, 'rack,zone', true),
+    ],
+    [
+      'a label to add',
+      node(role),
+      { zone: 'a' },
+      'change',
+      ['set Node store-42 label zone'],
+      patch({ zone: 'a' }, 'zone'),
+    ],
     [
       'a label to change',
       node({ ...role, zone: 'b' }, 'zone'),
       { zone: 'a' },
       'change',
       ['update Node store-42 label zone'],
+      patch({ zone: 'a' }, 'zone'),
     ],
     ['in place', node({ ...role, zone: 'a' }, 'zone'), { zone: 'a' }, 'noop', []],
     [
@@ -49,6 +78,15 @@ describe('node-labels decisions', () => {
       { zone: 'a' },
       'change',
       ['delete Node store-42 label rack'],
+      patch({ rack: null }, 'zone'),
+    ],
+    [
+      'an earlier site label already gone by hand',
+      node({ ...role, zone: 'b' }, 'rack,zone'),
+      { zone: 'a' },
+      'change',
+      ['update Node store-42 label zone'],
+      patch({ zone: 'a' }, 'zone'),
     ],
     [
       'the labels in place but not recorded',
@@ -56,11 +94,13 @@ describe('node-labels decisions', () => {
       { zone: 'a' },
       'change',
       ['update Node store-42'],
+      patch({}, 'zone'),
     ],
     ['no labels: the Node is left alone', node({ ...role, rack: '7' }, 'rack'), {}, 'noop', []],
-  ] as const)('%s', (_, n, nodeLabels, action, changes) => {
+  ])('%s', (_, n, nodeLabels, action, changes, decision) => {
     const plan = nodeLabelsStep.plan({ name: 'store-42', ...(n && { node: n }) }, testSite({ nodeLabels }));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

@@ -11,7 +11,7 @@
  * csr-approval and node-identity it is registered, and it is the only Node this machine has.
  */
 import { VerificationError } from '../base/errors.js';
-import type { Step, StepContext } from './step.js';
+import type { Step } from './step.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import { registeredNodeName } from '../node/node-name.js';
 import { pollUntil } from '../ports/clock.js';
@@ -26,10 +26,13 @@ export interface NodeLabelsView {
   node?: KubeObject;
 }
 
-interface Decision {
+/** What apply does: one merge patch of the Node, once kubelet has registered it. */
+export interface NodeLabelsDecision {
+  node: string;
+  /** the Node was not registered when surveyed: apply waits for kubelet to register it first */
+  awaitRegistration: boolean;
   /** the labels to set (key -> value) and to remove (key -> null): a JSON merge patch of metadata.labels */
   labels: Record<string, string | null>;
-  changes: Change[];
   /** the annotation's value once the patch is in */
   owned: string;
 }
@@ -37,8 +40,12 @@ interface Decision {
 const ownedKeys = (node: KubeObject | undefined): string[] =>
   (node?.metadata.annotations?.[OWNED_LABELS_ANNOTATION] ?? '').split(',').filter((k) => k !== '');
 
-function decide(name: string, node: KubeObject | undefined, want: Record<string, string>): Decision {
-  const current = node?.metadata.labels ?? {};
+function decide(
+  name: string,
+  node: KubeObject,
+  want: Record<string, string>,
+): { decision: NodeLabelsDecision; changes: Change[] } {
+  const current = node.metadata.labels ?? {};
   const labels: Record<string, string | null> = {};
   const changes: Change[] = [];
   for (const [key, value] of Object.entries(want)) {
@@ -62,16 +69,12 @@ function decide(name: string, node: KubeObject | undefined, want: Record<string,
   const owned = Object.keys(want).sort().join(',');
   if (changes.length === 0 && ownedKeys(node).join(',') !== owned)
     changes.push({ action: 'update', target: `Node ${name}`, summary: `the record of the labels the agent set` });
-  return { labels, changes, owned };
+  return { decision: { node: name, awaitRegistration: false, labels, owned }, changes };
 }
 
-async function readNode(ctx: StepContext): Promise<NodeLabelsView> {
-  const name = await registeredNodeName(ctx.fs);
-  const node = await (await ctx.kube()).get({ apiVersion: 'v1', kind: 'Node', name });
-  return { name, ...(node && { node }) };
-}
+const nodeRef = (name: string) => ({ apiVersion: 'v1', kind: 'Node', name });
 
-export const nodeLabelsStep: Step<NodeLabelsView> = {
+export const nodeLabelsStep: Step<NodeLabelsView, NodeLabelsDecision> = {
   name: 'node-labels',
   group: 'cluster',
   description: "the site's labels on this node's Node object; labels the agent did not set are never removed",
@@ -80,10 +83,12 @@ export const nodeLabelsStep: Step<NodeLabelsView> = {
   async survey(ctx) {
     // without labels of its own the step leaves the Node alone, registered or not
     if (Object.keys(ctx.site.nodeLabels).length === 0) return { name: '' };
-    return readNode(ctx);
+    const name = await registeredNodeName(ctx.fs);
+    const node = await (await ctx.kube()).get(nodeRef(name));
+    return { name, ...(node && { node }) };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<NodeLabelsDecision> {
     if (Object.keys(site.nodeLabels).length === 0)
       return { action: 'noop', reason: 'the site-config sets no node labels (any an earlier one set stay)' };
     if (!view.node)
@@ -95,39 +100,39 @@ export const nodeLabelsStep: Step<NodeLabelsView> = {
           target: `Node ${view.name} label ${key}`,
           summary: JSON.stringify(value),
         })),
+        // a Node kubelet registers anew carries no label of an earlier site-config
+        decision: {
+          node: view.name,
+          awaitRegistration: true,
+          labels: site.nodeLabels,
+          owned: Object.keys(site.nodeLabels).sort().join(','),
+        },
       };
-    const { changes } = decide(view.name, view.node, site.nodeLabels);
+    const { decision, changes } = decide(view.name, view.node, site.nodeLabels);
     if (changes.length === 0) return { action: 'noop', reason: `Node ${view.name} carries the site's labels` };
-    return { action: 'change', summary: `label Node ${view.name} for the site`, changes };
+    return { action: 'change', summary: `label Node ${view.name} for the site`, changes, decision };
   },
 
-  async apply(ctx, view) {
-    // kubelet registers the Node moments after its client certificate is approved; a Node that was
-    // not there when surveyed is read once it is, and its labels decide the patch
-    const found =
-      view.node !== undefined
-        ? view
-        : await pollUntil(
-            ctx.clock,
-            async () => {
-              const now = await readNode(ctx);
-              return now.node ? now : undefined;
-            },
-            { timeoutMs: ctx.options.healthTimeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
-          );
-    if (!found)
+  async apply(ctx, decision) {
+    const kube = await ctx.kube();
+    const { node, labels, owned } = decision;
+    // kubelet registers the Node moments after its client certificate is approved
+    if (
+      decision.awaitRegistration &&
+      !(await pollUntil(ctx.clock, () => kube.get(nodeRef(node)), {
+        timeoutMs: ctx.options.healthTimeoutSeconds * 1000,
+        intervalMs: 1000,
+        maxIntervalMs: 5000,
+      }))
+    )
       throw new VerificationError(
-        `node-labels: Node ${view.name || '(this host)'} not registered after ${ctx.options.healthTimeoutSeconds}s`,
+        `node-labels: Node ${node || '(this host)'} not registered after ${ctx.options.healthTimeoutSeconds}s`,
         { step: 'node-labels', retryable: true },
       );
-    const { labels, owned } = decide(found.name, found.node, ctx.site.nodeLabels);
     // one merge patch: the labels and the record of them change together
-    await (
-      await ctx.kube()
-    ).mergePatch(
-      { apiVersion: 'v1', kind: 'Node', name: found.name },
-      { metadata: { labels, annotations: { [OWNED_LABELS_ANNOTATION]: owned || null } } },
-    );
-    ctx.log.info({ node: found.name, labels: Object.keys(labels) }, `Node ${found.name} labelled for the site`);
+    await kube.mergePatch(nodeRef(node), {
+      metadata: { labels, annotations: { [OWNED_LABELS_ANNOTATION]: owned || null } },
+    });
+    ctx.log.info({ node, labels: Object.keys(labels) }, `Node ${node} labelled for the site`);
   },
 };
