@@ -133,19 +133,51 @@ describe('ntp decisions', () => {
     [CHRONYD_DROP_IN]: { content: renderChronydDropIn(), mode: 0o644 },
   };
   const declaring = { name: 'rendered-master-1', files: new Map([[SITE_CHRONY_CONF, 'other']]) };
+  const site = { path: SITE_CHRONY_CONF, content: CONF, mode: 0o644, uid: 0, gid: 0 };
+  const dropIn = { path: CHRONYD_DROP_IN, content: renderChronydDropIn(), mode: 0o644, uid: 0, gid: 0 };
   it.each([
-    ['no chrony.conf, nothing of the agent', { files: {} }, undefined, 'noop', []],
-    ['no chrony.conf, an earlier site', { files: inPlace }, undefined, 'change', ['delete', 'delete', 'start']],
-    ['a chrony.conf, nothing yet', { files: {} }, CONF, 'change', ['create', 'create', 'start']],
-    ['a chrony.conf in place', { files: inPlace }, CONF, 'noop', []],
-    ['in place, restart owed', { files: inPlace, restartPending: true }, CONF, 'change', ['start']],
-    ['a file the rendered config declares', { files: {}, declared: declaring }, CONF, 'conflict', []],
-  ] as const)('%s', (_, view, chronyConfig, action, changes) => {
+    ['no chrony.conf, nothing of the agent', { files: {} }, undefined, 'noop', [], undefined],
+    [
+      'no chrony.conf, an earlier site',
+      { files: inPlace },
+      undefined,
+      'change',
+      ['delete', 'delete', 'start'],
+      { files: [] },
+    ],
+    [
+      'a chrony.conf, nothing yet',
+      { files: {} },
+      CONF,
+      'change',
+      ['create', 'create', 'start'],
+      { files: [site, dropIn] },
+    ],
+    ['a chrony.conf in place', { files: inPlace }, CONF, 'noop', [], undefined],
+    [
+      'in place, restart owed',
+      { files: inPlace, restartPending: true },
+      CONF,
+      'change',
+      ['start'],
+      { files: [site, dropIn] },
+    ],
+    [
+      'no newline at its end: one is added',
+      { files: {} },
+      'server ntp.store42.example.com iburst',
+      'change',
+      ['create', 'create', 'start'],
+      { files: [site, dropIn] },
+    ],
+    ['a file the rendered config declares', { files: {}, declared: declaring }, CONF, 'conflict', [], undefined],
+  ] as const)('%s', (_, view, chronyConfig, action, changes, decision) => {
     const plan = ntpStep.plan(
       { restartPending: false, ...view },
       testSite(chronyConfig === undefined ? {} : { chronyConfig }),
     );
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

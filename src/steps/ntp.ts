@@ -92,7 +92,15 @@ function changes(view: NtpView, config: string | undefined): Change[] {
   return out;
 }
 
-export const ntpStep: Step<NtpView> = {
+/**
+ * What apply does: chronyd restarted, after a daemon reload, with the agent's files as `files`
+ * holds them (none: removed).
+ */
+export interface NtpDecision {
+  files: ManagedFile[];
+}
+
+export const ntpStep: Step<NtpView, NtpDecision> = {
   name: 'ntp',
   group: 'node',
   description:
@@ -108,7 +116,7 @@ export const ntpStep: Step<NtpView> = {
     };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<NtpDecision> {
     const config = site.chronyConfig;
     if (config !== undefined) {
       const drift = files(config)
@@ -132,12 +140,12 @@ export const ntpStep: Step<NtpView> = {
           ? "give chronyd back the node's own chrony.conf"
           : "run chronyd with the site's chrony.conf",
       changes: todo,
+      decision: { files: config === undefined ? [] : files(config) },
     };
   },
 
-  async apply(ctx) {
-    const config = ctx.site.chronyConfig;
-    await restartWithFiles(ctx, CHRONYD, config === undefined ? [] : files(config));
+  async apply(ctx, decision) {
+    await restartWithFiles(ctx, CHRONYD, decision.files);
     ctx.log.info({ file: SITE_CHRONY_CONF, unit: CHRONYD_UNIT }, "chronyd restarted with the site's chrony.conf");
   },
 };

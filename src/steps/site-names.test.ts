@@ -205,19 +205,26 @@ describe('site-names decisions', () => {
   const site = testSite({ baseDomain: 'store42.example.com', network: { internalIP: '192.168.127.10/24' } });
   const file = wantedNames({ factory, pinned: [] }, site);
   const written = file.kind === 'names' ? file.file!.content : '';
+  const names = (to: string) =>
+    `api.sno.store42.example.com, api-int.sno.store42.example.com and *.apps.sno.store42.example.com to ${to}`;
+  const restartWith = (to: string, content?: string) => ({
+    files: content === undefined ? [] : [{ path: SITE_DNSMASQ_FILE, content, mode: 0o644, uid: 0, gid: 0 }],
+    resolves: names(to),
+  });
   it.each([
-    ['no single-node dnsmasq', { factory: 'absent' }, site, 'noop', []],
-    ['a factory file without an api host', { factory: undefined }, site, 'noop', []],
-    ['another cluster name', { factory }, { ...site, clusterName: 'other' }, 'conflict', []],
-    ['no internal IP anywhere', { factory }, testSite({ baseDomain: 'store42.example.com' }), 'noop', []],
-    ['nothing written yet', { factory }, site, 'change', ['create', 'start']],
-    ['written and restarted', { factory, siteFile: { content: written, mode: 0o644 } }, site, 'noop', []],
+    ['no single-node dnsmasq', { factory: 'absent' }, site, 'noop', [], undefined],
+    ['a factory file without an api host', { factory: undefined }, site, 'noop', [], undefined],
+    ['another cluster name', { factory }, { ...site, clusterName: 'other' }, 'conflict', [], undefined],
+    ['no internal IP anywhere', { factory }, testSite({ baseDomain: 'store42.example.com' }), 'noop', [], undefined],
+    ['nothing written yet', { factory }, site, 'change', ['create', 'start'], restartWith('192.168.127.10', written)],
+    ['written and restarted', { factory, siteFile: { content: written, mode: 0o644 } }, site, 'noop', [], undefined],
     [
       'written, restart owed',
       { factory, siteFile: { content: written, mode: 0o644 }, restartPending: true },
       site,
       'change',
       ['start'],
+      restartWith('192.168.127.10', written),
     ],
     [
       'the factory already names the site, an old file of the agent',
@@ -228,6 +235,7 @@ describe('site-names decisions', () => {
       site,
       'change',
       ['delete', 'start'],
+      restartWith('192.168.127.10'),
     ],
     [
       'the pinned address stands in for the internal IP',
@@ -235,6 +243,7 @@ describe('site-names decisions', () => {
       testSite({ baseDomain: 'store42.example.com' }),
       'noop',
       [],
+      undefined,
     ],
     [
       'dual-stack: the factory file names the site, still one line per family to write',
@@ -245,11 +254,16 @@ describe('site-names decisions', () => {
       }),
       'change',
       ['create', 'start'],
+      restartWith(
+        '192.168.127.10 and fd69::10',
+        expect.stringContaining('address=/api.sno.store42.example.com/fd69::10'),
+      ),
     ],
-  ] as const)('%s', (_, view, s, action, changes) => {
+  ] as const)('%s', (_, view, s, action, changes, decision) => {
     const plan = siteNamesStep.plan({ restartPending: false, pinned: [], ...view } as SiteNamesView, s);
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });
 

@@ -11,11 +11,10 @@
  * when dnsmasq does not come back with the new file, the previous one is put back and dnsmasq
  * restarted again, so the node keeps resolving its factory names.
  */
-import { StepError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step } from './step.js';
 import { DNSMASQ_UNIT, FACTORY_DNSMASQ_FILE, SITE_DNSMASQ_FILE } from '../node/dnsmasq.js';
-import { fileChange, type HostFile, readHostFile } from '../node/managed-file.js';
+import { fileChange, type HostFile, type ManagedFile, readHostFile } from '../node/managed-file.js';
 import { restartPending, restartWithFiles, type ServiceFiles } from '../node/restart-with-files.js';
 import { type NodeNames, readNodeNames, wantedNames } from '../node/site-names.js';
 
@@ -33,7 +32,16 @@ export interface SiteNamesView extends NodeNames {
   restartPending: boolean;
 }
 
-export const siteNamesStep: Step<SiteNamesView> = {
+/**
+ * What apply does: dnsmasq restarted with the agent's file as `files` has it (none: removed);
+ * `resolves` the names and addresses, for the journal.
+ */
+export interface SiteNamesDecision {
+  files: ManagedFile[];
+  resolves: string;
+}
+
+export const siteNamesStep: Step<SiteNamesView, SiteNamesDecision> = {
   name: 'site-names',
   group: 'node',
   description:
@@ -53,7 +61,7 @@ export const siteNamesStep: Step<SiteNamesView> = {
     };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<SiteNamesDecision> {
     const want = wantedNames(view, site);
     if (want.kind === 'none') return { action: 'noop', reason: want.reason };
     if (want.kind === 'conflict') return { action: 'conflict', reason: want.reason };
@@ -77,13 +85,16 @@ export const siteNamesStep: Step<SiteNamesView> = {
           ? 'restart: a previous run changed its files but did not restart it'
           : 'restart over D-Bus, so that it reads the changed file',
     });
-    return { action: 'change', summary: `resolve ${want.summary} on the node`, changes };
+    return {
+      action: 'change',
+      summary: `resolve ${want.summary} on the node`,
+      changes,
+      decision: { files: want.file ? [want.file] : [], resolves: want.summary },
+    };
   },
 
-  async apply(ctx, view) {
-    const want = wantedNames(view, ctx.site);
-    if (want.kind !== 'names') throw new StepError(`site-names: ${want.reason}`, { step: 'site-names' });
-    await restartWithFiles(ctx, DNSMASQ, want.file ? [want.file] : []);
-    ctx.log.info({ file: SITE_DNSMASQ_FILE, unit: DNSMASQ_UNIT }, `dnsmasq restarted: it resolves ${want.summary}`);
+  async apply(ctx, { files, resolves }) {
+    await restartWithFiles(ctx, DNSMASQ, files);
+    ctx.log.info({ file: SITE_DNSMASQ_FILE, unit: DNSMASQ_UNIT }, `dnsmasq restarted: it resolves ${resolves}`);
   },
 };
