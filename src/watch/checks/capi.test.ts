@@ -3,16 +3,10 @@ import type { WatchedObject } from '../model.js';
 import { capiStatus, RESOURCE_BY_KEY } from '../resources.js';
 import { ObjectStore } from '../store.js';
 import { evaluate, findingKey } from '../track.js';
-import {
-  checkCapi,
-  checkCapiCrd,
-  checkCluster,
-  checkHostedCluster,
-  checkMachine,
-  checkMigrationStatus,
-  checkReplicas,
-  ownersOf,
-} from './capi.js';
+import { checkCapi } from './capi.js';
+import { checkCapiCrd, ownersOf } from './capi-crds.js';
+import { checkHostedCluster, checkMigrationStatus } from './capi-hypershift.js';
+import { checkCluster, checkMachine, checkReplicas } from './capi-machines.js';
 
 const brief = (findings: { severity: string; reason: string; escalate?: unknown }[]) =>
   findings.map((f) => [f.severity, f.reason, f.escalate ? 'escalates' : '']);

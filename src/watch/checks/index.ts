@@ -1,7 +1,8 @@
 /** Every check over one snapshot, plus "not installed" for each watched kind the cluster does not serve. */
 import type { RawFinding, Snapshot, WatchContext, WatchedObject } from '../model.js';
 import { RESOURCES } from '../resources.js';
-import { checkCapi, checkCluster, checkMachine, checkReplicas } from './capi.js';
+import { checkCapi } from './capi.js';
+import { checkCluster, checkMachine, checkReplicas } from './capi-machines.js';
 import { checkLayering, checkPool } from './layering.js';
 import { checkCsv, checkInstallPlan, checkOlm, checkSubscription } from './olm.js';
 import { checkClusterOperator, checkOperators } from './operators.js';
