@@ -12,22 +12,39 @@ describe('cluster-identity decisions, on plain views', () => {
     releaseImage: 'quay.io/openshift-release-dev/ocp-release@sha256:abc',
     infrastructureName: 'sno-x7k2p',
   };
-  it.each<[string, ImageBasedSite | undefined, ClusterIdentity | undefined, string, string]>([
-    ['a native site-config', undefined, undefined, 'noop', 'native site-config'],
+  it.each<[string, ImageBasedSite | undefined, ClusterIdentity | undefined, string, string, object | undefined]>([
+    ['a native site-config', undefined, undefined, 'noop', 'native site-config', undefined],
     [
       'the media names the cluster it is',
       { clusterID: cluster.clusterID!, unused: [], given: [] },
       cluster,
       'noop',
       'already',
+      undefined,
     ],
-    ['a new cluster ID', { clusterID: ID, unused: [], given: [] }, cluster, 'change', "site's cluster ID"],
+    [
+      'a new cluster ID',
+      { clusterID: ID, unused: [], given: [] },
+      cluster,
+      'change',
+      "site's cluster ID",
+      { clusterID: ID },
+    ],
+    [
+      'a cluster ID on a cluster without one',
+      { clusterID: ID, unused: [], given: [] },
+      {},
+      'change',
+      `+ spec.clusterID: ${ID}`,
+      { clusterID: ID },
+    ],
     [
       'the release registry the cluster has',
       { releaseRegistry: 'Quay.io', unused: [], given: [] },
       cluster,
       'noop',
       'already',
+      undefined,
     ],
     [
       'another release registry',
@@ -35,6 +52,7 @@ describe('cluster-identity decisions, on plain views', () => {
       cluster,
       'conflict',
       'quay.io',
+      undefined,
     ],
     [
       'a release image that cannot be read',
@@ -42,11 +60,13 @@ describe('cluster-identity decisions, on plain views', () => {
       {},
       'conflict',
       'cannot be checked',
+      undefined,
     ],
-    ['another infra_id', { infraID: 'sno-ab12c', unused: [], given: [] }, cluster, 'noop', 'warning: '],
-  ])('%s: %s', (_, media, view, action, text) => {
+    ['another infra_id', { infraID: 'sno-ab12c', unused: [], given: [] }, cluster, 'noop', 'warning: ', undefined],
+  ])('%s: %s', (_, media, view, action, text, decision) => {
     const plan = clusterIdentityStep.plan({ ...(view && { cluster: view }) }, site(media));
     expect(plan.action).toBe(action);
     expect(JSON.stringify(plan)).toContain(text);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

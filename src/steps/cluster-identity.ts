@@ -10,7 +10,7 @@
  *   (it names cloud resources and was fixed at install time): a different one is a warning.
  * A native site-config has none of these: the step has nothing to do.
  */
-import type { Change, PlanResult } from '../engine/step.js';
+import type { PlanResult } from '../engine/step.js';
 import {
   CLUSTER_VERSION,
   infraIdWarning,
@@ -22,38 +22,18 @@ import type { ImageBasedSite } from '../config/ibi/image-based.js';
 import { MANIFEST_FILE } from '../config/ibi/seed-reconfiguration.js';
 import type { Step } from './step.js';
 
-interface Decision {
-  cluster: ClusterIdentity;
-  conflicts: string[];
-  changes: Change[];
-}
-
-function decide(media: ImageBasedSite, cluster: ClusterIdentity): Decision {
-  const s: Decision = { cluster, conflicts: [], changes: [] };
-  if (media.releaseRegistry !== undefined) {
-    if (cluster.releaseImage === undefined)
-      s.conflicts.push(
-        `${MANIFEST_FILE} release_registry ${media.releaseRegistry} cannot be checked: ClusterVersion version has no status.desired.image`,
-      );
-    else {
-      const current = registryOf(cluster.releaseImage);
-      if (current !== media.releaseRegistry.toLowerCase())
-        s.conflicts.push(
-          `${MANIFEST_FILE} release_registry ${media.releaseRegistry} is not ${current}, the registry of the cluster's release image (ClusterVersion status.desired.image): the agent does not rewrite release image references; give release_registry ${current} and reach ${media.releaseRegistry} through imageDigestMirrors (cluster-configuration/manifests/image-digest-mirror-set.json)`,
-        );
-    }
-  }
-  if (media.clusterID !== undefined && media.clusterID !== cluster.clusterID)
-    s.changes.push({
-      action: 'update',
-      target: 'ClusterVersion version',
-      summary: "the cluster ID the installer generated for this site (the hub's ClusterDeployment knows it)",
-      diff: [
-        ...(cluster.clusterID !== undefined ? [`- spec.clusterID: ${cluster.clusterID}`] : []),
-        `+ spec.clusterID: ${media.clusterID}`,
-      ],
-    });
-  return s;
+/** Why the media's identity cannot be the cluster's: its release registry is another. */
+function conflictsOf(media: ImageBasedSite, cluster: ClusterIdentity): string[] {
+  if (media.releaseRegistry === undefined) return [];
+  if (cluster.releaseImage === undefined)
+    return [
+      `${MANIFEST_FILE} release_registry ${media.releaseRegistry} cannot be checked: ClusterVersion version has no status.desired.image`,
+    ];
+  const current = registryOf(cluster.releaseImage);
+  if (current === media.releaseRegistry.toLowerCase()) return [];
+  return [
+    `${MANIFEST_FILE} release_registry ${media.releaseRegistry} is not ${current}, the registry of the cluster's release image (ClusterVersion status.desired.image): the agent does not rewrite release image references; give release_registry ${current} and reach ${media.releaseRegistry} through imageDigestMirrors (cluster-configuration/manifests/image-digest-mirror-set.json)`,
+  ];
 }
 
 const unusedLine = (media: ImageBasedSite): string =>
@@ -66,7 +46,12 @@ export interface ClusterIdentityView {
   cluster?: ClusterIdentity;
 }
 
-export const clusterIdentityStep: Step<ClusterIdentityView> = {
+/** What apply writes: ClusterVersion spec.clusterID. */
+export interface ClusterIdentityDecision {
+  clusterID: string;
+}
+
+export const clusterIdentityStep: Step<ClusterIdentityView, ClusterIdentityDecision> = {
   name: 'cluster-identity',
   group: 'cluster',
   description:
@@ -82,23 +67,37 @@ export const clusterIdentityStep: Step<ClusterIdentityView> = {
     return { cluster: await readClusterIdentity(await ctx.kube()) };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<ClusterIdentityDecision> {
     const media = site.imageBased;
     if (!media || !view.cluster)
       return { action: 'noop', reason: 'a native site-config: the cluster keeps its identity' };
-    const s = decide(media, view.cluster);
-    const warning = infraIdWarning(media, s.cluster);
+    const conflicts = conflictsOf(media, view.cluster);
+    const warning = infraIdWarning(media, view.cluster);
     const also = `${unusedLine(media)}${warning ? `; warning: ${warning}` : ''}`;
     const warnings = warning ? { warnings: [warning] } : {};
-    if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; '), ...warnings };
-    if (s.changes.length === 0)
+    if (conflicts.length > 0) return { action: 'conflict', reason: conflicts.join('; '), ...warnings };
+    const { clusterID } = media;
+    const before = view.cluster.clusterID;
+    if (clusterID === undefined || clusterID === before)
       return { action: 'noop', reason: `the cluster already has the media's identity${also}`, ...warnings };
-    return { action: 'change', summary: `the site's cluster ID${also}`, changes: s.changes, ...warnings };
+    return {
+      action: 'change',
+      summary: `the site's cluster ID${also}`,
+      changes: [
+        {
+          action: 'update',
+          target: 'ClusterVersion version',
+          summary: "the cluster ID the installer generated for this site (the hub's ClusterDeployment knows it)",
+          diff: [...(before !== undefined ? [`- spec.clusterID: ${before}`] : []), `+ spec.clusterID: ${clusterID}`],
+        },
+      ],
+      decision: { clusterID },
+      ...warnings,
+    };
   },
 
-  async apply(ctx) {
-    const media = ctx.site.imageBased!;
-    await (await ctx.kube()).mergePatch(CLUSTER_VERSION, { spec: { clusterID: media.clusterID } });
-    ctx.log.info({ clusterID: media.clusterID }, `ClusterVersion spec.clusterID is ${media.clusterID}`);
+  async apply(ctx, { clusterID }) {
+    await (await ctx.kube()).mergePatch(CLUSTER_VERSION, { spec: { clusterID } });
+    ctx.log.info({ clusterID }, `ClusterVersion spec.clusterID is ${clusterID}`);
   },
 };
