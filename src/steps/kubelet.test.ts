@@ -38,6 +38,7 @@ describe('kubelet gate', () => {
           summary: 'start and wait for the job (now inactive/dead; enablement left enabled)',
         },
       ],
+      decision: { openGateFor: node.ctx.configHash, start: true },
     });
     const state = await node.run([kubeletStep]);
     expect(state.steps.kubelet?.status).toBe('done');
@@ -55,6 +56,7 @@ describe('kubelet gate', () => {
     expect(await planOf(kubeletStep, next)).toMatchObject({
       action: 'change',
       changes: [{ action: 'update', target: `${STATE_DIR}/kubelet-gate` }],
+      decision: { openGateFor: 'another site', start: false },
     });
     node.close();
   });
@@ -62,7 +64,7 @@ describe('kubelet gate', () => {
   it('fails to settle when kubelet did not come up although its start job ended (a skipped condition)', async () => {
     allowErrorLog(/"event":"kubeletGateFailed"/);
     const node = testNode({ systemd: true });
-    await expect(kubeletStep.settle!(node.ctx)).rejects.toThrow(
+    await expect(kubeletStep.settle!(node.ctx, { start: true })).rejects.toThrow(
       /^kubelet: not running after the start; ActiveState=inactive/,
     );
     node.close();
@@ -99,7 +101,7 @@ describe('kubelet gate', () => {
     const failing = {
       ...kubeletStep,
       name: 'hostname' as const,
-      plan: () => ({ action: 'change' as const, summary: 'x', changes: [] }),
+      plan: () => ({ action: 'change' as const, summary: 'x', changes: [], decision: { start: true } }),
       apply: async () => Promise.reject(new Error('hostnamed is down')),
     };
     await expect(node.run([failing, kubeletStep])).rejects.toThrow('hostname: hostnamed is down');
@@ -116,16 +118,36 @@ describe('kubelet decisions', () => {
       result: 'success',
       unitFileState,
     }) as UnitStatus;
-  const gate = (open: boolean, exists: boolean) => ({ path: `${STATE_DIR}/kubelet-gate`, open, exists });
+  const gate = (open: boolean, exists: boolean) => ({
+    path: `${STATE_DIR}/kubelet-gate`,
+    open,
+    exists,
+    configHash: 'site-hash',
+  });
   it.each([
-    ['open and running', unit('active'), gate(true, true), 'noop', []],
-    ['shut, never opened', unit('inactive'), gate(false, false), 'change', ['create', 'start']],
-    ['open for another site-config, running', unit('active'), gate(false, true), 'change', ['update']],
-    ['open, kubelet failed', unit('failed'), gate(true, true), 'change', ['start']],
-    ['masked', unit('inactive', 'masked'), gate(false, false), 'conflict', []],
-  ] as const)('%s', (_, status, g, action, changes) => {
+    ['open and running', unit('active'), gate(true, true), 'noop', [], undefined],
+    [
+      'shut, never opened',
+      unit('inactive'),
+      gate(false, false),
+      'change',
+      ['create', 'start'],
+      { openGateFor: 'site-hash', start: true },
+    ],
+    [
+      'open for another site-config, running',
+      unit('active'),
+      gate(false, true),
+      'change',
+      ['update'],
+      { openGateFor: 'site-hash', start: false },
+    ],
+    ['open, kubelet failed', unit('failed'), gate(true, true), 'change', ['start'], { start: true }],
+    ['masked', unit('inactive', 'masked'), gate(false, false), 'conflict', [], undefined],
+  ] as const)('%s', (_, status, g, action, changes, decision) => {
     const plan = kubeletStep.plan({ status, gate: g }, testSite());
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

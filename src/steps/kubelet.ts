@@ -60,13 +60,22 @@ async function failure(ctx: StepContext, what: string, cause?: unknown): Promise
 /** What the step reads: kubelet's unit, and the gate marker. */
 export interface KubeletView {
   status: UnitStatus;
-  /** the gate marker's path, and whether it is open for this site-config or exists at all */
-  gate: { path: string; open: boolean; exists: boolean };
+  /**
+   * the gate marker's path, whether it is open for this site-config or exists at all, and this
+   * site-config's hash (what the gate is opened for)
+   */
+  gate: { path: string; open: boolean; exists: boolean; configHash: string };
+}
+
+/** What apply does: open the gate for a site-config's hash (absent: it is open already), start kubelet. */
+export interface KubeletDecision {
+  openGateFor?: string;
+  start: boolean;
 }
 
 const gateIsOpen = async (ctx: StepContext) => (await gateOpenFor(ctx.fs, ctx.stateDir)) === ctx.configHash;
 
-export const kubeletStep: Step<KubeletView> = {
+export const kubeletStep: Step<KubeletView, KubeletDecision> = {
   name: 'kubelet',
   group: 'node',
   description: "open the gate (its marker) and start `kubelet.service` through systemd's D-Bus API, wait for the job",
@@ -75,7 +84,10 @@ export const kubeletStep: Step<KubeletView> = {
   async survey(ctx) {
     const status = await (await ctx.systemd()).unitStatus(KUBELET_UNIT);
     const path = gatePath(ctx.stateDir);
-    return { status, gate: { path, open: await gateIsOpen(ctx), exists: await ctx.fs.exists(path) } };
+    return {
+      status,
+      gate: { path, open: await gateIsOpen(ctx), exists: await ctx.fs.exists(path), configHash: ctx.configHash },
+    };
   },
 
   plan({ status, gate }) {
@@ -96,26 +108,32 @@ export const kubeletStep: Step<KubeletView> = {
         target: KUBELET_UNIT,
         summary: `start and wait for the job (now ${status.activeState}/${status.subState}; enablement left ${status.unitFileState || 'unknown'})`,
       });
-    return { action: 'change', summary: 'open the gate and start kubelet', changes };
+    return {
+      action: 'change',
+      summary: 'open the gate and start kubelet',
+      changes,
+      decision: { ...(!gate.open && { openGateFor: gate.configHash }), start: !active },
+    };
   },
 
-  async apply(ctx) {
-    const systemd = await ctx.systemd();
+  async apply(ctx, decision) {
     const started = ctx.clock.monotonic();
-    await openGate(ctx.fs, ctx.stateDir, ctx.configHash);
-    let jobResult: string;
-    try {
-      ({ jobResult } = await systemd.startAndWait(KUBELET_UNIT, START_TIMEOUT_MS));
-    } catch (err) {
-      throw await failure(ctx, errorMessage(err), err);
+    if (decision.openGateFor !== undefined) await openGate(ctx.fs, ctx.stateDir, decision.openGateFor);
+    if (decision.start) {
+      let jobResult: string;
+      try {
+        ({ jobResult } = await (await ctx.systemd()).startAndWait(KUBELET_UNIT, START_TIMEOUT_MS));
+      } catch (err) {
+        throw await failure(ctx, errorMessage(err), err);
+      }
+      if (jobResult !== 'done') throw await failure(ctx, `the start job ended with "${jobResult}"`);
     }
-    if (jobResult !== 'done') throw await failure(ctx, `the start job ended with "${jobResult}"`);
     logEvent(
       ctx.log,
       'info',
       'kubeletGateOpened',
       { unit: KUBELET_UNIT, durationMs: Math.round(ctx.clock.monotonic() - started) },
-      'kubelet gate opened: kubelet started',
+      decision.start ? 'kubelet gate opened: kubelet started' : 'kubelet gate opened: kubelet runs already',
     );
   },
 

@@ -28,11 +28,10 @@ describe('node-ip-hint', () => {
     const node = testNode({ site: site(['10.42.0.0/24']) });
     await node.run([nodeIpHintStep]);
     const later = { ...node.ctx, site: site([]) };
-    const view = await nodeIpHintStep.survey(later);
-    const plan = nodeIpHintStep.plan(view, later.site);
+    const plan = nodeIpHintStep.plan(await nodeIpHintStep.survey(later), later.site);
     expect(plan).toMatchObject({ action: 'change', changes: [{ action: 'delete' }] });
     if (plan.action !== 'change') throw new Error('expected a change');
-    await nodeIpHintStep.apply!(later, view, plan);
+    await nodeIpHintStep.apply!(later, plan.decision);
     expect(existsSync(path.join(node.root, NODEIP_HINT_FILE))).toBe(false);
 
     writeFileSync(path.join(node.root, NODEIP_HINT_FILE), 'KUBELET_NODEIP_HINT=10.1.0.0\n');
@@ -64,29 +63,59 @@ describe('node-ip-hint', () => {
 
 describe('node-ip-hint decisions', () => {
   const hint = renderNodeIpHint(['192.0.2.0/24']);
+  const write = (networks: string[]) => ({
+    action: 'write',
+    file: { path: NODEIP_HINT_FILE, content: renderNodeIpHint(networks), mode: 0o644, uid: 0, gid: 0 },
+    networks,
+  });
   it.each([
-    ['no networks, no file', {}, [], 'noop', []],
-    ['no networks, a hint of its own', { hint: { content: hint, mode: 0o644 } }, [], 'change', ['delete']],
+    ['no networks, no file', {}, [], 'noop', [], undefined],
+    [
+      'no networks, a hint of its own',
+      { hint: { content: hint, mode: 0o644 } },
+      [],
+      'change',
+      ['delete'],
+      { action: 'remove', path: NODEIP_HINT_FILE },
+    ],
     [
       'no networks, a hint of someone else',
       { hint: { content: 'KUBELET_NODEIP_HINT=10.0.0.0\n', mode: 0o644 } },
       [],
       'noop',
       [],
+      undefined,
     ],
-    ['a network, no file', {}, ['192.0.2.0/24'], 'change', ['create']],
-    ['a network, in place', { hint: { content: hint, mode: 0o644 } }, ['192.0.2.0/24'], 'noop', []],
-    ['another network', { hint: { content: hint, mode: 0o644 } }, ['198.51.100.0/24'], 'change', ['update']],
+    ['a network, no file', {}, ['192.0.2.0/24'], 'change', ['create'], write(['192.0.2.0/24'])],
+    ['a network, in place', { hint: { content: hint, mode: 0o644 } }, ['192.0.2.0/24'], 'noop', [], undefined],
+    [
+      'another network',
+      { hint: { content: hint, mode: 0o644 } },
+      ['198.51.100.0/24'],
+      'change',
+      ['update'],
+      write(['198.51.100.0/24']),
+    ],
+    [
+      'in place, mode wrong',
+      { hint: { content: hint, mode: 0o600 } },
+      ['192.0.2.0/24'],
+      'change',
+      ['update'],
+      write(['192.0.2.0/24']),
+    ],
     [
       'the rendered config declares another hint',
       { declared: { name: 'rendered-master-1', files: new Map([[NODEIP_HINT_FILE, 'x']]) } },
       ['192.0.2.0/24'],
       'conflict',
       [],
+      undefined,
     ],
-  ] as const)('%s', (_, view, networks, action, changes) => {
+  ] as const)('%s', (_, view, networks, action, changes, decision) => {
     const plan = nodeIpHintStep.plan(view, site([...networks]));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

@@ -49,7 +49,11 @@ export interface NodeIpHintView {
   declared?: DeclaredFiles;
 }
 
-export const nodeIpHintStep: Step<NodeIpHintView> = {
+/** What apply does: write the hint for `networks`, or remove an earlier site's. */
+export type NodeIpHintDecision =
+  { action: 'write'; file: ManagedFile; networks: string[] } | { action: 'remove'; path: string };
+
+export const nodeIpHintStep: Step<NodeIpHintView, NodeIpHintDecision> = {
   name: 'node-ip-hint',
   group: 'node',
   description:
@@ -62,7 +66,7 @@ export const nodeIpHintStep: Step<NodeIpHintView> = {
     return { ...(hint && { hint }), ...(declared && { declared }) };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<NodeIpHintDecision> {
     const networks = site.network.machineNetworks;
     if (networks.length === 0) {
       // an earlier site's hint would point nodeip-configuration at a network this site does not have
@@ -73,6 +77,7 @@ export const nodeIpHintStep: Step<NodeIpHintView> = {
           changes: [
             { action: 'delete', target: NODEIP_HINT_FILE, summary: 'the site-config gives no machine networks' },
           ],
+          decision: { action: 'remove', path: NODEIP_HINT_FILE },
         };
       return {
         action: 'noop',
@@ -84,20 +89,22 @@ export const nodeIpHintStep: Step<NodeIpHintView> = {
     if (drift) return { action: 'conflict', reason: drift };
     const change = fileChange(view.hint, file, `nodeip-configuration's hint: ${networks.join(', ')}`);
     if (!change) return { action: 'noop', reason: `nodeip-configuration's hint names ${networks.join(', ')}` };
-    return { action: 'change', summary: `hint nodeip-configuration at ${networks.join(', ')}`, changes: [change] };
+    return {
+      action: 'change',
+      summary: `hint nodeip-configuration at ${networks.join(', ')}`,
+      changes: [change],
+      decision: { action: 'write', file, networks: [...networks] },
+    };
   },
 
-  async apply(ctx) {
-    const networks = ctx.site.network.machineNetworks;
-    if (networks.length === 0) {
-      await ctx.fs.remove(NODEIP_HINT_FILE);
-      ctx.log.info({ file: NODEIP_HINT_FILE }, "an earlier site's node IP hint removed");
+  async apply(ctx, decision) {
+    if (decision.action === 'remove') {
+      await ctx.fs.remove(decision.path);
+      ctx.log.info({ file: decision.path }, "an earlier site's node IP hint removed");
       return;
     }
-    await writeManagedFile(ctx.fs, hintFile(networks));
-    ctx.log.info(
-      { file: NODEIP_HINT_FILE, networks },
-      `node IP hint written: ${networks.join(', ')} (read at the next boot)`,
-    );
+    const { file, networks } = decision;
+    await writeManagedFile(ctx.fs, file);
+    ctx.log.info({ file: file.path, networks }, `node IP hint written: ${networks.join(', ')} (read at the next boot)`);
   },
 };
