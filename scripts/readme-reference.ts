@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { COMMAND_SPECS } from '../src/cli/commands/options.js';
 import { commandHelp, HELP } from '../src/cli/help.js';
-import { FIELD_TABLE } from '../src/config/ibi/seed-reconfiguration.js';
+import { FIELD_TABLE } from '../src/config/ibi/field-table.js';
 import { siteConfigSchema } from '../src/config/v1/schema.js';
 import { MessageId } from '../src/log/events.js';
 import { STEPS } from '../src/steps/index.js';

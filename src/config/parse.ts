@@ -7,7 +7,7 @@ import type { Finding } from '../base/findings.js';
 import { fail } from './fail.js';
 import type { ImageBasedSite } from './ibi/image-based.js';
 import { translateMedia } from './ibi/media.js';
-import { sourceOf } from './ibi/seed-reconfiguration.js';
+import { sourceOf } from './ibi/to-native.js';
 import type { Located } from './locate.js';
 import type { FileReader } from './read.js';
 import { readBounded } from './read-bounded.js';

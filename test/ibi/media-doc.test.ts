@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FIELD_TABLE } from '../../src/config/ibi/seed-reconfiguration.js';
+import { FIELD_TABLE } from '../../src/config/ibi/field-table.js';
 import { REPO } from '../helpers/cli.js';
 import { mediaFieldTable } from './media-doc.js';
 

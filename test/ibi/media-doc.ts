@@ -1,9 +1,9 @@
 /**
  * The manifest.json field table of docs/image-based-media.md, rendered from the agent's own table.
- * Regenerate with: npx tsx -e "import { FIELD_TABLE } from './src/config/ibi/seed-reconfiguration.ts';
+ * Regenerate with: npx tsx -e "import { FIELD_TABLE } from './src/config/ibi/field-table.ts';
  * import { mediaFieldTable } from './test/ibi/media-doc.ts'; console.log(mediaFieldTable(FIELD_TABLE))"
  */
-import type { FieldRow } from '../../src/config/ibi/seed-reconfiguration.js';
+import type { FieldRow } from '../../src/config/ibi/field-table.js';
 
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 

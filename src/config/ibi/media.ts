@@ -8,14 +8,9 @@ import type { FileReader } from '../read.js';
 import { openDocument } from '../sealed.js';
 import { DocumentError, decodeText } from '../yaml.js';
 import type { ImageBasedSite } from './image-based.js';
-import {
-  ADMIN_CA_FIELD,
-  MANIFEST_FILE,
-  MIRROR_FILES,
-  mirrorsFromFile,
-  seedReconfigurationSchema,
-  translateSeedReconfiguration,
-} from './seed-reconfiguration.js';
+import { ADMIN_CA_FIELD } from './field-table.js';
+import { MANIFEST_FILE, MIRROR_FILES, mirrorsFromFile, seedReconfigurationSchema } from './seed-reconfiguration.js';
+import { translateSeedReconfiguration } from './to-native.js';
 import { parseLenient } from '../v1/parse.js';
 
 /** manifest.json and the mirror sets beside it -> the native site-config document it becomes. */

@@ -2,14 +2,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { siteConfigSchema } from '../v1/schema.js';
-import {
-  FIELD_TABLE,
-  isEmpty,
-  mirrorsFromFile,
-  seedReconfigurationSchema,
-  sourceOf,
-  translateSeedReconfiguration,
-} from './seed-reconfiguration.js';
+import { FIELD_TABLE } from './field-table.js';
+import { mirrorsFromFile, seedReconfigurationSchema } from './seed-reconfiguration.js';
+import { isEmpty, sourceOf, translateSeedReconfiguration } from './to-native.js';
 
 interface JsonSchema {
   properties?: Record<string, JsonSchema>;

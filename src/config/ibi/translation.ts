@@ -7,7 +7,7 @@
  */
 import { certificatesIn } from '../../base/pem.js';
 import type { ImageBasedSite, InstallerSigner } from './image-based.js';
-import { ADMIN_CA_FIELD, FIELD_TABLE, type FieldUse } from './seed-reconfiguration.js';
+import { ADMIN_CA_FIELD, FIELD_TABLE, type FieldUse } from './field-table.js';
 
 export interface FieldFate {
   /** dotted path in manifest.json */
