@@ -74,7 +74,12 @@ const leftAlone = (stuck: readonly StuckPod[]) =>
     .filter((s) => !s.controller)
     .map((s) => `pod ${s.pod} cannot pull ${s.failing.join(', ')} and nothing recreates it: delete it to pull again`);
 
-export const imagePullRetryStep: Step<PullRetryView> = {
+/** What apply does: delete these pods, which their controllers recreate. */
+export interface PullRetryDecision {
+  recreate: StuckPod[];
+}
+
+export const imagePullRetryStep: Step<PullRetryView, PullRetryDecision> = {
   name: 'image-pull-retry',
   group: 'cluster',
   description:
@@ -108,13 +113,14 @@ export const imagePullRetryStep: Step<PullRetryView> = {
         target: `Pod ${s.pod}`,
         summary: `${s.failing.join(', ')}; its ${s.controller} recreates it`,
       })),
+      decision: { recreate: restart },
       ...warnings,
     };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
-    for (const s of view.stuck.filter((p) => p.controller)) {
+    for (const s of decision.recreate) {
       await kube.delete(s.ref);
       ctx.log.info(
         { pod: s.pod, failing: s.failing, controller: s.controller },
