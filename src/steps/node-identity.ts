@@ -30,7 +30,7 @@ const ALL_CERTS = 'etcd-all-certs';
 /** labels kubelet sets itself from its own name */
 const KUBELET_OWNED_LABELS = new Set(['kubernetes.io/hostname']);
 
-interface Taint {
+export interface Taint {
   key: string;
   value?: string;
   effect: string;
@@ -50,6 +50,30 @@ export interface NodeIdentityView {
     /** etcd secrets of the former name that have no copy under the new one */
     secrets: string[];
   };
+}
+
+/** What apply does, in this order, once the Node exists. */
+export interface NodeIdentityDecision {
+  /** the Node waited for: kubelet registers it moments after its client certificate is approved */
+  node: string;
+  /** after a rename: what moves from the former name to the new one */
+  rename?: {
+    from: string;
+    to: string;
+    /**
+     * the former Node's labels (kubelet's own left out) and role taints, merged into the new Node
+     * as it is then; absent when the former Node is gone
+     */
+    carry?: { labels: Record<string, string>; taints: Taint[] };
+    /** etcd secrets `<secret>-<from>` copied to `<secret>-<to>`, their keys added to etcd-all-certs */
+    secrets: string[];
+    /** the static-pod operators whose status.nodeStatuses name the former Node */
+    operators: string[];
+    /** the former Node, deleted last */
+    deleteFormer: boolean;
+  };
+  /** the site hostname the Node's annotation names; absent when the site-config sets none */
+  hostname?: string;
 }
 
 const nodeRef = (name: string) => ({ apiVersion: 'v1', kind: 'Node', name });
@@ -91,30 +115,40 @@ async function survey(ctx: StepContext): Promise<NodeIdentityView> {
 const isLifecycleTaint = (t: Taint) => t.key.startsWith('node.kubernetes.io/');
 const sameTaint = (a: Taint, b: Taint) => a.key === b.key && a.effect === b.effect && a.value === b.value;
 
+const role = (list: Taint[]) => list.filter((t) => !isLifecycleTaint(t));
+
+/** What the new Node takes of the former: its labels but kubelet's own, and its role taints. */
+const carriedOf = (former: NodeObject) => ({
+  labels: Object.fromEntries(
+    Object.entries(former.metadata.labels ?? {}).filter(([k]) => !KUBELET_OWNED_LABELS.has(k)),
+  ),
+  taints: role(former.spec?.taints ?? []),
+});
+
 /**
- * What the new Node takes of the former: the labels it lacks, and the former's taints in place of
- * the ones kubelet registered it with (the master NoSchedule taint the machine-config controller
- * had taken off the former), the lifecycle taints left as they are.
+ * The new Node with what it takes of the former: the labels it lacks, and the former's taints in
+ * place of the ones kubelet registered it with (the master NoSchedule taint the machine-config
+ * controller had taken off the former), the lifecycle taints left as they are.
  */
-function carried(former: NodeObject, node: NodeObject | undefined) {
+function carried(
+  carry: NonNullable<NonNullable<NodeIdentityDecision['rename']>['carry']>,
+  node: NodeObject | undefined,
+) {
   const have = node?.metadata.labels ?? {};
-  const labels = Object.fromEntries(
-    Object.entries(former.metadata.labels ?? {}).filter(([k, v]) => !KUBELET_OWNED_LABELS.has(k) && have[k] !== v),
-  );
+  const labels = Object.fromEntries(Object.entries(carry.labels).filter(([k, v]) => have[k] !== v));
   const current = node?.spec?.taints ?? [];
-  const role = (list: Taint[]) => list.filter((t) => !isLifecycleTaint(t));
-  const wanted = role(former.spec?.taints ?? []);
   const taintsDiffer =
-    wanted.length !== role(current).length || wanted.some((t) => !role(current).some((x) => sameTaint(t, x)));
-  const taints = [...current.filter(isLifecycleTaint), ...wanted];
+    carry.taints.length !== role(current).length ||
+    carry.taints.some((t) => !role(current).some((x) => sameTaint(t, x)));
+  const taints = [...current.filter(isLifecycleTaint), ...carry.taints];
   return { labels, taints, taintsDiffer };
 }
 
-function renameChanges(v: NodeIdentityView): Change[] {
+function renameChanges(v: NodeIdentityView, carry: ReturnType<typeof carriedOf> | undefined): Change[] {
   const r = v.rename!;
   const out: Change[] = [];
-  if (r.former) {
-    const { labels, taints, taintsDiffer } = carried(r.former, v.node);
+  if (carry) {
+    const { labels, taints, taintsDiffer } = carried(carry, v.node);
     for (const k of Object.keys(labels))
       out.push({ action: 'set', target: `Node ${v.name} label ${k}`, summary: `from Node ${r.from}` });
     if (taintsDiffer)
@@ -141,7 +175,7 @@ function renameChanges(v: NodeIdentityView): Change[] {
   return out;
 }
 
-export const nodeIdentityStep: Step<NodeIdentityView> = {
+export const nodeIdentityStep: Step<NodeIdentityView, NodeIdentityDecision> = {
   name: 'node-identity',
   group: 'cluster',
   description:
@@ -149,8 +183,9 @@ export const nodeIdentityStep: Step<NodeIdentityView> = {
   inputs: (site) => ({ hostname: site.hostname ?? null, nodeName: site.nodeName ?? 'keep' }),
   survey,
 
-  plan(v, site): PlanResult {
-    const changes: Change[] = v.rename ? renameChanges(v) : [];
+  plan(v, site): PlanResult<NodeIdentityDecision> {
+    const carry = v.rename?.former && carriedOf(v.rename.former);
+    const changes: Change[] = v.rename ? renameChanges(v, carry) : [];
     const hostname = site.hostname;
     if (hostname !== undefined && v.node?.metadata.annotations?.[SITE_HOSTNAME_ANNOTATION] !== hostname)
       changes.push({
@@ -166,52 +201,67 @@ export const nodeIdentityStep: Step<NodeIdentityView> = {
             ? 'the site-config sets no hostname'
             : `Node ${v.name} carries the site hostname ${hostname}`,
       };
-    return { action: 'change', summary: `Node ${v.name}: the site's identity`, changes };
+    const rename = v.rename && {
+      from: v.rename.from,
+      to: v.rename.to,
+      ...(carry && { carry }),
+      secrets: v.rename.secrets,
+      operators: v.rename.operators,
+      deleteFormer: v.rename.former !== undefined,
+    };
+    return {
+      action: 'change',
+      summary: `Node ${v.name}: the site's identity`,
+      changes,
+      decision: { node: v.name, ...(rename && { rename }), ...(hostname !== undefined && { hostname }) },
+    };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
+    const { node: name, rename, hostname } = decision;
     // kubelet registers the Node moments after its client certificate is approved; a renamed Node
     // is never Ready while the former one exists, so only its existence is waited for
-    const node = await pollUntil(ctx.clock, () => kube.get<NodeObject>(nodeRef(view.name)), {
+    const node = await pollUntil(ctx.clock, () => kube.get<NodeObject>(nodeRef(name)), {
       timeoutMs: ctx.options.healthTimeoutSeconds * 1000,
       intervalMs: 1000,
       maxIntervalMs: 5000,
     });
     if (!node)
       throw new VerificationError(
-        `node-identity: Node ${view.name} not registered after ${ctx.options.healthTimeoutSeconds}s`,
+        `node-identity: Node ${name} not registered after ${ctx.options.healthTimeoutSeconds}s`,
         { step: 'node-identity', retryable: true },
       );
-    if (view.rename) await completeRename(ctx, kube, { ...view, node });
-    if (ctx.site.hostname !== undefined) {
-      await kube.mergePatch(nodeRef(view.name), {
-        metadata: { annotations: { [SITE_HOSTNAME_ANNOTATION]: ctx.site.hostname } },
-      });
-      ctx.log.info(
-        { node: view.name, hostname: ctx.site.hostname },
-        `Node ${view.name} annotated with the site hostname`,
-      );
+    if (rename) await completeRename(ctx, kube, name, rename);
+    if (hostname !== undefined) {
+      await kube.mergePatch(nodeRef(name), { metadata: { annotations: { [SITE_HOSTNAME_ANNOTATION]: hostname } } });
+      ctx.log.info({ node: name, hostname }, `Node ${name} annotated with the site hostname`);
     }
   },
 };
 
-async function completeRename(ctx: StepContext, kube: Kube, v: NodeIdentityView & { node: NodeObject }) {
-  const r = v.rename!;
-  if (r.former) {
-    const former = r.former;
-    const { labels, taints } = carried(former, v.node);
-    await kube.update<NodeObject>(nodeRef(v.name), (n) => {
-      n.metadata.labels = { ...n.metadata.labels, ...carried(former, n).labels };
-      n.spec = { ...n.spec, taints: carried(former, n).taints };
+async function completeRename(
+  ctx: StepContext,
+  kube: Kube,
+  name: string,
+  r: NonNullable<NodeIdentityDecision['rename']>,
+) {
+  const { carry } = r;
+  if (carry) {
+    // read-modify-write of the Node as it is now: the decision's labels and taints merged into it
+    await kube.update<NodeObject>(nodeRef(name), (n) => {
+      const { labels, taints } = carried(carry, n);
+      n.metadata.labels = { ...n.metadata.labels, ...labels };
+      n.spec = { ...n.spec, taints };
       return n;
     });
     ctx.log.info(
-      { node: v.name, labels: Object.keys(labels), taints },
-      `Node ${v.name}: labels and taints of ${r.from}`,
+      { node: name, labels: Object.keys(carry.labels), taints: carry.taints },
+      `Node ${name}: labels and taints of ${r.from}`,
     );
   }
   for (const s of r.secrets) {
+    // the decision names the copy; its content (etcd's keys) is read only here, never into a view
     const old = await kube.get<Secret>({
       apiVersion: 'v1',
       kind: 'Secret',
@@ -248,7 +298,7 @@ async function completeRename(ctx: StepContext, kube: Kube, v: NodeIdentityView 
       };
       return o;
     });
-  if (r.former) {
+  if (r.deleteFormer) {
     await kube.delete(nodeRef(r.from));
     ctx.log.info({ node: r.from }, `Node ${r.from} deleted: the former name of ${r.to}`);
   }
