@@ -127,5 +127,28 @@ describe('node-rename decisions, on plain views', () => {
       'start kubelet.service',
       "approve kubelet's requests for store-0042",
     ]);
+    expect(plan.action === 'change' && plan.decision).toEqual({
+      record: { from: 'sno-factory', to: 'store-0042' },
+      remove: ['/var/lib/ovn-ic/etc/ovnnb_db.db'],
+      copy: [
+        {
+          from: '/etc/kubernetes/static-pod-resources/etcd-certs/secrets/etcd-all-certs/etcd-peer-sno-factory.crt',
+          to: '/etc/kubernetes/static-pod-resources/etcd-certs/secrets/etcd-all-certs/etcd-peer-store-0042.crt',
+        },
+      ],
+      kubeletEnv: 'KUBELET_NODE_NAME=store-0042\n',
+    });
+  });
+
+  it('keeps the lines of kubelet-env other than the name, and lays one down where there is none', () => {
+    const kept = pending();
+    kept.kubeletEnv = '# kept\nKUBELET_NODE_NAME=sno-factory\nOTHER=1\n';
+    const none = pending();
+    delete none.kubeletEnv;
+    const laid = [kept, none].map((v) => {
+      const plan = nodeRenameStep.plan(v, site('rename'));
+      return plan.action === 'change' && plan.decision.kubeletEnv;
+    });
+    expect(laid).toEqual(['# kept\nOTHER=1\nKUBELET_NODE_NAME=store-0042\n', 'KUBELET_NODE_NAME=store-0042\n']);
   });
 });

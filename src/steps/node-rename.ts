@@ -33,13 +33,7 @@ import type { Step, StepContext } from './step.js';
 import { type FactoryRecord, readFactoryRecord, recordedInternalIPs } from '../node/factory-record.js';
 import { pollUntil } from '../ports/clock.js';
 import type { Change, PlanResult } from '../engine/step.js';
-import {
-  KUBELET_ENV_FILE,
-  NODE_NAME_VAR,
-  registeredNodeName,
-  withNodeName,
-  writeKubeletEnv,
-} from '../node/node-name.js';
+import { KUBELET_ENV_FILE, NODE_NAME_VAR, layKubeletEnv, registeredNodeName, withNodeName } from '../node/node-name.js';
 import { declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 import {
   type ClusterFacts,
@@ -49,7 +43,14 @@ import {
   STARTUP_MONITOR_MANIFEST,
   surveyCluster,
 } from '../node/rename-preflight.js';
-import { ETCD_CERTS_DIR, etcdCertFiles, OFFLINE_CLEARED, renameRecordPath, writeRenameRecord } from '../node/rename.js';
+import {
+  ETCD_CERTS_DIR,
+  etcdCertFiles,
+  OFFLINE_CLEARED,
+  renameRecordPath,
+  writeRenameRecord,
+  type RenameRecord,
+} from '../node/rename.js';
 import { approveUntilIssued } from '../node/kubelet-csrs.js';
 
 const KUBELET_UNIT = 'kubelet.service';
@@ -82,6 +83,18 @@ export interface NodeRenameView {
     /** in a run: the minutes waited for the reasons that pass by themselves, when there were some */
     waitedMinutes?: number;
   };
+}
+
+/** What apply does, in this order: kubelet stopped and started around the files that carry the name. */
+export interface NodeRenameDecision {
+  /** the record of the former name (node-rename.json in the state folder) csr-approval and node-identity read */
+  record: RenameRecord;
+  /** files that carry the former name, removed: they are made again */
+  remove: string[];
+  /** the etcd certificate files copied to the new name, mode kept */
+  copy: { from: string; to: string }[];
+  /** kubelet-env's content once it names the new name, its other lines kept */
+  kubeletEnv: string;
 }
 
 /** the new name, when the site asks for a rename */
@@ -151,14 +164,15 @@ async function survey(ctx: StepContext): Promise<NodeRenameView> {
   return view;
 }
 
-function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string }): PlanResult {
+function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string }): PlanResult<NodeRenameDecision> {
   const to = wanted(site);
   if (!to) return { action: 'noop', reason: `the Node keeps its name ${v.current}` };
   if (!v.pending) return { action: 'noop', reason: `the Node is named ${to}` };
   const from = v.current;
   const p = v.pending;
   const refusals = reasonsOf(p);
-  const drift = driftFromRendered(p.node.declared, KUBELET_ENV_FILE, withNodeName(v.kubeletEnv, to));
+  const kubeletEnv = withNodeName(v.kubeletEnv, to);
+  const drift = driftFromRendered(p.node.declared, KUBELET_ENV_FILE, kubeletEnv);
   if (drift) refusals.push({ reason: drift, transient: false });
   if (refusals.length > 0) {
     // a run waits for the reasons that pass by themselves only when nothing else refuses
@@ -173,6 +187,10 @@ function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string })
       reason: `rename ${from} -> ${to} refused, the Node keeps the name ${from}: ${refusals.map((r) => r.reason).join('; ')}${waited}; run again once nothing refuses`,
     };
   }
+  const copy = p.etcdCerts.map((f) => ({
+    from: path.join(ETCD_CERTS_DIR, f),
+    to: path.join(ETCD_CERTS_DIR, f.replace(`-${from}.`, `-${to}.`)),
+  }));
   const changes: Change[] = [
     { action: 'create', target: renameRecordPath(STATE_DIR_IN_PLAN), summary: `the former name ${from}` },
     { action: 'set', target: KUBELET_UNIT, summary: 'stopped, while the files that carry the name change' },
@@ -182,10 +200,10 @@ function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string })
       summary: 'stopped and removed (crictl stopp, rmp): ovnkube-node and multus write the files below',
     },
     ...p.present.map((f) => ({ action: 'delete' as const, target: f, summary: `carries the name ${from}` })),
-    ...p.etcdCerts.map((f) => ({
+    ...copy.map((c) => ({
       action: 'create' as const,
-      target: path.join(ETCD_CERTS_DIR, f.replace(`-${from}.`, `-${to}.`)),
-      summary: `copy of ${f}: etcd's certificates name addresses only`,
+      target: c.to,
+      summary: `copy of ${path.basename(c.from)}: etcd's certificates name addresses only`,
     })),
     {
       action: v.kubeletEnv === undefined ? 'create' : 'update',
@@ -200,7 +218,17 @@ function plan(v: NodeRenameView, site: { nodeName?: string; hostname?: string })
       summary: `the client one filed by the node as ${from}, then the serving one`,
     },
   ];
-  return { action: 'change', summary: `rename the Node ${from} -> ${to}`, changes };
+  return {
+    action: 'change',
+    summary: `rename the Node ${from} -> ${to}`,
+    changes,
+    decision: {
+      record: { from, to },
+      remove: p.present,
+      copy,
+      kubeletEnv,
+    },
+  };
 }
 
 /** Stops and removes every pod sandbox CRI-O runs; kubelet, started again, makes them anew. */
@@ -226,7 +254,7 @@ async function kubeletJob(ctx: StepContext, verb: 'stop' | 'start'): Promise<voi
     });
 }
 
-export const nodeRenameStep: Step<NodeRenameView> = {
+export const nodeRenameStep: Step<NodeRenameView, NodeRenameDecision> = {
   name: 'node-rename',
   group: 'cluster',
   description:
@@ -235,30 +263,28 @@ export const nodeRenameStep: Step<NodeRenameView> = {
   survey,
   plan,
 
-  async apply(ctx, view) {
-    const from = view.current;
-    const to = wanted(ctx.site)!;
-    const p = view.pending!;
-    await writeRenameRecord(ctx.fs, ctx.stateDir, { from, to });
+  async apply(ctx, decision) {
+    const { record, remove, copy, kubeletEnv } = decision;
+    await writeRenameRecord(ctx.fs, ctx.stateDir, record);
     await kubeletJob(ctx, 'stop');
     const sandboxes = await stopPodSandboxes(ctx);
     ctx.log.info({ sandboxes: sandboxes.length }, `${sandboxes.length} pod sandbox(es) stopped and removed`);
-    for (const f of p.present) await ctx.fs.remove(f);
-    for (const f of p.etcdCerts) {
-      const source = path.join(ETCD_CERTS_DIR, f);
-      const data = await ctx.fs.read(source);
+    for (const f of remove) await ctx.fs.remove(f);
+    for (const c of copy) {
+      const data = await ctx.fs.read(c.from);
       if (data === undefined) continue;
-      const mode = (await ctx.fs.mode(source)) ?? 0o600;
-      await ctx.fs.writeAtomic(path.join(ETCD_CERTS_DIR, f.replace(`-${from}.`, `-${to}.`)), data, { mode });
+      const mode = (await ctx.fs.mode(c.from)) ?? 0o600;
+      await ctx.fs.writeAtomic(c.to, data, { mode });
     }
-    await writeKubeletEnv(ctx.fs, view.kubeletEnv, to);
+    await layKubeletEnv(ctx.fs, kubeletEnv);
     ctx.log.info(
-      { from, to, cleared: p.present, etcdCerts: p.etcdCerts },
-      `Node ${from} prepared for its new name ${to}`,
+      { ...record, cleared: remove, etcdCerts: copy.map((c) => path.basename(c.from)) },
+      `Node ${record.from} prepared for its new name ${record.to}`,
     );
     await kubeletJob(ctx, 'start');
-    ctx.log.info({ unit: KUBELET_UNIT, nodeName: to }, `kubelet started to register as ${to}`);
+    ctx.log.info({ unit: KUBELET_UNIT, nodeName: record.to }, `kubelet started to register as ${record.to}`);
   },
 
+  // kubelet, started under the new name, files its requests: approved as they come, until both are
   settle: (ctx) => approveUntilIssued(ctx),
 };
