@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CLOCK_SYNC_TIMEOUT_SECONDS } from '../base/timeouts.js';
 import { shelfLife } from '../node/shipment.js';
 import { planClock, type ClockView } from './clock.js';
 
@@ -38,4 +39,59 @@ describe('the clock step plan', () => {
     }));
   it('stops on a clock known wrong that no time server corrected', () =>
     expect(planClock(view('2026-05-01T00:00:00Z', { sync: 'unsynchronised', waited: true })).action).toBe('conflict'));
+});
+
+describe('clock decisions', () => {
+  const expired = {
+    severity: 'error' as const,
+    path: '$.spec.trust.ca',
+    message: 'the site CA expired on 2026-11-25T00:00:00Z',
+    window: { notAfter: '2026-11-25T00:00:00Z' },
+  };
+  const wait = { waitSeconds: CLOCK_SYNC_TIMEOUT_SECONDS };
+  it.each<[string, string, Partial<ClockView>, string, unknown]>([
+    ['synchronised, within the shelf life', '2026-12-01T00:00:00Z', {}, 'noop', undefined],
+    ['unsynchronised: wait for chronyd', '2026-12-01T00:00:00Z', { sync: 'unsynchronised' }, 'change', wait],
+    [
+      'unsynchronised and before the seal: wait first, it may be corrected',
+      '2026-05-01T00:00:00Z',
+      { sync: 'unsynchronised' },
+      'change',
+      wait,
+    ],
+    [
+      'waited, no server answered, clock plausible',
+      '2026-12-01T00:00:00Z',
+      { sync: 'unsynchronised', waited: true },
+      'noop',
+      undefined,
+    ],
+    ['no chronyd, clock before the seal', '2026-05-01T00:00:00Z', { sync: 'absent' }, 'conflict', undefined],
+    [
+      'no chronyd, clock plausible',
+      '2026-12-01T00:00:00Z',
+      { sync: 'absent', powerOnBy: undefined },
+      'noop',
+      undefined,
+    ],
+    [
+      'a deferred certificate expired on the synchronised clock',
+      '2026-12-01T00:00:00Z',
+      { deferred: [expired] },
+      'conflict',
+      undefined,
+    ],
+    [
+      'a passed certificate expired on the synchronised clock',
+      '2026-12-01T00:00:00Z',
+      { passed: [expired] },
+      'conflict',
+      undefined,
+    ],
+    ['past the expiry the power-on-by date guards', '2027-04-01T00:00:00Z', {}, 'conflict', undefined],
+  ])('%s', (_, now, over, action, decision) => {
+    const plan = planClock(view(now, over));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
+  });
 });

@@ -36,8 +36,13 @@ export interface ClockView {
   powerOnBy?: NonNullable<Shipment['powerOnBy']>;
 }
 
+/** What apply does: wait this long, at most, for chronyd to synchronise the clock (waitsync, then makestep). */
+export interface ClockSyncDecision {
+  waitSeconds: number;
+}
+
 /** The step's decision: the clock's, then the shelf life's on it. */
-export function planClock(view: ClockView): PlanResult {
+export function planClock(view: ClockView): PlanResult<ClockSyncDecision> {
   const clock = decideClock(view);
   if (clock.verdict === 'refuse') return { action: 'conflict', reason: clock.reason };
   if (clock.verdict === 'wait')
@@ -45,13 +50,14 @@ export function planClock(view: ClockView): PlanResult {
       action: 'change',
       summary: `wait up to ${CLOCK_SYNC_TIMEOUT_SECONDS}s for chronyd to synchronise the clock, then judge time again`,
       changes: [{ action: 'start', target: 'chronyd', summary: `waitsync, then makestep: ${clock.why}` }],
+      decision: { waitSeconds: CLOCK_SYNC_TIMEOUT_SECONDS },
     };
   const shelf = view.powerOnBy && shelfLife(view.now, view.powerOnBy);
   if (shelf?.verdict === 'refuse') return { action: 'conflict', reason: shelf.reason };
   return { action: 'noop', reason: [...clock.notes, ...(shelf ? [shelf.line] : [])].join('; ') };
 }
 
-export const clockStep: Step<ClockView, StepFacts['clock']> = {
+export const clockStep: Step<ClockView, ClockSyncDecision, StepFacts['clock']> = {
   name: 'clock',
   group: 'node',
   description:
@@ -79,19 +85,16 @@ export const clockStep: Step<ClockView, StepFacts['clock']> = {
 
   plan: (view) => planClock(view),
 
-  async apply(ctx) {
+  async apply(ctx, { waitSeconds }) {
     const before = ctx.clock.now();
-    const synced = await chronyWaitSync(ctx.exec, CLOCK_SYNC_TIMEOUT_SECONDS);
+    const synced = await chronyWaitSync(ctx.exec, waitSeconds);
     const after = ctx.clock.now();
     if (synced)
       ctx.log.info(
         { stepSeconds: Math.round((after.getTime() - before.getTime()) / 1000) },
         `clock synchronised by chronyd: ${after.toISOString()}`,
       );
-    else
-      ctx.log.warn(
-        `chronyd did not synchronise the clock within ${CLOCK_SYNC_TIMEOUT_SECONDS}s: no time server answered`,
-      );
+    else ctx.log.warn(`chronyd did not synchronise the clock within ${waitSeconds}s: no time server answered`);
     return { waited: true };
   },
 
