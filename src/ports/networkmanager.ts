@@ -25,16 +25,10 @@ import {
   SETTINGS_PATH,
 } from './nm/dbus.js';
 import { stateFromDevices } from './nm/current-state.js';
-import {
-  absentRoutes,
-  mergeSettings,
-  profilesFor,
-  sameType,
-  unsupportedThroughDbus,
-  type TranslationOptions,
-  withoutAutoconnect,
-  withoutRoutes,
-} from './nm/profiles.js';
+import type { TranslationOptions } from './nm/br-ex-bridge.js';
+import { unsupportedThroughDbus } from './nm/dbus-limits.js';
+import { absentRoutes, mergeSettings, sameType, withoutAutoconnect, withoutRoutes } from './nm/profile-updates.js';
+import { profilesFor } from './nm/profiles.js';
 import type { Nmstate } from './nmstate.js';
 
 /** NM_CHECKPOINT_CREATE_FLAG_DESTROY_ALL | DELETE_NEW_CONNECTIONS | DISCONNECT_NEW_DEVICES */

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Logger } from '../log/logger.js';
 import type { Exec } from './exec.js';
 import { createNetworkManager } from './networkmanager.js';
-import { BR_EX_AS_LINUX_BRIDGE_ENV } from './nm/profiles.js';
+import { BR_EX_AS_LINUX_BRIDGE_ENV } from './nm/br-ex-bridge.js';
 import type { Nmstate } from './nmstate.js';
 import { createNmstatectl } from './nmstatectl.js';
 

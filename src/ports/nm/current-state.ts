@@ -4,7 +4,8 @@
  */
 import type { NmstateState } from '../../base/nmstate.js';
 import { bytesToIpv6, type Interface, networkOrderToIpv4, type PlainSettings, type Route } from './encoding.js';
-import { BR_EX, DEFAULT_DNS_PRIORITY, type TranslationOptions } from './profiles.js';
+import { BR_EX, type TranslationOptions } from './br-ex-bridge.js';
+import { DEFAULT_DNS_PRIORITY } from './profiles.js';
 
 /** NetworkManager device types (NMDeviceType) to nmstate interface types */
 const DEVICE_TYPE: Record<number, string> = {

@@ -1,18 +1,24 @@
 /**
  * nmstate's desired state as NetworkManager connection profiles (a{sa{sv}} settings with the
- * variant types NetworkManager's D-Bus API wants), in activation order; and how an existing profile
- * is updated into a desired one. Pure functions.
+ * variant types NetworkManager's D-Bus API wants), in activation order. Pure functions.
  *
  * The subset is what site-configs use: ethernet, linux-bridge with ports, vlan, bond, IPv4/IPv6
  * static, DHCP/autoconf or disabled, routes, DNS. OVS interfaces need nmstatectl (OVS is
  * configured through its own database, not through profiles alone), except that with
- * `brExAsLinuxBridge` an OVS br-ex (the ovs-bridge and its ovs-interface) is made as a Linux
- * bridge of that name with the OVS bridge's ports, for nodes without Open vSwitch.
+ * `brExAsLinuxBridge` an OVS br-ex is made as a Linux bridge (br-ex-bridge.ts). What the subset
+ * leaves out is listed by dbus-limits.ts; how a saved profile is updated is profile-updates.ts.
  */
 import { isIPv4 } from 'node:net';
 import dbus from 'dbus-next';
-import { type NmstateState, routeMatches } from '../../base/nmstate.js';
+import type { NmstateState } from '../../base/nmstate.js';
 import { parseCidr } from '../../base/addresses.js';
+import {
+  BR_EX,
+  BR_EX_AS_LINUX_BRIDGE_ENV,
+  brExAsLinuxBridge,
+  type BridgePorts,
+  type TranslationOptions,
+} from './br-ex-bridge.js';
 import { type Interface, ipv4ToNetworkOrder, ipv6Bytes, type Route, type Settings } from './encoding.js';
 
 const { Variant } = dbus;
@@ -42,9 +48,6 @@ export interface ProfilePlan {
 }
 
 export class UnsupportedStateError extends Error {}
-
-/** the switch that sets TranslationOptions.brExAsLinuxBridge on a node */
-export const BR_EX_AS_LINUX_BRIDGE_ENV = 'SNO_RELOCATE_BR_EX_AS_LINUX_BRIDGE';
 
 const isDefault = (destination: string) => parseCidr(destination).prefix === 0;
 const familyOf = (destination: string) => parseCidr(destination).family;
@@ -163,37 +166,8 @@ function dnsPriorities(state: NmstateState): { 4?: number; 6?: number } {
   return families[0] === 6 && switches === 1 ? { 6: 40, 4: 50 } : {};
 }
 
-export interface TranslationOptions {
-  /** make an OVS br-ex a Linux bridge, and show a Linux bridge br-ex also as OVS (nodes without Open vSwitch) */
-  brExAsLinuxBridge?: boolean;
-}
-export const BR_EX = 'br-ex';
-type BridgePorts = { bridge?: { port?: { name: string }[] } };
-const isOvs = (iface: Interface) => iface.type?.startsWith('ovs-') === true;
-
-/**
- * The desired state with an OVS br-ex as a Linux bridge: the ovs-interface gives the IP settings,
- * the ovs-bridge its ports (without br-ex itself, OVS's internal port). A state that lists no OVS
- * bridge leaves the ports the bridge already has.
- */
-export function brExAsLinuxBridge(state: NmstateState): NmstateState {
-  const interfaces = state.interfaces ?? [];
-  const ovs = interfaces.filter((i) => i.name === BR_EX && isOvs(i));
-  if (ovs.length === 0) return state;
-  const carrier = ovs.find((i) => i.type === 'ovs-interface') ?? ovs[0]!;
-  const ovsBridge = ovs.find((i) => i.type === 'ovs-bridge') as BridgePorts | undefined;
-  const ports = ovsBridge?.bridge?.port?.filter((p) => p.name !== BR_EX).map((p) => ({ name: p.name }));
-  const { bridge: _ovsOptions, ...rest } = carrier as Interface & BridgePorts;
-  const linux = {
-    ...rest,
-    type: 'linux-bridge',
-    bridge: { options: { stp: { enabled: false } }, ...(ports ? { port: ports } : {}) },
-  } as Interface;
-  return { ...state, interfaces: interfaces.flatMap((i) => (i === ovs[0] ? [linux] : ovs.includes(i) ? [] : [i])) };
-}
-
 /** NetworkManager's connection type for an interface; refuses the types this backend does not make. */
-function connectionType(iface: Interface): string {
+export function connectionType(iface: Interface): string {
   const type = iface.type ?? 'ethernet';
   const known = CONNECTION_TYPE[type];
   if (known) return known;
@@ -203,66 +177,6 @@ function connectionType(iface: Interface): string {
   throw new UnsupportedStateError(
     `interface ${iface.name}: type ${type} is not supported through NetworkManager's D-Bus API here${ovs}; supported: ${Object.keys(CONNECTION_TYPE).join(', ')}`,
   );
-}
-
-/** The parts of an interface this backend turns into profile settings; nmstate knows many more. */
-const INTERFACE_KEYS = new Set([
-  'name',
-  'type',
-  'state',
-  'mtu',
-  'mac-address',
-  'ipv4',
-  'ipv6',
-  'vlan',
-  'link-aggregation',
-  'bridge',
-]);
-const IP_KEYS = new Set(['enabled', 'dhcp', 'autoconf', 'address']);
-/** what a route may say here: NetworkManager's route-data gets destination, next hop and metric */
-const ROUTE_KEYS = new Set(['state', 'destination', 'next-hop-address', 'next-hop-interface', 'metric']);
-const NEEDS_NMSTATECTL = 'needs nmstatectl';
-
-/**
- * What the D-Bus fallback cannot apply of a desired state, one line per feature with its path:
- * interface types and settings it does not make (OVS, DPDK, SR-IOV, 802.1X, ...), route fields
- * beyond destination, next hop and metric, route rules, DNS options, Open vSwitch's database.
- */
-export function unsupportedThroughDbus(desired: NmstateState, options: TranslationOptions = {}): string[] {
-  const state = options.brExAsLinuxBridge ? brExAsLinuxBridge(desired) : desired;
-  const out: string[] = [];
-  for (const key of ['route-rules', 'ovs-db', 'ovn'] as const)
-    if ((state as Record<string, unknown>)[key] !== undefined) out.push(`${key}: ${NEEDS_NMSTATECTL}`);
-  if (state['dns-resolver']?.config?.options?.length) out.push(`dns-resolver.config.options: ${NEEDS_NMSTATECTL}`);
-  (state.interfaces ?? []).forEach((iface, i) => {
-    if ((iface.state ?? 'up') !== 'up') return;
-    const at = `interfaces[${i}] (${iface.name})`;
-    try {
-      connectionType(iface);
-    } catch (err) {
-      if (!(err instanceof UnsupportedStateError)) throw err;
-      out.push(`${at}.type: ${err.message}`);
-      return;
-    }
-    for (const key of Object.keys(iface).filter((k) => !INTERFACE_KEYS.has(k)))
-      out.push(`${at}.${key}: ${NEEDS_NMSTATECTL}`);
-    for (const family of ['ipv4', 'ipv6'] as const)
-      for (const key of Object.keys(iface[family] ?? {}).filter((k) => !IP_KEYS.has(k)))
-        out.push(`${at}.${family}.${key}: ${NEEDS_NMSTATECTL}`);
-  });
-  (state.routes?.config ?? []).forEach((route, i) => {
-    for (const key of Object.keys(route).filter((k) => !ROUTE_KEYS.has(k)))
-      out.push(`routes.config[${i}].${key}: ${NEEDS_NMSTATECTL}`);
-  });
-  if (out.length) return out;
-  // the translation's own refusals (a VLAN without its parent, DNS no interface can carry, ...)
-  try {
-    profilesFor(desired, options);
-  } catch (err) {
-    if (!(err instanceof UnsupportedStateError)) throw err;
-    out.push(err.message);
-  }
-  return out;
 }
 
 /** The profiles that make the desired state, in activation order. */
@@ -369,84 +283,4 @@ export function profilesFor(desired: NmstateState, options: TranslationOptions =
     p.role === 'plain' && !vlanParents.has(p.name) ? Number.MAX_SAFE_INTEGER : depth(p.name);
   plan.profiles.sort((a, b) => rank(a) - rank(b));
   return plan;
-}
-/** a saved profile that stays, but is no longer brought up by NetworkManager on its own */
-export function withoutAutoconnect(settings: Settings): Settings {
-  return { ...settings, connection: { ...settings.connection, autoconnect: new Variant('b', false) } };
-}
-
-/** whether an existing profile can be updated into the desired one: a profile does not change type */
-export const sameType = (existing: Settings, desired: Settings): boolean =>
-  existing.connection?.type?.value === desired.connection?.type?.value;
-
-/**
- * An existing profile updated to the desired settings. Keys the desired state sets replace theirs
- * and the rest stays (nmstate leaves what it is not told about: an MTU, a MAC binding), except
- * that the IP sections are replaced whole: NetworkManager hands out addresses, routes and DNS
- * twice (address-data and the older addresses, say), and a stale copy must not come back. The
- * profile's identity (id, uuid) is kept so that nothing else that names it breaks.
- */
-export function mergeSettings(existing: Settings, desired: Settings): Settings {
-  const merged: Settings = { ...existing };
-  for (const [section, keys] of Object.entries(desired)) {
-    merged[section] = section === 'ipv4' || section === 'ipv6' ? keys : { ...existing[section], ...keys };
-  }
-  const connection = merged.connection!;
-  for (const keep of ['id', 'uuid'] as const)
-    if (existing.connection?.[keep]) connection[keep] = existing.connection[keep];
-  if (!desired.connection?.master) {
-    delete connection.master;
-    delete connection['slave-type'];
-  } else {
-    // a port carries no IP configuration of its own
-    delete merged.ipv4;
-    delete merged.ipv6;
-  }
-  return merged;
-}
-
-/** the routes the desired state removes (`state: absent`) */
-export const absentRoutes = (state: NmstateState): Route[] =>
-  (state.routes?.config ?? []).filter((r) => r.state === 'absent');
-
-/**
- * A saved profile of interface `iface` without the routes that `absent` matches (nmstate's
- * matching: a field an absent route leaves out matches anything): its route-data entries and its
- * gateway, the default route. Undefined when none matches. NetworkManager hands a profile out with
- * the legacy `routes` and `addresses` beside `route-data` and `address-data`, and reads the legacy
- * ones first when a client sends both, so they are left out: a removed route would come back.
- */
-export function withoutRoutes(settings: Settings, iface: string, absent: readonly Route[]): Settings | undefined {
-  const matched = (r: Route) => absent.some((a) => routeMatches(a, r));
-  let changed = false;
-  const out: Settings = { ...settings };
-  for (const [key, zero] of [
-    ['ipv4', '0.0.0.0/0'],
-    ['ipv6', '::/0'],
-  ] as const) {
-    const section = settings[key];
-    if (!section) continue;
-    const { routes: _legacyRoutes, addresses: _legacyAddresses, ...next } = section;
-    const gateway = section.gateway?.value as string | undefined;
-    if (gateway && matched({ destination: zero, 'next-hop-address': gateway, 'next-hop-interface': iface })) {
-      delete next.gateway;
-      changed = true;
-    }
-    const data = (section['route-data']?.value ?? []) as Record<string, Variant>[];
-    const keep = data.filter(
-      (r) =>
-        !matched({
-          destination: `${r.dest?.value as string}/${r.prefix?.value as number}`,
-          ...(r['next-hop'] ? { 'next-hop-address': r['next-hop'].value as string } : {}),
-          'next-hop-interface': iface,
-          ...(r.metric ? { metric: r.metric.value as number } : {}),
-        }),
-    );
-    if (keep.length !== data.length) {
-      next['route-data'] = new Variant('aa{sv}', keep);
-      changed = true;
-    }
-    out[key] = next;
-  }
-  return changed ? out : undefined;
 }

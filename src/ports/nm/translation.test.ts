@@ -8,7 +8,9 @@ import type { NmstateState } from '../../base/nmstate.js';
 import { compareNetworkState } from '../../node/network-state.js';
 import { type DeviceData, stateFromDevices } from './current-state.js';
 import { ipv4ToNetworkOrder, networkOrderToIpv4, plain, type Settings } from './encoding.js';
-import { brExAsLinuxBridge, mergeSettings, profilesFor, UnsupportedStateError } from './profiles.js';
+import { brExAsLinuxBridge } from './br-ex-bridge.js';
+import { mergeSettings } from './profile-updates.js';
+import { profilesFor, UnsupportedStateError } from './profiles.js';
 
 const { Variant } = dbus;
 
