@@ -32,6 +32,7 @@ describe('desiredPullSecret', () => {
 });
 
 describe('cluster-pull-secret decisions', () => {
+  const CONTEXT = '/var/lib/sno-relocate/watch-context.json';
   const secret = (value: unknown) => ({
     apiVersion: 'v1',
     kind: 'Secret',
@@ -39,26 +40,59 @@ describe('cluster-pull-secret decisions', () => {
     data: { '.dockerconfigjson': Buffer.from(JSON.stringify(value)).toString('base64') },
   });
   const garbled = { ...secret({}), data: { '.dockerconfigjson': Buffer.from('{"auths": ').toString('base64') } };
+  const factory = { auths: { 'quay.io': { auth: 'x' } } };
+  const keep = { factoryRegistries: [] };
   it.each([
-    ['no pull secret in the site-config', {}, undefined, 'replace', 'noop', undefined],
-    ['none on the cluster', {}, site, 'replace', 'change', 'create'],
-    ["the site's already", { secret: secret(site) }, site, 'replace', 'noop', undefined],
+    ['no pull secret in the site-config', undefined, undefined, 'replace', 'noop', [], undefined],
     [
-      'the factory one, replaced',
-      { secret: secret({ auths: { 'quay.io': { auth: 'x' } } }) },
+      'none on the cluster',
+      undefined,
       site,
       'replace',
       'change',
-      'update',
+      ['create Secret openshift-config/pull-secret'],
+      { write: 'create', policy: 'replace', pullSecret: site, ...keep },
     ],
-    ['merged in already', { secret: secret({ auths: { ...site.auths } }) }, site, 'merge', 'noop', undefined],
-    ['unreadable, merge', { secret: garbled }, site, 'merge', 'conflict', undefined],
-    ['unreadable, replace', { secret: garbled }, site, 'replace', 'change', 'update'],
-  ] as const)('%s', (_, view, pullSecret, pullSecretPolicy, action, change) => {
-    const plan = clusterPullSecretStep.plan(view, testSite({ ...(pullSecret && { pullSecret }), pullSecretPolicy }));
+    ["the site's already", secret(site), site, 'replace', 'noop', [], undefined],
+    [
+      'the factory one, replaced: its registry kept for the watcher',
+      secret(factory),
+      site,
+      'replace',
+      'change',
+      ['update Secret openshift-config/pull-secret', `update ${CONTEXT}`],
+      { write: 'update', policy: 'replace', pullSecret: site, factoryRegistries: ['quay.io'] },
+    ],
+    [
+      'the factory one, merged into',
+      secret(factory),
+      site,
+      'merge',
+      'change',
+      ['update Secret openshift-config/pull-secret'],
+      { write: 'update', policy: 'merge', pullSecret: site, ...keep },
+    ],
+    ['merged in already', secret({ auths: { ...site.auths } }), site, 'merge', 'noop', [], undefined],
+    ['unreadable, merge', garbled, site, 'merge', 'conflict', [], undefined],
+    [
+      'unreadable, replace',
+      garbled,
+      site,
+      'replace',
+      'change',
+      ['update Secret openshift-config/pull-secret'],
+      { write: 'update', policy: 'replace', pullSecret: site, ...keep },
+    ],
+  ] as const)('%s', (_, current, pullSecret, pullSecretPolicy, action, changes, decision) => {
+    const plan = clusterPullSecretStep.plan(
+      { ...(current && { secret: current }), contextFile: CONTEXT },
+      testSite({ ...(pullSecret && { pullSecret }), pullSecretPolicy }),
+    );
     expect(plan.action).toBe(action);
-    expect(plan.action === 'change' ? plan.changes[0]!.action : undefined).toBe(change);
-    // never a credential in the plan
-    expect(JSON.stringify(plan)).not.toContain('c2l0ZTp0b2tlbg==');
+    expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
+    // never a credential in what the plan shows (the decision, which holds them, is never shown)
+    const { decision: _held, ...shown } = plan as typeof plan & { decision?: unknown };
+    expect(JSON.stringify(shown)).not.toContain('c2l0ZTp0b2tlbg==');
   });
 });
