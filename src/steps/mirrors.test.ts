@@ -54,9 +54,45 @@ describe('mirrors decisions', () => {
     catalogs: [],
     ...parts,
   });
+  const IDMS_REF = {
+    apiVersion: 'config.openshift.io/v1',
+    kind: 'ImageDigestMirrorSet',
+    name: 'sno-relocate-digest-mirrors',
+  };
+  const mine = (apiVersion: string, kind: string, name: string, spec: Record<string, unknown>) => ({
+    apiVersion,
+    kind,
+    metadata: { name, labels: { 'app.kubernetes.io/managed-by': 'sno-relocate' } },
+    spec,
+  });
+  const idmsWanted = mine(IDMS_REF.apiVersion, IDMS_REF.kind, IDMS_REF.name, idms.spec);
+  const tagWanted = mine('config.openshift.io/v1', 'ImageTagMirrorSet', 'sno-relocate-tag-mirrors', {
+    imageTagMirrors: [{ source: 'quay.io/store', mirrors: ['mirror.example.com/store'] }],
+  });
+  const icspWanted = mine('operator.openshift.io/v1alpha1', 'ImageContentSourcePolicy', IDMS_REF.name, {
+    repositoryDigestMirrors: digest,
+  });
+  const moved = [{ source: 'registry.redhat.io/redhat', mirrors: ['mirror2.example.com/redhat'] }];
   it.each([
-    ['no mirrors, nothing of the agent', view(), [], [], 'noop', []],
-    ['digest mirrors on a new cluster', view(), digest, [], 'change', ['create ImageDigestMirrorSet']],
+    ['no mirrors, nothing of the agent', view(), [], [], 'noop', [], undefined],
+    [
+      'digest mirrors on a new cluster',
+      view(),
+      digest,
+      [],
+      'change',
+      ['create ImageDigestMirrorSet'],
+      { write: [{ action: 'create', object: idmsWanted }], delete: [] },
+    ],
+    [
+      'digest and tag mirrors, the digest ones in place',
+      view({ owned: [idms] }),
+      digest,
+      tag,
+      'change',
+      ['create ImageTagMirrorSet'],
+      { write: [{ action: 'create', object: tagWanted }], delete: [] },
+    ],
     [
       'digest mirrors on an old cluster',
       view({ serves: { idms: false, itms: false, icsp: true } }),
@@ -64,6 +100,7 @@ describe('mirrors decisions', () => {
       [],
       'change',
       ['create ImageContentSourcePolicy'],
+      { write: [{ action: 'create', object: icspWanted }], delete: [] },
     ],
     [
       'tag mirrors without ImageTagMirrorSet',
@@ -72,10 +109,44 @@ describe('mirrors decisions', () => {
       tag,
       'conflict',
       [],
+      undefined,
     ],
-    ['neither kind served', view({ serves: { idms: false, itms: false, icsp: false } }), digest, [], 'conflict', []],
-    ['in place', view({ owned: [idms] }), digest, [], 'noop', []],
-    ['mirrors the site no longer has', view({ owned: [idms] }), [], [], 'change', ['delete ImageDigestMirrorSet']],
+    [
+      'neither kind served',
+      view({ serves: { idms: false, itms: false, icsp: false } }),
+      digest,
+      [],
+      'conflict',
+      [],
+      undefined,
+    ],
+    ['in place', view({ owned: [idms] }), digest, [], 'noop', [], undefined],
+    [
+      'other mirrors for the same source',
+      view({ owned: [idms] }),
+      moved,
+      [],
+      'change',
+      ['update ImageDigestMirrorSet'],
+      {
+        write: [
+          {
+            action: 'update',
+            object: mine(IDMS_REF.apiVersion, IDMS_REF.kind, IDMS_REF.name, { imageDigestMirrors: moved }),
+          },
+        ],
+        delete: [],
+      },
+    ],
+    [
+      'mirrors the site no longer has',
+      view({ owned: [idms] }),
+      [],
+      [],
+      'change',
+      ['delete ImageDigestMirrorSet'],
+      { write: [], delete: [{ apiVersion: 'x', kind: 'ImageDigestMirrorSet', name: IDMS_REF.name }] },
+    ],
     [
       "an object of the agent's name it did not make",
       view({ foreign: ['ImageDigestMirrorSet sno-relocate-digest-mirrors'] }),
@@ -83,8 +154,9 @@ describe('mirrors decisions', () => {
       [],
       'conflict',
       [],
+      undefined,
     ],
-  ] as const)('%s', (_, v, imageDigestMirrors, imageTagMirrors, action, changes) => {
+  ] as const)('%s', (_, v, imageDigestMirrors, imageTagMirrors, action, changes, decision) => {
     const plan = mirrorsStep.plan(
       v,
       testSite({ imageDigestMirrors: [...imageDigestMirrors], imageTagMirrors: [...imageTagMirrors] }),
@@ -93,6 +165,7 @@ describe('mirrors decisions', () => {
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target.split(' ')[0]}`) : []).toEqual(
       changes,
     );
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 
   it('warns in the plan of a catalog pulled by tag from a source with only digest mirrors', () => {

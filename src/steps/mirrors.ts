@@ -12,7 +12,7 @@ import type { Mirror } from '../config/v1/schema.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step } from './step.js';
 import { diffLines, MANAGED_BY, MANAGED_BY_LABEL, MANAGED_SELECTOR, managedLabels } from '../kube/openshift.js';
-import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
+import { describeRef, refOf, type KubeObject, type ObjectRef } from '../ports/kube.js';
 
 export const IDMS = { apiVersion: 'config.openshift.io/v1', kind: 'ImageDigestMirrorSet' } as const;
 export const ITMS = { apiVersion: 'config.openshift.io/v1', kind: 'ImageTagMirrorSet' } as const;
@@ -112,35 +112,42 @@ function wantedObjects(serves: MirrorsView['serves'], digest: readonly Mirror[],
   return { objects, ...(conflict && { conflict }) };
 }
 
-function changesOf(wanted: readonly MirrorObject[], owned: readonly MirrorObject[]): Change[] {
-  const changes: Change[] = [];
-  for (const want of wanted) {
-    const have = owned.find((o) => sameObject(o, want));
-    if (!have)
-      changes.push({
-        action: 'create',
-        target: describeRef(refOf(want)),
-        diff: diffLines(undefined, want.spec, 'spec'),
-      });
-    else if (!isDeepStrictEqual(have.spec, want.spec))
-      changes.push({
-        action: 'update',
-        target: describeRef(refOf(want)),
-        diff: diffLines(have.spec, want.spec, 'spec'),
-      });
-  }
-  for (const have of owned) {
-    if (!wanted.some((w) => sameObject(w, have)))
-      changes.push({
-        action: 'delete',
-        target: describeRef(refOf(have)),
-        summary: 'the agent made it for mirrors the site no longer has',
-      });
-  }
-  return changes;
+/**
+ * What apply does: the agent's objects created or updated, in this order, then those of mirrors the
+ * site no longer has deleted, so the node is never left without mirrors between the two.
+ */
+export interface MirrorsDecision {
+  write: { action: 'create' | 'update'; object: MirrorObject }[];
+  delete: ObjectRef[];
 }
 
-export const mirrorsStep: Step<MirrorsView> = {
+function decide(wanted: readonly MirrorObject[], owned: readonly MirrorObject[]): MirrorsDecision {
+  const write: MirrorsDecision['write'] = [];
+  for (const want of wanted) {
+    const have = owned.find((o) => sameObject(o, want));
+    if (!have) write.push({ action: 'create', object: want });
+    else if (!isDeepStrictEqual(have.spec, want.spec)) write.push({ action: 'update', object: want });
+  }
+  const gone = owned.filter((have) => !wanted.some((w) => sameObject(w, have))).map(refOf);
+  return { write, delete: gone };
+}
+
+function changesOf(decision: MirrorsDecision, owned: readonly MirrorObject[]): Change[] {
+  return [
+    ...decision.write.map(({ action, object }) => ({
+      action,
+      target: describeRef(refOf(object)),
+      diff: diffLines(owned.find((o) => sameObject(o, object))?.spec, object.spec, 'spec'),
+    })),
+    ...decision.delete.map((ref) => ({
+      action: 'delete' as const,
+      target: describeRef(ref),
+      summary: 'the agent made it for mirrors the site no longer has',
+    })),
+  ];
+}
+
+export const mirrorsStep: Step<MirrorsView, MirrorsDecision> = {
   name: 'mirrors',
   group: 'cluster',
   description: 'ImageDigestMirrorSet / ImageTagMirrorSet, or ImageContentSourcePolicy on older clusters',
@@ -172,7 +179,7 @@ export const mirrorsStep: Step<MirrorsView> = {
     return { serves, owned, foreign, catalogs };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<MirrorsDecision> {
     const wanted = wantedObjects(view.serves, site.imageDigestMirrors, site.imageTagMirrors);
     if (wanted.conflict) return { action: 'conflict', reason: wanted.conflict };
     // an object of the agent's name it did not make is someone else's: never taken over silently
@@ -182,31 +189,35 @@ export const mirrorsStep: Step<MirrorsView> = {
         action: 'conflict',
         reason: `${foreign} exists without the label ${MANAGED_BY_LABEL}=${MANAGED_BY}, so it is not the agent's: remove or rename it, or label it to hand it to the agent`,
       };
-    const changes = changesOf(wanted.objects, view.owned);
+    const decision = decide(wanted.objects, view.owned);
+    const changes = changesOf(decision, view.owned);
     const warnings = unmirroredCatalogs(view.catalogs, site.imageDigestMirrors, site.imageTagMirrors);
     const warning = warnings.length > 0 ? `; warning: ${warnings.join('; ')}` : '';
     const said = warnings.length > 0 ? { warnings } : {};
     if (changes.length === 0)
       return { action: 'noop', reason: `the cluster already has the site's mirrors${warning}`, ...said };
-    return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes, ...said };
+    return { action: 'change', summary: `apply the site's registry mirrors${warning}`, changes, decision, ...said };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
-    const { objects } = wantedObjects(view.serves, ctx.site.imageDigestMirrors, ctx.site.imageTagMirrors);
-    // the new objects first, so the node is never left without mirrors between the two
-    for (const want of objects) {
-      const have = view.owned.find((o) => sameObject(o, want));
-      if (!have) await kube.create(want);
-      else if (!isDeepStrictEqual(have.spec, want.spec)) {
-        await kube.update<MirrorObject>(refOf(want), (current) => ({
+    for (const { action, object } of decision.write) {
+      if (action === 'create') await kube.create(object);
+      else
+        // read-modify-write: the decision's spec and the agent's label onto the object as it is now
+        await kube.update<MirrorObject>(refOf(object), (current) => ({
           ...current,
           metadata: { ...current.metadata, labels: { ...current.metadata.labels, [MANAGED_BY_LABEL]: MANAGED_BY } },
-          spec: want.spec!,
+          spec: object.spec!,
         }));
-      }
     }
-    for (const have of view.owned.filter((o) => !objects.some((w) => sameObject(w, o)))) await kube.delete(refOf(have));
-    ctx.log.info({ objects: objects.map((w) => describeRef(refOf(w))) }, 'registry mirrors applied');
+    for (const ref of decision.delete) await kube.delete(ref);
+    ctx.log.info(
+      {
+        written: decision.write.map((w) => describeRef(refOf(w.object))),
+        deleted: decision.delete.map(describeRef),
+      },
+      'registry mirrors applied',
+    );
   },
 };
