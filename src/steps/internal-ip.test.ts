@@ -95,13 +95,32 @@ describe('internal-ip decisions', () => {
   const IP = '192.168.127.10/24';
   const inPlace = Object.fromEntries(nodeIpFiles(IP).map((f) => [f.path, { content: f.content, mode: f.mode }]));
   const declaredOther = { name: 'rendered-master-1', files: new Map([[KUBELET_NODE_IP_DROP_IN, 'other']]) };
+  /** the files apply writes, root's, by path */
+  const written = (...paths: string[]) =>
+    nodeIpFiles(IP)
+      .filter((f) => paths.includes(f.path))
+      .map(({ path, content, mode }) => ({ path, content, mode, uid: 0, gid: 0 }));
   it.each([
-    ['files in place, the address first', { files: inPlace, addresses: [{ cidr: IP, state: 'first' }] }, 'noop', []],
+    [
+      'files in place, the address first',
+      { files: inPlace, addresses: [{ cidr: IP, state: 'first' }] },
+      'noop',
+      [],
+      undefined,
+    ],
     [
       'files in place, no br-ex yet',
       { files: inPlace, addresses: [{ cidr: IP, state: 'missing-interface' }] },
       'noop',
       [],
+      undefined,
+    ],
+    [
+      'nothing there, no br-ex yet: the files only',
+      { files: {}, addresses: [{ cidr: IP, state: 'missing-interface' }] },
+      'change',
+      [`create ${DISPATCHER_SCRIPT}`, `create ${KUBELET_NODE_IP_DROP_IN}`, `create ${CRIO_NODE_IP_DROP_IN}`],
+      { files: written(DISPATCHER_SCRIPT, KUBELET_NODE_IP_DROP_IN, CRIO_NODE_IP_DROP_IN), move: [] },
     ],
     [
       'nothing there, br-ex without the address',
@@ -113,12 +132,17 @@ describe('internal-ip decisions', () => {
         `create ${CRIO_NODE_IP_DROP_IN}`,
         'set br-ex',
       ],
+      {
+        files: written(DISPATCHER_SCRIPT, KUBELET_NODE_IP_DROP_IN, CRIO_NODE_IP_DROP_IN),
+        move: [{ cidr: IP, state: 'absent' }],
+      },
     ],
     [
       'the address behind another',
       { files: inPlace, addresses: [{ cidr: IP, state: 'behind', first: '10.0.0.5/24' }] },
       'change',
       ['set br-ex'],
+      { files: [], move: [{ cidr: IP, state: 'behind' }] },
     ],
     [
       'a drop-in mode drifted',
@@ -128,17 +152,20 @@ describe('internal-ip decisions', () => {
       },
       'change',
       [`update ${CRIO_NODE_IP_DROP_IN}`],
+      { files: written(CRIO_NODE_IP_DROP_IN), move: [] },
     ],
     [
       'the MachineConfigs pin another',
       { declared: declaredOther, files: inPlace, addresses: [{ cidr: IP, state: 'first' }] },
       'conflict',
       [],
+      undefined,
     ],
-  ] as const)('%s: %s', (_, view, action, changes) => {
+  ] as const)('%s: %s', (_, view, action, changes, decision) => {
     const plan = internalIpStep.plan(view as InternalIpView, testSite({ network: { internalIP: IP } }));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 
   const DUAL = ['fd69::10/64', '192.168.127.10/24'];
@@ -158,6 +185,12 @@ describe('internal-ip decisions', () => {
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.summary) : []).toEqual(
       summaries.map((s) => expect.stringContaining(s)),
+    );
+    // each moved address, in the order of the families, and no file: they are in place
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(
+      action === 'change'
+        ? { files: [], move: DUAL.flatMap((cidr, i) => (states[i] === 'first' ? [] : [{ cidr, state: states[i] }])) }
+        : undefined,
     );
   });
 

@@ -13,14 +13,7 @@ import type { Step, StepContext } from './step.js';
 import { firstNodeAddress, interfaceAddresses } from '../node/addresses.js';
 import { formatCidr, parseCidr } from '../base/addresses.js';
 import { BR_EX, DISPATCHER_SCRIPT, nodeIpFiles } from '../node/internal-ip.js';
-import {
-  fileChange,
-  fileDrift,
-  type HostFile,
-  type ManagedFile,
-  readHostFiles,
-  writeManagedFile,
-} from '../node/managed-file.js';
+import { fileChange, type HostFile, type ManagedFile, readHostFiles, writeManagedFile } from '../node/managed-file.js';
 import { type DeclaredFiles, declaredFiles, driftFromRendered } from '../node/rendered-config.js';
 
 function files(internals: readonly string[]): (ManagedFile & { purpose: string })[] {
@@ -54,9 +47,24 @@ async function addressState(ctx: StepContext, internalIP: string, present: strin
   return first === cidr ? { cidr, state: 'first' } : { cidr, state: 'behind', ...(first !== undefined && { first }) };
 }
 
+/** An internal IP apply puts first on br-ex: absent from it, or behind another address of its family. */
+interface MovedAddress {
+  cidr: string;
+  state: 'absent' | 'behind';
+}
+
+/**
+ * What apply does: write `files` (those that differ), then, when `move` names addresses, run the
+ * dispatcher script for br-ex, which puts each first of its family.
+ */
+export interface InternalIpDecision {
+  files: ManagedFile[];
+  move: MovedAddress[];
+}
+
 const listed = (cidrs: readonly string[]) => cidrs.join(' and ');
 
-export const internalIpStep: Step<InternalIpView | undefined> = {
+export const internalIpStep: Step<InternalIpView | undefined, InternalIpDecision> = {
   name: 'internal-ip',
   group: 'node',
   description:
@@ -96,25 +104,27 @@ export const internalIpStep: Step<InternalIpView | undefined> = {
         reason: `the internal IP ${cidrs} differs from the one the factory MachineConfigs pin: ${drift.join('; ')}; change SNO_RELOCATE_INTERNAL_IP of the MachineConfigs instead`,
       };
     const changes: Change[] = [];
-    for (const file of files(internals)) {
-      const change = fileChange(view.files[file.path], file, file.purpose);
-      if (change) changes.push(change);
+    const decision: InternalIpDecision = { files: [], move: [] };
+    for (const { purpose, ...file } of files(internals)) {
+      const change = fileChange(view.files[file.path], file, purpose);
+      if (!change) continue;
+      changes.push(change);
+      decision.files.push(file);
     }
-    for (const address of view.addresses) {
-      if (address.state === 'absent')
-        changes.push({
-          action: 'set',
-          target: BR_EX,
-          summary: `add ${address.cidr} now, as the first address of its family`,
-        });
-      if (address.state === 'behind')
-        changes.push({
-          action: 'set',
-          target: BR_EX,
-          summary: `make ${address.cidr} the first address of its family (${address.first} is ahead of it: OVN-Kubernetes would take that as the node IP)`,
-        });
+    for (const { cidr, state, first } of view.addresses) {
+      if (state !== 'absent' && state !== 'behind') continue;
+      decision.move.push({ cidr, state });
+      changes.push({
+        action: 'set',
+        target: BR_EX,
+        summary:
+          state === 'absent'
+            ? `add ${cidr} now, as the first address of its family`
+            : `make ${cidr} the first address of its family (${first} is ahead of it: OVN-Kubernetes would take that as the node IP)`,
+      });
     }
-    if (changes.length > 0) return { action: 'change', summary: `pin the node IP to ${cidrs} on ${BR_EX}`, changes };
+    if (changes.length > 0)
+      return { action: 'change', summary: `pin the node IP to ${cidrs} on ${BR_EX}`, changes, decision };
     return {
       action: 'noop',
       reason: view.addresses.every((a) => a.state === 'first')
@@ -123,18 +133,15 @@ export const internalIpStep: Step<InternalIpView | undefined> = {
     };
   },
 
-  async apply(ctx, view) {
-    const internals = internalIPs(ctx.site.network);
-    for (const file of files(internals)) {
-      if (fileDrift(view!.files[file.path], file).reasons.length === 0) continue;
+  async apply(ctx, { files: written, move }) {
+    for (const file of written) {
       await writeManagedFile(ctx.fs, file);
       ctx.log.info({ file: file.path }, `written: ${file.path}`);
     }
-    const moved = view!.addresses.filter((a) => a.state === 'absent' || a.state === 'behind');
-    if (moved.length === 0) return;
-    // the dispatcher script just written: the one implementation of "present, and first" (each family)
+    if (move.length === 0) return;
+    // the dispatcher script as planned: the one implementation of "present, and first" (each family)
     await ctx.exec.run(ctx.fs.resolve(DISPATCHER_SCRIPT), [BR_EX, 'up']);
-    for (const { cidr, state } of moved)
+    for (const { cidr, state } of move)
       ctx.log.info(
         { address: cidr, interface: BR_EX },
         state === 'absent'
