@@ -13,7 +13,8 @@ import { parseConfig, readDocument, relabelFor } from './parse.js';
 import { fileReader, sha256 } from './read.js';
 import type { Unsealer } from './sealed.js';
 import type { LoadedSite } from './site.js';
-import { documentRules, networkRules, runRules } from './v1/rules.js';
+import { networkRules } from './v1/network-rules.js';
+import { documentRules, runRules } from './v1/rules.js';
 
 /**
  * Loads and fully validates a site-config (native, or an image-based install's config media);

@@ -4,9 +4,6 @@ import {
   dnsNames,
   fileNameProblem,
   filesStayInFolder,
-  interfaceReferencesKnown,
-  internalIpOutsideSiteSubnets,
-  internalIpFamilies,
   mirrorSourcesUnique,
   networkSourceExactlyOne,
   pullSecretHasRegistries,
@@ -20,9 +17,14 @@ import {
   proxyNamesAProxy,
   nodeLabelsNotKubelets,
   chronyNamesASource,
-  machineNetworksAreSiteNetworks,
   renameNamesAHostname,
 } from './rules.js';
+import {
+  interfaceReferencesKnown,
+  internalIpFamilies,
+  internalIpOutsideSiteSubnets,
+  machineNetworksAreSiteNetworks,
+} from './network-rules.js';
 import type { SiteConfigV1 } from './schema.js';
 
 type Doc = ReturnType<typeof baseDocument>;
