@@ -23,7 +23,7 @@ import { startTestBus } from '../../test/dbus/bus.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { ConfigError, RefusedError } from '../base/errors.js';
 import { BLOCK_BEGIN, BLOCK_END } from '../node/authorized-keys.js';
-import { KEYS_FILE, SSHD_DROP_IN, sshKeysStep } from './ssh-keys.js';
+import { KEYS_FILE, SSHD_DROP_IN, type SshKeysView, sshKeysStep } from './ssh-keys.js';
 import { planOf, verifyStep } from '../engine/engine.js';
 
 const SITE_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIN2MDNYgUAS0GPwsfH1wH03JkbZ7nJRPsI4u93oUxWLa support@store42';
@@ -68,6 +68,12 @@ describe('ssh-keys', () => {
           summary: 'restart over D-Bus, so that it reads the changed drop-in',
         },
       ],
+      decision: {
+        keysFile: expect.objectContaining({ path: KEYS_FILE, mode: 0o644, uid: 0, gid: 0 }),
+        restartSshd: { files: [expect.objectContaining({ path: SSHD_DROP_IN, mode: 0o644, uid: 0, gid: 0 })] },
+        remove: [],
+        keys: 1,
+      },
     });
     const state = await node.run([sshKeysStep]);
     expect(state.steps['ssh-keys']?.status).toBe('done');
@@ -149,9 +155,10 @@ describe('ssh-keys', () => {
       ],
     });
     await bus.services.configure({ root: node.root });
-    const plan = await planOf(sshKeysStep, later);
+    const plan = sshKeysStep.plan(await sshKeysStep.survey(later), later.site);
     if (plan.action !== 'change') throw new Error('a change was planned above');
-    await sshKeysStep.apply!(later, await sshKeysStep.survey(later), plan);
+    expect(plan.decision).toEqual({ restartSshd: { files: [] }, remove: [KEYS_FILE], keys: 0 });
+    await sshKeysStep.apply!(later, plan.decision);
     expect([existsSync(at(KEYS_FILE)), existsSync(at(SSHD_DROP_IN))]).toEqual([false, false]);
     node.close();
     expect(await planOf(sshKeysStep, testNode().ctx)).toEqual({
@@ -237,5 +244,90 @@ describe('ssh-keys in a hostile home folder', () => {
     chownSync(path.join(ssh, 'authorized_keys'), 1000, 1000);
     chownSync(ssh, 4242, 4242);
     await refusal(node, '/home/core/.ssh', 'owned by uid 4242, neither core nor root');
+  });
+});
+
+describe('ssh-keys decisions', () => {
+  const site = testSite({ sshAuthorizedKeys: [SITE_KEY] });
+  const keysFile = sshKeysStep.plan({ files: {}, restartPending: false }, site);
+  const [written, dropIn] =
+    keysFile.action === 'change' ? [keysFile.decision.keysFile!, keysFile.decision.restartSshd!.files[0]!] : [];
+  const inPlace = {
+    [KEYS_FILE]: { content: written!.content, mode: 0o644 },
+    [SSHD_DROP_IN]: { content: dropIn!.content, mode: 0o644 },
+  };
+  const core = { uid: 1000, gid: 1000, home: '/var/home/core' };
+  const oldLayout = { content: `${FACTORY_LINE}\n${BLOCK_BEGIN}\n${SITE_KEY}\n${BLOCK_END}\n`, mode: 0o600 };
+  it.each<[string, Partial<SshKeysView>, string[], string, string[], unknown]>([
+    [
+      'nothing yet',
+      {},
+      [SITE_KEY],
+      'change',
+      ['create', 'create', 'start'],
+      {
+        keysFile: written,
+        restartSshd: { files: [dropIn] },
+        remove: [],
+        keys: 1,
+      },
+    ],
+    ['both in place', { files: inPlace }, [SITE_KEY], 'noop', [], undefined],
+    [
+      'the keys file alone changed: no restart',
+      { files: { ...inPlace, [KEYS_FILE]: { content: 'old', mode: 0o644 } } },
+      [SITE_KEY],
+      'change',
+      ['update'],
+      { keysFile: written, remove: [], keys: 1 },
+    ],
+    [
+      'in place, restart owed: sshd restarted with its drop-in, the keys file left',
+      { files: inPlace, restartPending: true },
+      [SITE_KEY],
+      'change',
+      ['start'],
+      { restartSshd: { files: [dropIn] }, remove: [], keys: 1 },
+    ],
+    [
+      'no keys, an earlier site',
+      { files: inPlace },
+      [],
+      'change',
+      ['delete', 'delete', 'start'],
+      { restartSshd: { files: [] }, remove: [KEYS_FILE], keys: 0 },
+    ],
+    [
+      "no keys, files that are not the agent's",
+      { files: { [KEYS_FILE]: { content: 'by hand', mode: 0o644 } } },
+      [],
+      'noop',
+      [],
+      undefined,
+    ],
+    [
+      "an earlier layout's block in core's authorized_keys",
+      { files: inPlace, user: core, authorizedKeys: oldLayout },
+      [SITE_KEY],
+      'change',
+      ['update'],
+      {
+        authorizedKeys: {
+          path: '/var/home/core/.ssh/authorized_keys',
+          content: `${FACTORY_LINE}\n`,
+          mode: 0o600,
+          uid: 1000,
+          gid: 1000,
+          userFolder: { name: 'core', uid: 1000, gid: 1000 },
+        },
+        remove: [],
+        keys: 1,
+      },
+    ],
+  ])('%s', (_, view, keys, action, changes, decision) => {
+    const plan = sshKeysStep.plan({ files: {}, restartPending: false, ...view }, testSite({ sshAuthorizedKeys: keys }));
+    expect(plan.action).toBe(action);
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

@@ -110,8 +110,11 @@ function wanted(keys: readonly string[]): ManagedFile[] {
   ];
 }
 
+/** A file in a folder its user controls. */
+type OwnedFile = ManagedFile & { userFolder: FolderOwner };
+
 /** core's authorized_keys without the earlier layout's block; undefined when it has none. */
-function withoutOldBlock(view: SshKeysView): ManagedFile | undefined {
+function withoutOldBlock(view: SshKeysView): OwnedFile | undefined {
   const have = view.authorizedKeys;
   if (!have || splitManagedBlock(have.content).managed.length === 0) return undefined;
   const { owner, filePath } = authorizedKeysOf(view.user);
@@ -132,28 +135,55 @@ function keyDiff(before: string, after: string): string[] {
   });
 }
 
-function changes(view: SshKeysView, files: ManagedFile[], keys: number): Change[] {
+/**
+ * What apply does, in this order: write the keys file (`keysFile`); restart sshd with its drop-in
+ * as `restartSshd` holds it (none: removed); remove `remove`; write core's authorized_keys without
+ * an earlier layout's block (`authorizedKeys`, its folder made as core's first). `keys`: how many,
+ * for the journal.
+ */
+export interface SshKeysDecision {
+  keysFile?: ManagedFile;
+  restartSshd?: { files: ManagedFile[] };
+  remove: string[];
+  authorizedKeys?: OwnedFile;
+  keys: number;
+}
+
+function decide(
+  view: SshKeysView,
+  files: ManagedFile[],
+  keys: number,
+): { changes: Change[]; decision: SshKeysDecision } {
   const out: Change[] = [];
+  const decision: SshKeysDecision = { remove: [], keys };
   const keysFile = files.find((f) => f.path === KEYS_FILE);
   const keysChange = keysFile && fileChange(view.files[KEYS_FILE], keysFile, `${keys} site key(s) for ${USER}`);
-  if (keysChange) out.push({ ...keysChange, diff: keyDiff(view.files[KEYS_FILE]?.content ?? '', keysFile.content) });
+  if (keysChange) {
+    out.push({ ...keysChange, diff: keyDiff(view.files[KEYS_FILE]?.content ?? '', keysFile.content) });
+    decision.keysFile = keysFile;
+  }
   const dropIn = files.find((f) => f.path === SSHD_DROP_IN);
   const dropInChange = dropIn && fileChange(view.files[SSHD_DROP_IN], dropIn, 'sshd reads the keys file');
   if (dropInChange) out.push(dropInChange);
   if (files.length === 0)
     for (const target of [KEYS_FILE, SSHD_DROP_IN])
-      if (view.files[target]?.content.startsWith(HEADER))
+      if (view.files[target]?.content.startsWith(HEADER)) {
         out.push({ action: 'delete', target, summary: "an earlier site's SSH keys" });
+        // the drop-in goes with sshd's restart, which puts back the one it had should sshd fail
+        if (target === KEYS_FILE) decision.remove.push(target);
+      }
   const old = withoutOldBlock(view);
-  if (old)
+  if (old) {
     out.push({
       action: 'update',
       target: old.path,
       summary: `the site's keys of an earlier layout moved out (to ${KEYS_FILE}); other lines kept`,
       diff: keyDiff(view.authorizedKeys!.content, old.content),
     });
+    decision.authorizedKeys = old;
+  }
   const sshdFiles = out.some((c) => c.target === SSHD_DROP_IN);
-  if (sshdFiles || view.restartPending)
+  if (sshdFiles || view.restartPending) {
     out.push({
       action: 'start',
       target: SSHD_UNIT,
@@ -161,10 +191,12 @@ function changes(view: SshKeysView, files: ManagedFile[], keys: number): Change[
         ? 'restart over D-Bus, so that it reads the changed drop-in'
         : 'restart: a previous run changed its drop-in but did not restart it',
     });
-  return out;
+    decision.restartSshd = { files: dropIn ? [dropIn] : [] };
+  }
+  return { changes: out, decision };
 }
 
-export const sshKeysStep: Step<SshKeysView> = {
+export const sshKeysStep: Step<SshKeysView, SshKeysDecision> = {
   name: 'ssh-keys',
   group: 'node',
   description:
@@ -183,40 +215,27 @@ export const sshKeysStep: Step<SshKeysView> = {
     };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<SshKeysDecision> {
     const keys = site.sshAuthorizedKeys.length;
-    const todo = changes(view, wanted(site.sshAuthorizedKeys), keys);
-    if (todo.length === 0)
+    const { changes, decision } = decide(view, wanted(site.sshAuthorizedKeys), keys);
+    if (changes.length === 0)
       return {
         action: 'noop',
         reason: keys === 0 ? 'the site-config has no SSH keys' : `${keys} site key(s) already authorized for ${USER}`,
       };
-    return { action: 'change', summary: `authorize ${keys} site key(s) for ${USER}`, changes: todo };
+    return { action: 'change', summary: `authorize ${keys} site key(s) for ${USER}`, changes, decision };
   },
 
-  async apply(ctx, view) {
-    const keys = ctx.site.sshAuthorizedKeys;
-    const files = wanted(keys);
-    const todo = changes(view, files, keys.length);
-    const keysFile = files.find((f) => f.path === KEYS_FILE);
+  async apply(ctx, decision) {
     // the keys first: once sshd reads the drop-in, the file it names is there
-    if (keysFile) await writeManagedFile(ctx.fs, keysFile);
-    if (todo.some((c) => c.target === SSHD_UNIT))
-      await restartWithFiles(
-        ctx,
-        SSHD,
-        files.filter((f) => f.path === SSHD_DROP_IN),
-      );
-    if (todo.some((c) => c.action === 'delete' && c.target === KEYS_FILE)) await ctx.fs.remove(KEYS_FILE);
-    const old = withoutOldBlock(view);
+    if (decision.keysFile) await writeManagedFile(ctx.fs, decision.keysFile);
+    if (decision.restartSshd) await restartWithFiles(ctx, SSHD, decision.restartSshd.files);
+    for (const file of decision.remove) await ctx.fs.remove(file);
+    const old = decision.authorizedKeys;
     if (old) {
-      const { owner } = authorizedKeysOf(view.user);
-      await ctx.fs.ensureUserDir(path.posix.dirname(old.path), 0o700, owner);
+      await ctx.fs.ensureUserDir(path.posix.dirname(old.path), 0o700, old.userFolder);
       await writeManagedFile(ctx.fs, old);
     }
-    ctx.log.info(
-      { file: KEYS_FILE, keys: ctx.site.sshAuthorizedKeys.length },
-      `${USER}'s site keys written where sshd reads them`,
-    );
+    ctx.log.info({ file: KEYS_FILE, keys: decision.keys }, `${USER}'s site keys written where sshd reads them`);
   },
 };
