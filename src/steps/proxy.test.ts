@@ -38,15 +38,24 @@ describe('proxy decisions', () => {
     data: { 'ca-bundle.crt': pem },
   });
   const site = { httpProxy: 'http://proxy.store42:3128', noProxy: '.store42' };
+  const awaitRevision = { httpProxy: site.httpProxy };
   it.each([
-    ['a proxy to set', { proxy: proxy({}) }, { proxy: site }, 'change', ['update Proxy cluster']],
-    ['the proxy in place', { proxy: proxy(site) }, { proxy: site }, 'noop', []],
+    [
+      'a proxy to set',
+      { proxy: proxy({}) },
+      { proxy: site },
+      'change',
+      ['update Proxy cluster'],
+      { proxyPatch: site, awaitRevision },
+    ],
+    ['the proxy in place', { proxy: proxy(site) }, { proxy: site }, 'noop', [], undefined],
     [
       'a field the site leaves out is cleared',
       { proxy: proxy({ ...site, httpsProxy: 'http://old:3128' }) },
       { proxy: site },
       'change',
       ['update Proxy cluster'],
+      { proxyPatch: { httpsProxy: null }, awaitRevision },
     ],
     [
       'a bundle for the proxy, nothing there',
@@ -54,6 +63,15 @@ describe('proxy decisions', () => {
       { trustBundle: { caBundlePem: PEM, proxyTrustedCA: true } },
       'change',
       ['create ConfigMap openshift-config/user-ca-bundle', 'update Proxy cluster'],
+      { userCaBundle: { write: 'create', pem: PEM }, proxyPatch: { trustedCA: { name: 'user-ca-bundle' } } },
+    ],
+    [
+      'a new bundle, the proxy in place: the revision is still waited for',
+      { proxy: proxy(site), userCaBundle: bundle('old') },
+      { proxy: site, trustBundle: { caBundlePem: PEM, proxyTrustedCA: false } },
+      'change',
+      ['update ConfigMap openshift-config/user-ca-bundle'],
+      { userCaBundle: { write: 'update', pem: PEM }, awaitRevision },
     ],
     [
       'a bundle not for the proxy, in place',
@@ -61,11 +79,13 @@ describe('proxy decisions', () => {
       { trustBundle: { caBundlePem: PEM, proxyTrustedCA: false } },
       'noop',
       [],
+      undefined,
     ],
-    ['no Proxy object', {}, { proxy: site }, 'conflict', []],
-  ] as const)('%s', (_, view, parts, action, changes) => {
+    ['no Proxy object', {}, { proxy: site }, 'conflict', [], undefined],
+  ] as const)('%s', (_, view, parts, action, changes, decision) => {
     const plan = proxyStep.plan(view as ProxyView, testSite(parts));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });

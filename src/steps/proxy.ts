@@ -55,21 +55,40 @@ export interface ProxyView {
   proxy?: ProxyObject;
 }
 
-interface Decision {
-  changes: Change[];
-  conflict?: string;
-  configMap?: 'create' | 'update';
-  /** a JSON merge patch of the Proxy's spec; undefined when it is as it should be */
+/** What apply writes, and what settle waits for. The trust bundle is public: CA certificates. */
+export interface ProxyDecision {
+  /** the site's trust bundle into the user-ca-bundle ConfigMap, first */
+  userCaBundle?: { write: 'create' | 'update'; pem: string };
+  /** a JSON merge patch of the Proxy's spec */
   proxyPatch?: Record<string, unknown>;
+  /** the site's proxy, which settle waits to find in the kube-apiserver's latest revision */
+  awaitRevision?: { httpProxy?: string; httpsProxy?: string };
 }
 
-function decide(view: ProxyView, site: Site): Decision {
+interface Comparison {
+  changes: Change[];
+  conflict?: string;
+  decision: ProxyDecision;
+}
+
+function decide(view: ProxyView, site: Site): Comparison {
   const { proxy, trustBundle } = site;
-  const s: Decision = { changes: [] };
+  const s: Comparison = {
+    changes: [],
+    decision: {
+      ...(proxy && {
+        awaitRevision: {
+          ...(proxy.httpProxy !== undefined && { httpProxy: proxy.httpProxy }),
+          ...(proxy.httpsProxy !== undefined && { httpsProxy: proxy.httpsProxy }),
+        },
+      }),
+    },
+  };
   if (trustBundle && view.userCaBundle?.data?.[CA_BUNDLE_KEY] !== trustBundle.caBundlePem) {
-    s.configMap = view.userCaBundle ? 'update' : 'create';
+    const write = view.userCaBundle ? 'update' : 'create';
+    s.decision.userCaBundle = { write, pem: trustBundle.caBundlePem };
     s.changes.push({
-      action: s.configMap,
+      action: write,
       target: `ConfigMap ${CONFIG_NAMESPACE}/${USER_CA_BUNDLE}`,
       summary: "the site's trust bundle (spec.trustBundle), merged into the cluster's trusted CAs",
     });
@@ -86,7 +105,7 @@ function decide(view: ProxyView, site: Site): Decision {
   for (const field of PROXY_FIELDS) if (want[field] !== spec[field]) patch[field] = want[field] ?? null;
   if (want.trustedCA?.name !== spec.trustedCA?.name) patch.trustedCA = want.trustedCA;
   if (Object.keys(patch).length > 0) {
-    s.proxyPatch = patch;
+    s.decision.proxyPatch = patch;
     s.changes.push({
       action: 'update',
       target: 'Proxy cluster',
@@ -111,7 +130,7 @@ function decide(view: ProxyView, site: Site): Decision {
 
 const givesProxy = (site: Site) => site.proxy !== undefined || site.trustBundle !== undefined;
 
-export const proxyStep: Step<ProxyView> = {
+export const proxyStep: Step<ProxyView, ProxyDecision> = {
   name: 'proxy',
   group: 'cluster',
   description:
@@ -127,7 +146,7 @@ export const proxyStep: Step<ProxyView> = {
     return { ...(userCaBundle && { userCaBundle }), ...(proxy && { proxy }) };
   },
 
-  plan(view, site): PlanResult {
+  plan(view, site): PlanResult<ProxyDecision> {
     if (!givesProxy(site))
       return {
         action: 'noop',
@@ -136,28 +155,32 @@ export const proxyStep: Step<ProxyView> = {
     const s = decide(view, site);
     if (s.conflict) return { action: 'conflict', reason: s.conflict };
     if (s.changes.length === 0) return { action: 'noop', reason: "the site's proxy and trust bundle are in place" };
-    return { action: 'change', summary: "give the cluster the site's proxy and trust bundle", changes: s.changes };
+    return {
+      action: 'change',
+      summary: "give the cluster the site's proxy and trust bundle",
+      changes: s.changes,
+      decision: s.decision,
+    };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, { userCaBundle, proxyPatch }) {
     const kube = await ctx.kube();
-    const s = decide(view, ctx.site);
-    const pem = ctx.site.trustBundle?.caBundlePem;
-    if (s.configMap === 'create')
+    if (userCaBundle?.write === 'create')
       await kube.create<ConfigMapObject>({
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: USER_CA_BUNDLE, namespace: CONFIG_NAMESPACE, labels: { ...managedLabels } },
-        data: { [CA_BUNDLE_KEY]: pem! },
+        data: { [CA_BUNDLE_KEY]: userCaBundle.pem },
       });
-    else if (s.configMap === 'update')
+    else if (userCaBundle?.write === 'update')
+      // read-modify-write: the decision's bundle into the ConfigMap as it is now, its other keys kept
       await kube.update<ConfigMapObject>(userCaBundleRef, (cm) => ({
         ...cm,
-        data: { ...cm.data, [CA_BUNDLE_KEY]: pem! },
+        data: { ...cm.data, [CA_BUNDLE_KEY]: userCaBundle.pem },
       }));
-    if (s.proxyPatch) await kube.mergePatch(PROXY_CONFIG, { spec: s.proxyPatch });
+    if (proxyPatch) await kube.mergePatch(PROXY_CONFIG, { spec: proxyPatch });
     ctx.log.info(
-      { proxy: ctx.site.proxy !== undefined, trustBundle: ctx.site.trustBundle !== undefined },
+      { userCaBundle: userCaBundle?.write ?? 'in place', proxy: Object.keys(proxyPatch ?? {}) },
       "the site's proxy and trust bundle are in place",
     );
   },
@@ -167,10 +190,9 @@ export const proxyStep: Step<ProxyView> = {
    * for, so that no later step writes into it and `health` starts from a settled API server. The
    * reboot the machine-config daemon makes for it may come meanwhile; the run resumes after the boot.
    */
-  async settle(ctx) {
-    const proxy = ctx.site.proxy;
-    if (!proxy) return;
+  async settle(ctx, { awaitRevision }) {
+    if (!awaitRevision) return;
     const kube = await ctx.kube();
-    await awaitRollout(ctx, 'proxy', () => proxyRevisionUnsettled(kube, proxy));
+    await awaitRollout(ctx, 'proxy', () => proxyRevisionUnsettled(kube, awaitRevision));
   },
 };
