@@ -27,34 +27,73 @@ describe('extra-manifests decisions', () => {
   };
   const established = { ...crd, status: { conditions: [{ type: 'Established', status: 'True' }] } };
   const at = (object: object, i = 0) => ({ file: `extra-manifests/${i}.yaml`, index: 0, object: object as never });
+  const APPS = 'apps.store42.example.com';
+  const a = at(cm({ a: '2' }));
+  const b = at(cm({ b: '1' }), 1);
+  const widget = at(
+    { apiVersion: 'store.example.com/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'store' } },
+    2,
+  );
+  const crdWait = { name: crd.metadata.name, serves: { apiVersion: 'store.example.com/v1', kind: 'Widget' } };
   it.each([
-    ['no manifests', [], 'noop', []],
-    ['a new object', [{ manifest: at(cm({ a: '1' })), next: cm({ a: '1' }) }], 'change', ['create']],
-    ['in place', [{ manifest: at(cm({ a: '1' })), current: cm({ a: '1' }), next: cm({ a: '1' }) }], 'noop', []],
+    ['no manifests', [], 'noop', [], undefined],
     [
-      'a field to change',
-      [{ manifest: at(cm({ a: '2' })), current: cm({ a: '1' }), next: cm({ a: '2' }) }],
+      'a new object',
+      [{ manifest: a, next: cm({ a: '2' }) }],
+      'change',
+      ['create'],
+      { awaitAppsDomain: APPS, apply: [{ manifest: a }] },
+    ],
+    ['in place', [{ manifest: a, current: cm({ a: '2' }), next: cm({ a: '2' }) }], 'noop', [], undefined],
+    [
+      'a field to change, the manifest before it in place: only the changed one is applied',
+      [
+        { manifest: b, current: cm({ b: '1' }), next: cm({ b: '1' }) },
+        { manifest: a, current: cm({ a: '1' }), next: cm({ a: '2' }) },
+      ],
       'change',
       ['update'],
+      { awaitAppsDomain: APPS, apply: [{ manifest: a }] },
     ],
     [
-      'waits for a CRD another manifest brings',
-      [{ manifest: at(cm({})), pending: 'once extra-manifests/0.yaml is established' }],
+      'a CRD and an object of its kind, waiting for it',
+      [
+        { manifest: at(crd), next: crd },
+        { manifest: widget, pending: 'once extra-manifests/0.yaml is established' },
+      ],
+      'change',
+      ['create', 'apply'],
+      { awaitAppsDomain: APPS, apply: [{ manifest: at(crd), awaitCrd: crdWait }, { manifest: widget }] },
+    ],
+    [
+      'a CRD not established yet',
+      [{ manifest: at(crd), current: crd, next: crd }],
       'change',
       ['apply'],
+      { awaitAppsDomain: APPS, apply: [{ manifest: at(crd), awaitCrd: crdWait }] },
     ],
-    ['a CRD not established yet', [{ manifest: at(crd), current: crd, next: crd }], 'change', ['apply']],
-    ['a CRD established', [{ manifest: at(crd), current: established, next: established }], 'noop', []],
-    ['refused by the API', [{ manifest: at(cm({})), conflict: 'extra-manifests/0.yaml: forbidden' }], 'conflict', []],
-  ] as const)('%s', (_, view, action, changes) => {
-    const plan = extraManifestsStep.plan(view as unknown as ExtraManifestsView, testSite());
+    ['a CRD established', [{ manifest: at(crd), current: established, next: established }], 'noop', [], undefined],
+    [
+      'refused by the API',
+      [{ manifest: at(cm({})), conflict: 'extra-manifests/0.yaml: forbidden' }],
+      'conflict',
+      [],
+      undefined,
+    ],
+  ] as const)('%s', (_, manifests, action, changes, decision) => {
+    const view = { manifests, appsDomain: APPS } as unknown as ExtraManifestsView;
+    const plan = extraManifestsStep.plan(view, testSite());
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 
   it("never shows a Secret's data", () => {
-    const plan = extraManifestsStep.plan([{ manifest: at(secret), next: secret }] as ExtraManifestsView, testSite());
+    const view = { manifests: [{ manifest: at(secret), next: secret }] } as ExtraManifestsView;
+    const plan = extraManifestsStep.plan(view, testSite());
     expect(plan).toMatchObject({ action: 'change', changes: [{ action: 'create' }] });
-    expect(JSON.stringify(plan)).not.toContain('c2VjcmV0');
+    // the decision holds the manifest to apply; what the plan shows is the rest
+    const { decision: _applied, ...shown } = plan as typeof plan & { decision?: unknown };
+    expect(JSON.stringify(shown)).not.toContain('c2VjcmV0');
   });
 });

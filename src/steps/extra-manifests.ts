@@ -5,6 +5,7 @@
  * would refuse, shows before anything is written; an object whose CustomResourceDefinition or
  * namespace another manifest brings cannot be dry-run yet and is planned as pending on it. Applying
  * waits (bounded) for each CRD to be Established and its kind served before the next manifest.
+ * Only the manifests the plan lists are applied: one the dry run finds in place is left as it is.
  *
  * Before the first apply it waits, bounded by --health-timeout, until the openshift-apiserver runs
  * with ingress.config's apps domain (the site's, after the domain step): a Route it creates is then
@@ -170,24 +171,65 @@ function changeOf(s: Surveyed): Change | undefined {
   };
 }
 
-function planOf(surveyed: readonly Surveyed[]): PlanResult {
-  const conflicts = surveyed.flatMap((s) => (s.conflict ? [s.conflict] : []));
-  if (conflicts.length > 0) return { action: 'conflict', reason: conflicts.join('; ') };
-  const changes = surveyed.flatMap((s) => changeOf(s) ?? []);
-  if (surveyed.length === 0) return { action: 'noop', reason: 'the site-config has no extra manifests' };
-  if (changes.length === 0)
-    return { action: 'noop', reason: `the cluster already holds the ${surveyed.length} extra manifest(s)` };
+/** What apply does: the manifests the plan lists, in name order, each applied and its CRD waited for. */
+export interface ExtraManifestsDecision {
+  /**
+   * the apps domain the openshift-apiserver must run with before the first apply: a Route created
+   * while it still rolls out for the domain step's appsDomain would get a host under the factory's
+   * domain, which nothing moves later (src/kube/openshift-apiserver.ts)
+   */
+  awaitAppsDomain?: string;
+  /** a manifest's object may be a Secret: the decision is never shown */
+  apply: { manifest: ExtraManifest; awaitCrd?: { name: string; serves?: { apiVersion: string; kind: string } } }[];
+}
+
+/** The CRD a manifest installs, and the kind its first served version serves, to wait for. */
+function crdWait(object: KubeObject): ExtraManifestsDecision['apply'][number]['awaitCrd'] {
+  const serves = crdServes(object);
+  if (!serves) return undefined;
+  const version = (object.spec as { versions?: { name?: string; served?: boolean }[] }).versions?.find(
+    (v) => v.served !== false,
+  )?.name;
   return {
-    action: 'change',
-    summary: `server-side apply of ${changes.length} of the ${surveyed.length} extra manifest(s)`,
-    changes,
+    name: object.metadata.name,
+    ...(version && { serves: { apiVersion: `${serves.group}/${version}`, kind: serves.kind } }),
   };
 }
 
-/** What the step reads: each manifest's object on the cluster and the server's dry run of it. */
-export type ExtraManifestsView = Surveyed[];
+function planOf({ manifests: surveyed, appsDomain }: ExtraManifestsView): PlanResult<ExtraManifestsDecision> {
+  const conflicts = surveyed.flatMap((s) => (s.conflict ? [s.conflict] : []));
+  if (conflicts.length > 0) return { action: 'conflict', reason: conflicts.join('; ') };
+  const listed = surveyed.flatMap((s) => {
+    const change = changeOf(s);
+    return change ? [{ change, manifest: s.manifest }] : [];
+  });
+  if (surveyed.length === 0) return { action: 'noop', reason: 'the site-config has no extra manifests' };
+  if (listed.length === 0)
+    return { action: 'noop', reason: `the cluster already holds the ${surveyed.length} extra manifest(s)` };
+  return {
+    action: 'change',
+    summary: `server-side apply of ${listed.length} of the ${surveyed.length} extra manifest(s)`,
+    changes: listed.map((l) => l.change),
+    decision: {
+      ...(appsDomain && { awaitAppsDomain: appsDomain }),
+      apply: listed.map(({ manifest }) => {
+        const awaitCrd = crdWait(manifest.object);
+        return { manifest, ...(awaitCrd && { awaitCrd }) };
+      }),
+    },
+  };
+}
 
-export const extraManifestsStep: Step<ExtraManifestsView> = {
+/**
+ * What the step reads: each manifest's object on the cluster and the server's dry run of it, and
+ * ingress.config's apps domain (the site's, after the domain step).
+ */
+export interface ExtraManifestsView {
+  manifests: Surveyed[];
+  appsDomain?: string;
+}
+
+export const extraManifestsStep: Step<ExtraManifestsView, ExtraManifestsDecision> = {
   name: 'extra-manifests',
   group: 'cluster',
   description:
@@ -195,40 +237,29 @@ export const extraManifestsStep: Step<ExtraManifestsView> = {
   inputs: (site) => site.extraManifests,
 
   async survey(ctx) {
-    return ctx.site.extraManifests.length === 0 ? [] : survey(ctx, await ctx.kube());
+    if (ctx.site.extraManifests.length === 0) return { manifests: [] };
+    const kube = await ctx.kube();
+    const ingress = (await readIngressConfig(kube)).spec;
+    const appsDomain = ingress?.appsDomain || ingress?.domain;
+    return { manifests: await survey(ctx, kube), ...(appsDomain && { appsDomain }) };
   },
 
   plan: planOf,
 
-  async apply(ctx) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
-    // a Route created while the openshift-apiserver still rolls out for the domain step's appsDomain
-    // would get a host under the factory's domain, which nothing moves later (src/kube/openshift-apiserver.ts)
-    const ingress = (await readIngressConfig(kube)).spec;
-    const apps = ingress?.appsDomain || ingress?.domain;
+    const apps = decision.awaitAppsDomain;
     if (apps) await awaitRollout(ctx, 'extra-manifests', () => openshiftApiServerUnsettled(kube, apps));
-    for (const manifest of ctx.site.extraManifests) {
-      const { object } = manifest;
+    for (const { manifest, awaitCrd } of decision.apply) {
       let applied: KubeObject;
       try {
-        applied = await kube.apply(object, { force: FORCE });
+        applied = await kube.apply(manifest.object, { force: FORCE });
       } catch (err) {
         if (!(err instanceof StepError)) throw err;
         throw new StepError(refusal(manifest, err), { step: 'extra-manifests', retryable: err.retryable, cause: err });
       }
       ctx.log.info({ manifest: manifestAt(manifest), target: describeRef(refOf(applied)) }, 'extra manifest applied');
-      const serves = crdServes(object);
-      if (serves) {
-        const version = (object.spec as { versions?: { name?: string; served?: boolean }[] }).versions?.find(
-          (v) => v.served !== false,
-        )?.name;
-        await waitForCrd(
-          kube,
-          ctx.clock,
-          object.metadata.name,
-          version ? { apiVersion: `${serves.group}/${version}`, kind: serves.kind } : undefined,
-        );
-      }
+      if (awaitCrd) await waitForCrd(kube, ctx.clock, awaitCrd.name, awaitCrd.serves);
     }
   },
 };
