@@ -10,7 +10,7 @@ import { describeFailure } from '../kube/retry.js';
 import type { Clock } from '../ports/clock.js';
 import type { ListWatch } from '../ports/kube.js';
 import type { WatchedObject } from './model.js';
-import type { RawObject, WatchedResource } from './resources.js';
+import type { RawObject, WatchedResource } from './projection.js';
 
 export interface InformerSink {
   replace(objects: WatchedObject[]): void;

@@ -8,15 +8,8 @@ import type { ListWatch } from '../ports/kube.js';
 import { worthKeeping } from './checks/index.js';
 import { DEFAULT_INFORMER_OPTIONS, Informer, type InformerOptions } from './informer.js';
 import type { WatchedObject } from './model.js';
-import {
-  chooseVersion,
-  crdNameOf,
-  crdVersions,
-  isEstablished,
-  RESOURCE_BY_KEY,
-  RESOURCES,
-  type WatchedResource,
-} from './resources.js';
+import type { WatchedResource } from './projection.js';
+import { chooseVersion, crdNameOf, crdVersions, isEstablished, RESOURCE_BY_KEY, RESOURCES } from './resources.js';
 import type { WatchEvent } from './store.js';
 
 export interface SourceStatus {

@@ -4,7 +4,8 @@
  * conversion webhooks with nothing behind them.
  */
 import { str, type RawFinding, type Snapshot, type WatchedObject } from '../model.js';
-import { crdVersions, isCapiGroup, isPrivateCapiGroup, PRIVATE_CAPI_GROUP_SUFFIX } from '../resources.js';
+import { isCapiGroup, isPrivateCapiGroup, PRIVATE_CAPI_GROUP_SUFFIX } from '../capi-resources.js';
+import { crdVersions } from '../resources.js';
 import { capiFinding as finding } from './capi-finding.js';
 
 export type CapiOwner = 'HyperShift' | 'OpenShift (cluster-capi-operator)' | 'clusterctl';

@@ -11,7 +11,7 @@ import {
   type Snapshot,
   type WatchedObject,
 } from '../model.js';
-import { PRIVATE_CAPI_GROUP_SUFFIX } from '../resources.js';
+import { PRIVATE_CAPI_GROUP_SUFFIX } from '../capi-resources.js';
 import { capiFinding as finding, MINUTES, paused, since } from './capi-finding.js';
 
 /**

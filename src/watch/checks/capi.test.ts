@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { WatchedObject } from '../model.js';
-import { capiStatus, RESOURCE_BY_KEY } from '../resources.js';
+import { capiStatus } from '../capi-resources.js';
+import { RESOURCE_BY_KEY } from '../resources.js';
 import { ObjectStore } from '../store.js';
 import { evaluate, findingKey } from '../track.js';
 import { checkCapi } from './capi.js';

@@ -5,7 +5,7 @@
  * v1beta2 storage version (capi-hypershift.ts); and the ClusterAPI operator's revision rollout.
  */
 import { str, type RawFinding, type Snapshot, type WatchedObject } from '../model.js';
-import { PRIVATE_CAPI_GROUP_SUFFIX } from '../resources.js';
+import { PRIVATE_CAPI_GROUP_SUFFIX } from '../capi-resources.js';
 import { isCapiCrd, checkCapiCrd } from './capi-crds.js';
 import { capiFinding as finding, MACHINE_GRACE_MS } from './capi-finding.js';
 import { checkHostedCluster, checkMigrationStatus } from './capi-hypershift.js';
