@@ -2,7 +2,8 @@
  * docs/design.md is where a maintainer starts: every file or folder it names in backticks exists,
  * its repository layout has a row for every folder under src/, and what it says of the steps'
  * rooms holds: no step imports another, and nothing a step hands on travels in module state keyed
- * on an object (a WeakMap or WeakSet in the engine or the steps).
+ * on an object (a WeakMap or WeakSet in the engine or the steps). No source file under src/ runs
+ * over 400 lines: one that does holds more than one concern, and is split along them.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +12,8 @@ import { STEPS } from '../../src/steps/index.js';
 import { REPO } from '../helpers/cli.js';
 
 const doc = readFileSync(path.join(REPO, 'docs/design.md'), 'utf8');
+/** the most lines a source file under src/ may have */
+const MAX_LINES = 400;
 /** `src/...`, `test/...` and the like; a placeholder (`<name>`) or a glob stands for any name and is not checked */
 const named = [...doc.matchAll(/`((?:src|test|docs|scripts|systemd|bench|examples)\/[^`<>\s*]*)`/g)].map((m) => m[1]!);
 
@@ -46,5 +49,14 @@ describe('docs/design.md', () => {
         .map((f) => `${dir}/${f}`),
     );
     expect(sources.filter((f) => /new Weak(Map|Set)\b/.test(readFileSync(path.join(REPO, f), 'utf8')))).toEqual([]);
+  });
+
+  it('has no source file over 400 lines under src/ (tests aside)', () => {
+    const sources = readdirSync(path.join(REPO, 'src'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+      .map((f) => `src/${f}`);
+    const lines = (file: string) => readFileSync(path.join(REPO, file), 'utf8').split('\n').length - 1;
+    expect(sources.length).toBeGreaterThan(100);
+    expect(sources.filter((f) => lines(f) > MAX_LINES).map((f) => `${f}: ${lines(f)} lines`)).toEqual([]);
   });
 });
