@@ -34,6 +34,14 @@
  * Every qemu and ssh process is stopped by pid in dispose(), and as a last resort when the test
  * process exits. Artifacts go to .artifacts/<name>/ at the repository root.
  *
+ * TPM: `tpm: true` gives the guest a software TPM2 of its own (swtpm, its state in the work folder,
+ * kept across bootAgain()) as a TIS device, seen by the kernel as /dev/tpm0 and /dev/tpmrm0. Such a
+ * guest boots with qemu's qboot firmware instead of SeaBIOS: qemu loads the initrd just under the
+ * 160 KiB it keeps for the firmware's ACPI data at the top of low memory, and SeaBIOS with a TPM
+ * needs 204 KiB there (128 KiB of tables, the TPM's 64 KiB event log), so the initrd overwrites the
+ * tables ("ACPI: Interpreter disabled": no TPM device, the NICs named enp0s3 instead of ens3, no
+ * network). qboot puts the tables below 1 MiB, out of the initrd's way.
+ *
  * Environment: VM_ACCEL, VM_CPU, VM_SMP, VM_MEM (above); VM_KEEP=1 keeps work folders;
  * SNO_RELOCATE_VM_CACHE moves the image cache (default /var/cache/sno-relocate-vm).
  */
@@ -90,6 +98,8 @@ export interface BootOptions {
   cpu?: string;
   /** extra qemu arguments */
   qemuArgs?: string[];
+  /** a software TPM2 of the guest's own (see the top of this file) */
+  tpm?: boolean;
   /**
    * TCP services of the host's loopback the guest reaches on the management network (restrict=on
    * lets nothing else through): each connection to guest `address:port` is relayed to
@@ -138,6 +148,7 @@ export class Vm {
 
   private proc?: ChildProcess;
   private master?: ChildProcess;
+  private swtpm?: ChildProcess;
   private bootStartedAt = 0;
   private sticks: Stick[] = [];
   private stickSeq = 0;
@@ -168,6 +179,9 @@ export class Vm {
   private get qmpPath(): string {
     return join(this.workDir, 'qmp.sock');
   }
+  private get tpmSocket(): string {
+    return join(this.workDir, 'swtpm.sock');
+  }
   private get controlPath(): string {
     return join(this.workDir, 'ssh.ctl');
   }
@@ -195,6 +209,7 @@ export class Vm {
     if (this.opts.hostForwards?.length) await writeFile(this.relayPath, RELAY);
     for (const image of sticks) this.sticks.push(this.newStick(image, false));
     for (let attempt = 1; ; attempt++) {
+      if (this.opts.tpm) await this.startTpm();
       this.sshPort = await freeTcpPort();
       await rm(this.qmpPath, { force: true });
       await rm(this.controlPath, { force: true });
@@ -213,6 +228,37 @@ export class Vm {
         if (attempt < 5 && /host forwarding|Address already in use/i.test(log)) continue;
         throw new Error(`${this.name}: qemu failed to start: ${(e as Error).message}\n${log}`);
       }
+    }
+  }
+
+  /** swtpm for this boot, on the state of the guest's TPM in the work folder; ends when qemu lets go of it */
+  private async startTpm(): Promise<void> {
+    // a qemu that failed to start has let go of the last one
+    await killAndWait(this.swtpm, 'SIGTERM');
+    const state = join(this.workDir, 'tpm');
+    await mkdir(state, { recursive: true });
+    await rm(this.tpmSocket, { force: true });
+    const tpm = track(
+      spawn(
+        'swtpm',
+        [
+          'socket',
+          '--tpm2',
+          '--tpmstate',
+          `dir=${state}`,
+          '--ctrl',
+          `type=unixio,path=${this.tpmSocket}`,
+          '--terminate',
+        ],
+        { stdio: 'ignore' },
+      ),
+    );
+    this.swtpm = tpm;
+    const deadline = now() + 30_000;
+    while (!existsSync(this.tpmSocket)) {
+      if (tpm.exitCode !== null || tpm.signalCode !== null) throw new Error(`${this.name}: swtpm exited`);
+      if (now() > deadline) throw new Error(`${this.name}: swtpm made no socket within 30 s`);
+      await delay(50);
     }
   }
 
@@ -277,6 +323,11 @@ export class Vm {
       '-qmp',
       `unix:${this.qmpPath},server=on,wait=off`,
     ];
+    if (o.tpm) {
+      args.push('-bios', 'qboot.rom');
+      args.push('-chardev', `socket,id=swtpm,path=${this.tpmSocket}`);
+      args.push('-tpmdev', 'emulator,id=tpm0,chardev=swtpm', '-device', 'tpm-tis,tpmdev=tpm0');
+    }
     for (const s of this.sticks) {
       args.push('-blockdev', JSON.stringify(this.stickBlockdev(s)));
       args.push('-device', `usb-storage,bus=xhci.0,drive=${s.node},id=${s.id},removable=on`);
@@ -304,6 +355,7 @@ export class Vm {
   async powerCut(): Promise<void> {
     await this.stopSsh();
     await killAndWait(this.proc, 'SIGKILL');
+    await killAndWait(this.swtpm, 'SIGTERM');
     this.qmp?.close();
   }
 
