@@ -4,7 +4,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { testSite } from '../../test/node/context.js';
 import { opensslCa } from '../../test/helpers/openssl.js';
+import type { Site } from '../config/site.js';
 import {
+  type AccessDecision,
   type AccessView,
   accessStep,
   FACTORY_ADMIN_REFUSED,
@@ -44,8 +46,25 @@ describe('access decisions', () => {
     metadata: { name: 'kubeadmin', namespace: 'kube-system' },
     data: { kubeadmin: Buffer.from(hash).toString('base64') },
   });
-  it.each([
-    ['a client CA, nothing there', { apiserver: apiserver() }, { clientCaPem: CA }, 'change', ['create', 'update']],
+  // no installer admin CA in these views: the factory's admin.kubeconfig admits nobody
+  const writes = (d: Partial<AccessDecision>): AccessDecision => ({ clientCaField: false, factoryWorks: false, ...d });
+  it.each<[string, Partial<AccessView>, NonNullable<Site['access']>, string, string[], AccessDecision?]>([
+    [
+      'a client CA, nothing there',
+      { apiserver: apiserver() },
+      { clientCaPem: CA },
+      'change',
+      ['create', 'update'],
+      writes({ clientCa: { action: 'create', pem: CA }, clientCaField: true }),
+    ],
+    [
+      'another client CA in the ConfigMap, the field in place',
+      { clientCa: cm('old'), apiserver: apiserver('sno-relocate-admin-client-ca') },
+      { clientCaPem: CA },
+      'change',
+      ['update'],
+      writes({ clientCa: { action: 'update', pem: CA } }),
+    ],
     [
       'a client CA in place',
       { clientCa: cm(CA), apiserver: apiserver('sno-relocate-admin-client-ca') },
@@ -61,13 +80,15 @@ describe('access decisions', () => {
       { kubeadminPasswordHash: HASH },
       'change',
       ['update'],
+      writes({ kubeadminHash: HASH }),
     ],
     ['the kubeadmin hash in place', { kubeadmin: kubeadmin(HASH) }, { kubeadminPasswordHash: HASH }, 'noop', []],
     ['no kubeadmin secret to write into', {}, { kubeadminPasswordHash: HASH }, 'conflict', []],
-  ] as const)('%s', (_, view, access, action, changes) => {
-    const plan = accessStep.plan({ readAt: READ_AT, ...view } as AccessView, testSite({ access }));
+  ])('%s', (_, view, access, action, changes, decision) => {
+    const plan = accessStep.plan({ readAt: READ_AT, ...view }, testSite({ access }));
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.action) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });
 
@@ -158,5 +179,22 @@ describe("the factory's admin.kubeconfig at the site", () => {
     const plan = accessStep.plan({ readAt: READ_AT, ...view } as AccessView, testSite(access ? { access } : {}));
     expect(plan.action).toBe(action);
     expect(said(plan)).toContain(words);
+  });
+
+  it.each([
+    [
+      'revoked: the bundle emptied, kept in the annotation',
+      adminCa(installer),
+      'revoke',
+      { bundle: '', revoked: installer },
+      false,
+    ],
+    ['restored from the annotation', adminCa('', installer), 'keep', { bundle: installer }, true],
+  ] as const)('decides the bundle it writes: %s', (_, ca, factoryAdminKubeconfig, written, factoryWorks) => {
+    const plan = accessStep.plan(
+      { ...inPlace, adminCa: ca } as AccessView,
+      testSite({ access: { clientCaPem: site, factoryAdminKubeconfig } }),
+    );
+    expect(plan.action === 'change' && plan.decision).toEqual({ clientCaField: false, adminCa: written, factoryWorks });
   });
 });

@@ -77,16 +77,25 @@ export interface AccessView {
   readAt: string;
 }
 
-interface Decision {
+/** What apply writes, in this order; a field left out is left alone. */
+export interface AccessDecision {
+  /** the site's admin client CA into its ConfigMap: created, or its key updated in place */
+  clientCa?: { action: 'create' | 'update'; pem: string };
+  /** apiserver.config spec.clientCA set to name that ConfigMap */
+  clientCaField: boolean;
+  /** the kubeadmin bcrypt hash, written into the existing secret's data in place */
+  kubeadminHash?: string;
+  /** the installer's admin CA bundle to write, and the one kept in the annotation when revoked */
+  adminCa?: { bundle: string; revoked?: string };
+  /** whether the factory's admin.kubeconfig works once the decision is applied */
+  factoryWorks: boolean;
+}
+
+/** The decision, with the lines the plan shows for it and what refuses it. */
+interface Judged {
+  decision: AccessDecision;
   changes: Change[];
   conflicts: string[];
-  configMap?: 'create' | 'update';
-  clientCaField: boolean;
-  kubeadmin: boolean;
-  /** the installer's admin CA bundle to write */
-  adminCa?: { bundle: string; revoked?: string };
-  /** whether the factory's admin.kubeconfig works once the plan is applied */
-  factoryWorks: boolean;
 }
 
 /** The fingerprints of the certificates the operator keeps from a bundle (CombineCABundleConfigMaps drops expired). */
@@ -103,7 +112,7 @@ function liveCas(pem: string, at: number): string[] {
 }
 
 /** The installer's admin CA: revoked (emptied, kept in an annotation) or restored, and whether it then admits. */
-function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s: Decision): void {
+function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s: Judged): void {
   const at = Date.parse(view.readAt);
   const bundle = view.adminCa?.data?.[CLIENT_CA_KEY] ?? '';
   const revoked = view.adminCa?.metadata.annotations?.[REVOKED_ANNOTATION];
@@ -111,7 +120,7 @@ function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s:
   let after = bundle;
   if (access.factoryAdminKubeconfig === 'revoke' && liveCas(bundle, at).length > 0) {
     after = '';
-    s.adminCa = { bundle: '', revoked: bundle };
+    s.decision.adminCa = { bundle: '', revoked: bundle };
     s.changes.push({
       action: 'update',
       target,
@@ -120,7 +129,7 @@ function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s:
   } else if (access.factoryAdminKubeconfig === 'keep' && revoked && !bundle) {
     // put back only on the site-config's word: a site-config that says nothing leaves it revoked
     after = revoked;
-    s.adminCa = { bundle: revoked };
+    s.decision.adminCa = { bundle: revoked };
     s.changes.push({
       action: 'update',
       target,
@@ -130,22 +139,23 @@ function decideAdminCa(view: AccessView, access: NonNullable<Site['access']>, s:
   // the site's own client CA may be the installer's: then the factory's kubeconfig still works
   const site = new Set(access.clientCaPem === undefined ? [] : liveCas(access.clientCaPem, at));
   const factory = liveCas(after || bundle, at);
-  s.factoryWorks = liveCas(after, at).length > 0 || factory.some((f) => site.has(f));
+  s.decision.factoryWorks = liveCas(after, at).length > 0 || factory.some((f) => site.has(f));
 }
 
 /** The plan's last words on the factory's kubeconfig: every plan of the step says it. */
-const factorySays = (s: Pick<Decision, 'factoryWorks'>) =>
+const factorySays = (s: Pick<AccessDecision, 'factoryWorks'>) =>
   s.factoryWorks ? FACTORY_ADMIN_WORKS : FACTORY_ADMIN_REFUSED;
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 
-function decide(view: AccessView, access: NonNullable<Site['access']>): Decision {
-  const s: Decision = { changes: [], conflicts: [], clientCaField: false, kubeadmin: false, factoryWorks: true };
+function decide(view: AccessView, access: NonNullable<Site['access']>): Judged {
+  const s: Judged = { decision: { clientCaField: false, factoryWorks: true }, changes: [], conflicts: [] };
   if (access.clientCaPem !== undefined) {
     if (view.clientCa?.data?.[CLIENT_CA_KEY] !== access.clientCaPem) {
-      s.configMap = view.clientCa ? 'update' : 'create';
+      const action = view.clientCa ? 'update' : 'create';
+      s.decision.clientCa = { action, pem: access.clientCaPem };
       s.changes.push({
-        action: s.configMap,
+        action,
         target: `ConfigMap ${CONFIG_NAMESPACE}/${CLIENT_CA_CONFIGMAP}`,
         summary: "the site's admin client CA (spec.access.clientCAFile)",
       });
@@ -157,7 +167,7 @@ function decide(view: AccessView, access: NonNullable<Site['access']>): Decision
         `apiserver.config/cluster spec.clientCA names ConfigMap ${current}, which the agent did not make: replacing it would lock out whoever it admits`,
       );
     else if (current !== CLIENT_CA_CONFIGMAP) {
-      s.clientCaField = true;
+      s.decision.clientCaField = true;
       s.changes.push({
         action: 'update',
         target: 'APIServer cluster',
@@ -173,7 +183,7 @@ function decide(view: AccessView, access: NonNullable<Site['access']>): Decision
         'kube-system/kubeadmin does not exist: the OAuth server accepts only the one made at installation, so it cannot be created again',
       );
     else if (view.kubeadmin.data?.kubeadmin !== b64(access.kubeadminPasswordHash)) {
-      s.kubeadmin = true;
+      s.decision.kubeadminHash = access.kubeadminPasswordHash;
       s.changes.push({
         action: 'update',
         target: 'Secret kube-system/kubeadmin',
@@ -188,7 +198,7 @@ function decide(view: AccessView, access: NonNullable<Site['access']>): Decision
 const givesAccess = (site: Site) =>
   site.access?.clientCaPem !== undefined || site.access?.kubeadminPasswordHash !== undefined;
 
-export const accessStep: Step<AccessView> = {
+export const accessStep: Step<AccessView, AccessDecision> = {
   name: 'access',
   group: 'cluster',
   description: "the site's admin client CA in `apiserver.config` spec.clientCA; the kubeadmin hash updated in place",
@@ -216,49 +226,52 @@ export const accessStep: Step<AccessView> = {
     };
   },
 
-  plan(view, site): PlanResult {
-    const s = decide(view, site.access ?? {});
-    if (!givesAccess(site) && s.changes.length === 0)
+  plan(view, site): PlanResult<AccessDecision> {
+    const { decision, changes, conflicts } = decide(view, site.access ?? {});
+    if (!givesAccess(site) && changes.length === 0)
       return {
         action: 'noop',
-        reason: `the site-config gives no admin client CA and no kubeadmin hash: the factory's access stays; ${factorySays(s)}`,
+        reason: `the site-config gives no admin client CA and no kubeadmin hash: the factory's access stays; ${factorySays(decision)}`,
       };
-    if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
-    if (s.changes.length === 0) return { action: 'noop', reason: `the site's access is in place; ${factorySays(s)}` };
+    if (conflicts.length > 0) return { action: 'conflict', reason: conflicts.join('; ') };
+    if (changes.length === 0)
+      return { action: 'noop', reason: `the site's access is in place; ${factorySays(decision)}` };
     return {
       action: 'change',
-      summary: `give the site's administrators access; ${factorySays(s)}`,
-      changes: s.changes,
+      summary: `give the site's administrators access; ${factorySays(decision)}`,
+      changes,
+      decision,
     };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
-    const access = ctx.site.access ?? {};
-    const s = decide(view, access);
+    const { clientCa, kubeadminHash, adminCa } = decision;
     // the ConfigMap before the field naming it: the operator never sees a clientCA it cannot read
-    if (s.configMap === 'create')
+    if (clientCa?.action === 'create')
       await kube.create<ConfigMapObject>({
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: CLIENT_CA_CONFIGMAP, namespace: CONFIG_NAMESPACE, labels: { ...managedLabels } },
-        data: { [CLIENT_CA_KEY]: access.clientCaPem! },
+        data: { [CLIENT_CA_KEY]: clientCa.pem },
       });
-    else if (s.configMap === 'update')
+    else if (clientCa?.action === 'update')
+      // read-modify-write: the decision's key merged into the ConfigMap as it is now
       await kube.update<ConfigMapObject>(clientCaRef, (cm) => ({
         ...cm,
-        data: { ...cm.data, [CLIENT_CA_KEY]: access.clientCaPem! },
+        data: { ...cm.data, [CLIENT_CA_KEY]: clientCa.pem },
       }));
-    if (s.clientCaField) await kube.mergePatch(APISERVER_CONFIG, { spec: { clientCA: { name: CLIENT_CA_CONFIGMAP } } });
-    if (s.kubeadmin)
+    if (decision.clientCaField)
+      await kube.mergePatch(APISERVER_CONFIG, { spec: { clientCA: { name: CLIENT_CA_CONFIGMAP } } });
+    if (kubeadminHash !== undefined)
       // an update of the data only: the secret keeps its uid and creationTimestamp
       await kube.update<SecretObject>(KUBEADMIN_SECRET, (secret) => ({
         ...secret,
-        data: { ...secret.data, kubeadmin: b64(access.kubeadminPasswordHash!) },
+        data: { ...secret.data, kubeadmin: b64(kubeadminHash) },
       }));
     // last, once the site's own CA is named: the site is never without an administrator certificate
-    if (s.adminCa) {
-      const { bundle, revoked } = s.adminCa;
+    if (adminCa) {
+      const { bundle, revoked } = adminCa;
       await kube.update<ConfigMapObject>(adminCaRef, (cm) => {
         const annotations = Object.fromEntries(
           Object.entries(cm.metadata.annotations ?? {}).filter(([k]) => k !== REVOKED_ANNOTATION),
@@ -269,11 +282,11 @@ export const accessStep: Step<AccessView> = {
     }
     ctx.log.info(
       {
-        clientCA: access.clientCaPem !== undefined,
-        kubeadmin: access.kubeadminPasswordHash !== undefined,
-        factoryAdminKubeconfig: s.factoryWorks ? 'works' : 'refused',
+        clientCA: clientCa !== undefined || decision.clientCaField,
+        kubeadmin: kubeadminHash !== undefined,
+        factoryAdminKubeconfig: decision.factoryWorks ? 'works' : 'refused',
       },
-      `the site's access is in place; ${factorySays(s)}`,
+      `the site's access is in place; ${factorySays(decision)}`,
     );
   },
 };
