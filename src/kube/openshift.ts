@@ -240,9 +240,10 @@ export function domainsOf(cluster: string, baseDomain: string): SiteDomains {
  * finds it on a rerun even though the ingress config no longer shows it.
  */
 const APPS_DOMAINS_FILE = 'previous-apps-domains.json';
+export const appsDomainsFile = (stateDir: string): string => path.join(stateDir, APPS_DOMAINS_FILE);
 
 async function rememberedAppsDomains(fs: RootFs, stateDir: string): Promise<string[]> {
-  const file = path.join(stateDir, APPS_DOMAINS_FILE);
+  const file = appsDomainsFile(stateDir);
   return (await readJsonFile(fs, file, { what: 'remembered apps domains', schema: z.array(z.string()) })) ?? [];
 }
 
@@ -250,7 +251,7 @@ export async function rememberAppsDomain(fs: RootFs, stateDir: string, domain: s
   const known = await rememberedAppsDomains(fs, stateDir);
   if (known.includes(domain)) return;
   await fs.mkdirp(stateDir, 0o700);
-  await fs.writeAtomic(path.join(stateDir, APPS_DOMAINS_FILE), `${JSON.stringify([...known, domain])}\n`, {
+  await fs.writeAtomic(appsDomainsFile(stateDir), `${JSON.stringify([...known, domain])}\n`, {
     mode: 0o644,
   });
 }

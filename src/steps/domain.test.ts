@@ -1,7 +1,12 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { opensslCa } from '../../test/helpers/openssl.js';
 import { testSite } from '../../test/node/context.js';
+import { siteCaGiven } from '../certs/site-certs.js';
 import type { NamedCertificate } from '../kube/openshift.js';
-import { type DomainView, domainStep } from './domain.js';
+import { type DomainDecision, type DomainView, domainStep } from './domain.js';
 import { wantedSecrets } from './domain/certificates.js';
 import { mergeNamedCertificates, namedCertificateProblem } from './domain/named-certificate.js';
 import { mergeIngress } from './domain/router.js';
@@ -128,6 +133,7 @@ describe('domain decisions', () => {
     secrets: {},
     routes: [],
     caDir: '/var/lib/sno-relocate/site-ca',
+    appsDomainsFile: '/var/lib/sno-relocate/previous-apps-domains.json',
     signers: {},
     now: new Date('2026-11-26T12:00:00Z'),
     ...parts,
@@ -164,5 +170,70 @@ describe('domain decisions', () => {
       ]),
     );
     expect(JSON.stringify(plan)).not.toMatch(/PRIVATE KEY/);
+  });
+
+  const site = testSite({ baseDomain: 'store42.example.com' });
+  const ours = { names: [domains.api], servingCertificate: { name: 'sno-relocate-api' } };
+  const secretNames = [
+    'openshift-ingress/sno-relocate-apps-wildcard',
+    'openshift-config/sno-relocate-console',
+    'openshift-config/sno-relocate-downloads',
+    'openshift-config/sno-relocate-oauth',
+    'openshift-config/sno-relocate-api',
+  ];
+  it.each<[string, Partial<DomainView>, Partial<DomainDecision>, string[]]>([
+    [
+      'a factory cluster: the site CA first, every secret issued by it, both certificates set',
+      {},
+      {
+        createCa: { dir: '/var/lib/sno-relocate/site-ca', siteName: site.name },
+        routerCertificate: true,
+        namedCertificate: true,
+      },
+      [],
+    ],
+    [
+      "the router already serves the agent's secret",
+      { ingressController: controller('sno-relocate-apps-wildcard') },
+      { routerCertificate: false, namedCertificate: true },
+      [],
+    ],
+    [
+      "the API's named certificate already in place",
+      { apiserver: apiserver([ours]) },
+      { routerCertificate: true, namedCertificate: false },
+      [],
+    ],
+    [
+      'relocated before: the apps domain it leaves is kept for the routes step',
+      { ingress: { ...ingress, spec: { ...ingress.spec, appsDomain: 'apps.sno.store7.example.com' } } },
+      { rememberAppsDomain: 'apps.sno.store7.example.com' },
+      ['update /var/lib/sno-relocate/previous-apps-domains.json'],
+    ],
+  ])('decides: %s', (_, parts, decided, listed) => {
+    const plan = domainStep.plan(view(parts), site);
+    if (plan.action !== 'change') throw new Error(`expected a change, got ${plan.action}`);
+    expect(plan.decision).toMatchObject({ domains, now: '2026-11-26T12:00:00.000Z', ...decided });
+    expect(plan.decision.secrets.map((w) => `${w.namespace}/${w.name}`)).toEqual(secretNames);
+    expect(plan.decision.secrets.every((w) => !w.exists && !w.pair && !w.issuer)).toBe(true);
+    expect(plan.decision.rememberAppsDomain).toBe(decided.rememberAppsDomain);
+    expect(plan.changes.map((c) => `${c.action} ${c.target}`)).toEqual(expect.arrayContaining(listed));
+    expect(plan.changes.some((c) => c.target.endsWith('previous-apps-domains.json'))).toBe(listed.length > 0);
+  });
+
+  it('issues under the site CA it has, named in the decision, and creates none', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'domain-ca-'));
+    const files = opensslCa(dir, 'store42-site-ca');
+    const ca = siteCaGiven({ certPem: readFileSync(files.crt, 'utf8'), keyPem: readFileSync(files.key, 'utf8') })!;
+    const plan = domainStep.plan(view({ ca }), site);
+    if (plan.action !== 'change') throw new Error(`expected a change, got ${plan.action}`);
+    expect(plan.decision.createCa).toBeUndefined();
+    expect(plan.changes.map((c) => c.target)).not.toContain('/var/lib/sno-relocate/site-ca');
+    for (const w of plan.decision.secrets) {
+      expect(w.issuer?.certPem).toBe(ca.certPem);
+      expect(w.issuer?.keyPem).toMatch(/BEGIN PRIVATE KEY/);
+    }
+    // the decision holds the issuer's key; what `plan` shows does not
+    expect(JSON.stringify({ summary: plan.summary, changes: plan.changes })).not.toMatch(/PRIVATE KEY/);
   });
 });

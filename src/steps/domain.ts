@@ -16,22 +16,14 @@
  * hosts, then for the API and the router (console, OAuth) to serve, through the site's names, what
  * verifies against the site's CA bundle.
  */
-import { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import {
-  ensureSiteCa,
-  issueServing,
-  loadSiteCa,
-  servingProblem,
-  servingWindow,
-  siteCaGiven,
-  type SiteCa,
-} from '../certs/site-certs.js';
+import { ensureSiteCa, loadSiteCa, servingProblem, siteCaGiven, type SiteCa } from '../certs/site-certs.js';
 import { installerIssuers, installerSignersInput } from '../config/ibi/signers.js';
 import type { Site } from '../config/site.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import {
   APISERVER_CONFIG,
+  appsDomainsFile,
   diffLines,
   INGRESS_CONFIG,
   INGRESS_CONTROLLER,
@@ -55,13 +47,12 @@ import {
   pairIn,
   secretKey,
   secretRef,
-  tlsSecret,
   wantedSecrets,
-  writeSecret,
   type WantedSecret,
 } from './domain/certificates.js';
 import { mergeNamedCertificates, namedCertificateProblem } from './domain/named-certificate.js';
 import { mergeIngress, operatorRoutes, pendingRoutes, type IngressControllerObject } from './domain/router.js';
+import { secretWrite, writeSecrets, type SecretWrite } from './domain/issuing.js';
 import { admitted, isOAuth, served } from './domain/waits.js';
 
 /** What the step reads: the cluster's config objects, the secrets, the operators' routes, the site CA. */
@@ -78,13 +69,35 @@ export interface DomainView {
   ca?: SiteCa;
   /** where a generated site CA is kept */
   caDir: string;
+  /** where the apps domains the routes may still use are kept (kube/openshift.ts) */
+  appsDomainsFile: string;
   /** the installer's signers from image-based config media, when the media carries them */
   signers: { api?: SiteCa; apps?: SiteCa };
   /** the time certificates are judged at */
   now: Date;
 }
 
-interface Decision {
+/**
+ * What apply does, in this order. It holds keys (the site's pairs, the issuers'): the engine never
+ * shows a decision, and apply logs none of it.
+ */
+export interface DomainDecision {
+  /** the site's names: ingress.config and apiserver.config merge them into the objects as they are then */
+  domains: SiteDomains;
+  /** the time the certificates are issued at (ISO 8601) */
+  now: string;
+  /** the site CA generated in the state folder first, for the site's name */
+  createCa?: { dir: string; siteName: string };
+  secrets: SecretWrite[];
+  /** the apps domain the ingress config names now, written down for the routes step before it changes */
+  rememberAppsDomain?: string;
+  /** the IngressController's default certificate set to the router's secret */
+  routerCertificate: boolean;
+  /** the agent's named certificate changes: written once the OAuth route is admitted on its new host */
+  namedCertificate: boolean;
+}
+
+interface Judged {
   /** operators' routes not yet admitted on their new host */
   pendingRoutes: ReturnType<typeof pendingRoutes>;
   /** secrets to write, with why */
@@ -99,9 +112,9 @@ const wantedFor = (view: DomainView, site: Site): WantedSecret[] =>
     const signer = w.name === API_SECRET ? view.signers.api : view.signers.apps;
     return signer ? { ...w, signer } : w;
   });
-function decide(view: DomainView, site: Site): Decision {
+function decide(view: DomainView, site: Site): Judged {
   const { domains, ingressController, now, ca } = view;
-  const s: Decision = {
+  const s: Judged = {
     pendingRoutes: pendingRoutes(domains, view.routes),
     stale: [],
     conflicts: [],
@@ -144,11 +157,13 @@ function decide(view: DomainView, site: Site): Decision {
   return s;
 }
 
-function planOf(view: DomainView, site: Site): PlanResult {
+function planOf(view: DomainView, site: Site): PlanResult<DomainDecision> {
   const s = decide(view, site);
   if (s.conflicts.length > 0) return { action: 'conflict', reason: s.conflicts.join('; ') };
   const changes: Change[] = [];
-  if (!view.ca && s.stale.some((x) => !x.want.given && !x.want.signer)) {
+  const secrets = s.stale.map((x) => secretWrite(x.want, x.exists, view.ca));
+  const createCa = secrets.some((w) => !w.pair && !w.issuer);
+  if (createCa) {
     changes.push({
       action: 'create',
       target: view.caDir,
@@ -162,7 +177,16 @@ function planOf(view: DomainView, site: Site): PlanResult {
       summary: `kubernetes.io/tls, ${x.why}; key not shown`,
     });
   }
+  // before the ingress config moves: the routes step must still find routes under the old domain
+  const previous = view.ingress.spec?.appsDomain;
+  const rememberAppsDomain = previous && previous !== view.domains.apps ? previous : undefined;
   const ingressDiff = diffLines(view.ingress.spec, s.ingressSpec, 'spec');
+  if (rememberAppsDomain)
+    changes.push({
+      action: 'update',
+      target: view.appsDomainsFile,
+      summary: `${rememberAppsDomain} kept: the routes step still moves routes left under it`,
+    });
   if (ingressDiff.length > 0)
     changes.push({
       action: 'update',
@@ -173,7 +197,8 @@ function planOf(view: DomainView, site: Site): PlanResult {
       // componentRoute's certificate, then for its new issuer once the new router admits its route
       rollouts: ['openshift-apiserver', 'oauth-server', 'oauth-server'],
     });
-  if (view.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET)
+  const routerCertificate = view.ingressController?.spec?.defaultCertificate?.name !== APPS_SECRET;
+  if (routerCertificate)
     changes.push({
       action: 'update',
       target: describeRef(INGRESS_CONTROLLER),
@@ -207,10 +232,23 @@ function planOf(view: DomainView, site: Site): PlanResult {
       action: 'noop',
       reason: `the cluster already serves ${view.domains.apps} and ${view.domains.api} with the site's certificates`,
     };
-  return { action: 'change', summary: `move the cluster to ${view.domains.apps} and ${view.domains.api}`, changes };
+  return {
+    action: 'change',
+    summary: `move the cluster to ${view.domains.apps} and ${view.domains.api}`,
+    changes,
+    decision: {
+      domains: view.domains,
+      now: view.now.toISOString(),
+      ...(createCa && { createCa: { dir: view.caDir, siteName: site.name } }),
+      secrets,
+      ...(rememberAppsDomain && { rememberAppsDomain }),
+      routerCertificate,
+      namedCertificate: !isDeepStrictEqual(currentNamed, s.namedCertificates),
+    },
+  };
 }
 
-export const domainStep: Step<DomainView> = {
+export const domainStep: Step<DomainView, DomainDecision> = {
   name: 'domain',
   group: 'cluster',
   description:
@@ -250,6 +288,7 @@ export const domainStep: Step<DomainView> = {
       routes: await operatorRoutes(kube),
       ...(ca && { ca }),
       caDir: `${ctx.stateDir}/site-ca`,
+      appsDomainsFile: appsDomainsFile(ctx.stateDir),
       signers: await installerIssuers(ctx.site, now),
       now,
     };
@@ -257,56 +296,32 @@ export const domainStep: Step<DomainView> = {
 
   plan: planOf,
 
-  async apply(ctx, view) {
+  async apply(ctx, decision) {
     const kube = await ctx.kube();
-    const s = decide(view, ctx.site);
-    const { now, domains } = view;
-    const ca = s.stale.some((x) => !x.want.given && !x.want.signer)
-      ? (view.ca ?? (await ensureSiteCa(ctx.fs, ctx.stateDir, ctx.site.name, now)))
-      : view.ca;
-    if (!view.ca && ca) ctx.log.info({ caDir: view.caDir, subject: ca.cert.subject }, 'site CA created');
-    // a certificate never outlives its issuer: an issuer that ends soon is said on the console
-    const issuers = new Set(s.stale.flatMap((x) => (x.want.given ? [] : [x.want.signer ?? ca!])));
-    const ending = [...issuers].flatMap((issuer) => servingWindow(issuer, now).warning ?? []);
-    for (const warning of ending) {
-      ctx.log.warn({ warning }, warning);
-      await ctx.console?.(`WARN ${warning}`);
-    }
-    await Promise.all(
-      s.stale.map(async (x) => {
-        const pair = x.want.given ?? (await issueServing(x.want.names, x.want.signer ?? ca!, now));
-        await writeSecret(kube, tlsSecret(x.want.name, x.want.namespace, pair), x.exists);
-        ctx.log.info(
-          {
-            secret: `${x.want.namespace}/${x.want.name}`,
-            names: x.want.names,
-            serial: new X509Certificate(pair.certPem).serialNumber,
-          },
-          `secret ${x.want.name} written`,
-        );
-      }),
-    );
-    // before the ingress config moves: the routes step must still find routes under the old domain
-    const previous = view.ingress.spec?.appsDomain;
-    if (previous && previous !== domains.apps) await rememberAppsDomain(ctx.fs, ctx.stateDir, previous);
+    const { domains, createCa } = decision;
+    const now = new Date(decision.now);
+    const created = createCa && (await ensureSiteCa(ctx.fs, ctx.stateDir, createCa.siteName, now));
+    if (created) ctx.log.info({ caDir: createCa.dir, subject: created.cert.subject }, 'site CA created');
+    await writeSecrets(ctx, kube, decision.secrets, now, created);
+    if (decision.rememberAppsDomain) await rememberAppsDomain(ctx.fs, ctx.stateDir, decision.rememberAppsDomain);
     // the writes that roll out control-plane components, back to back: ingress.config (the
     // openshift-apiserver, then the operators' routes and the OAuth metadata revision), the router,
-    // and the kube-apiserver's named certificate (its revision)
+    // and the kube-apiserver's named certificate (its revision). Each merges the decision's names
+    // into the object as it is then (read-modify-write), so a field another tool set meanwhile stays
     await kube.update<IngressConfig>(INGRESS_CONFIG, (current) => {
       const spec = mergeIngress(current.spec ?? {}, domains);
       return isDeepStrictEqual(spec, current.spec) ? undefined : { ...current, spec };
     });
-    await kube.update<IngressControllerObject>(INGRESS_CONTROLLER, (current) =>
-      current.spec?.defaultCertificate?.name === APPS_SECRET
-        ? undefined
-        : { ...current, spec: { ...current.spec, defaultCertificate: { name: APPS_SECRET } } },
-    );
+    if (decision.routerCertificate)
+      await kube.update<IngressControllerObject>(INGRESS_CONTROLLER, (current) =>
+        current.spec?.defaultCertificate?.name === APPS_SECRET
+          ? undefined
+          : { ...current, spec: { ...current.spec, defaultCertificate: { name: APPS_SECRET } } },
+      );
     // the OAuth route admitted on its new host is the OAuth metadata's new issuer, a kube-apiserver
     // revision of its own (auth_metadata.go); the named certificate right after it (polled closely)
     // lands while that revision's installer still works, so the node restarts its API server once for both
-    const named = view.apiserver?.spec?.servingCerts?.namedCertificates ?? [];
-    if (!isDeepStrictEqual(named, s.namedCertificates))
-      await admitted(ctx, domains, isOAuth, { intervalMs: 500, maxIntervalMs: 500 });
+    if (decision.namedCertificate) await admitted(ctx, domains, isOAuth, { intervalMs: 500, maxIntervalMs: 500 });
     await kube.update<APIServerConfig>(APISERVER_CONFIG, (current) => {
       const named = current.spec?.servingCerts?.namedCertificates ?? [];
       const merged = mergeNamedCertificates(named, domains);
@@ -322,9 +337,7 @@ export const domainStep: Step<DomainView> = {
    * the operators move their routes on their own time, through rollouts of the API servers; then
    * what is stored must be what is served
    */
-  async settle(ctx) {
-    const kube = await ctx.kube();
-    const domains = await siteDomains(kube, ctx.site, await readIngressConfig(kube));
+  async settle(ctx, { domains }) {
     await admitted(ctx, domains, () => true, { intervalMs: 1000, maxIntervalMs: 5000 });
     await served(ctx, domains);
   },
