@@ -40,12 +40,21 @@ const UNIT_STARTED = '39f53479d3a045ac8e11786248231fbf';
 const CONFIG_AT_START_S = 5;
 const NODE_STEPS = new Set(STEPS.filter((s) => s.group === 'node').map((s) => s.name));
 
-/** One boot's node part from its journal; undefined when its stick came later or its run stopped before kubelet. */
-export function nodeRunOf(scenario: string, entries: readonly JournalEntry[]): NodeRun | undefined {
+/**
+ * One boot's node part from its journal; undefined when its stick came later or its run stopped
+ * before kubelet. `stickAtPowerOn`: the boot is known to have had its stick from power-on (the
+ * bench's own), however long admission took; a recorded scenario's run counts only when it started
+ * within CONFIG_AT_START_S of the agent.
+ */
+export function nodeRunOf(
+  scenario: string,
+  entries: readonly JournalEntry[],
+  stickAtPowerOn = false,
+): NodeRun | undefined {
   const of = (id: string) => entries.filter((e) => e.MESSAGE_ID === id);
   const agent = entries.find((e) => e.UNIT === AGENT_UNIT && e.MESSAGE_ID === UNIT_STARTING);
   const run = of(MessageId.runStarted)[0];
-  if (!agent || !run || mono(run) - mono(agent) > CONFIG_AT_START_S) return undefined;
+  if (!agent || !run || (!stickAtPowerOn && mono(run) - mono(agent) > CONFIG_AT_START_S)) return undefined;
   const ended = [...of(MessageId.stepFinished), ...of(MessageId.stepSkipped)];
   const steps: NodeRun['steps'] = [];
   // the first run's node steps, each once, up to the kubelet gate
@@ -68,6 +77,13 @@ export function nodeRunOf(scenario: string, entries: readonly JournalEntry[]): N
     kubeletActiveS: mono(kubelet),
   };
 }
+
+/** the agent's and kubelet's lines of a boot, for an error that must say where the run stopped */
+const passage = (entries: readonly JournalEntry[]): string =>
+  entries
+    .filter((e) => e.UNIT === AGENT_UNIT || e.UNIT === KUBELET || e.SNO_RELOCATE_STEP !== undefined)
+    .map((e) => `${mono(e).toFixed(1)} ${e.SNO_RELOCATE_STEP ?? e.UNIT ?? ''}: ${e.MESSAGE ?? ''}`)
+    .join('\n');
 
 /** Every usable boot of the journals the VM suite kept. */
 export async function recordedBoots(dir = join(REPO_ROOT, '.artifacts')): Promise<NodeRun[]> {
@@ -99,8 +115,11 @@ async function boot(disk: string, stick: string, name: string): Promise<{ run: N
     );
     const agent = await unitProps(vm, AGENT_UNIT, ['ExecMainStatus']);
     if (agent.ExecMainStatus !== '0') throw new Error(`${name}: the agent exited ${agent.ExecMainStatus}`);
-    const run = nodeRunOf(name, await journal(vm, '-b 0'));
-    if (!run) throw new Error(`${name}: the journal shows no run through the kubelet gate`);
+    // the agent's run ends once it started kubelet; the journal says kubelet started when it is active
+    await vm.waitFor(`systemctl is-active ${KUBELET}`, (r) => r.stdout.trim() === 'active', WAIT_MS);
+    const entries = await journal(vm, '-b 0');
+    const run = nodeRunOf(name, entries, true);
+    if (!run) throw new Error(`${name}: the journal shows no run through the kubelet gate: ${passage(entries)}`);
     const starts = (await vm.sshOk(GUEST_STARTS)).trim().split('\n').map(Number);
     return { run, guestReferenceS: median(starts) / 1e6 };
   } finally {
