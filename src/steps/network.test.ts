@@ -11,7 +11,15 @@ import { MessageId } from '../log/events.js';
 import { factoryNetwork } from '../../test/node/factory-network.js';
 import { STATE_DIR, testNode, testSite } from '../../test/node/context.js';
 import { DISPATCHER_SCRIPT, renderDispatcherScript } from '../node/internal-ip.js';
-import { KEYFILE_DIR, type NetworkView, networkStep, resolveDatabases, REVERT_STATE_FILE } from './network.js';
+import {
+  KEYFILE_DIR,
+  type NetworkDecision,
+  type NetworkView,
+  networkStep,
+  resolveDatabases,
+  REVERT_STATE_FILE,
+} from './network.js';
+import { hashOf } from '../engine/state.js';
 import { allowErrorLog } from '../../test/helpers/error-log.js';
 import { planOf } from '../engine/engine.js';
 
@@ -74,6 +82,21 @@ describe('network', () => {
           ],
         },
       ],
+      // no br-ex on this machine: no internal IP there yet that the change must keep
+      decision: {
+        leftovers: { empty: [], temporary: [] },
+        apply: {
+          desired: expect.objectContaining({ routes: STORE.routes }),
+          revert: factoryNetwork(),
+          checks: expect.objectContaining({
+            pingGateway: true,
+            resolve: ['localhost'],
+            timeoutSeconds: 30,
+            internalIPs: ['192.168.127.10/24'],
+            internalRequired: [],
+          }),
+        },
+      },
     });
 
     const state = await node.run([networkStep]);
@@ -206,6 +229,11 @@ describe('network', () => {
           diff: [],
         },
       ],
+      // the first run's record of the state before it is kept: it is for the same network
+      decision: {
+        leftovers: { empty: [`${KEYFILE_DIR}/br-ex.nmconnection`], temporary: [] },
+        apply: { desired: expect.any(Object), checks: expect.any(Object) },
+      },
     });
     const state = await node.run([networkStep]);
     expect(state.steps.network).toMatchObject({ status: 'done', attempts: 2 });
@@ -232,6 +260,7 @@ describe('network', () => {
             "NetworkManager's temporary copy of a profile (a power cut while it wrote it); NetworkManager ignores it",
         },
       ],
+      decision: { leftovers: { empty: [], temporary: [`${KEYFILE_DIR}/br-ex.nmconnection.PAL9Y3`] } },
     });
     const applies = stub(node.env).calls.filter((c) => c[0] === 'apply').length;
     const state = await node.run([networkStep]);
@@ -263,36 +292,91 @@ describe('network decisions', () => {
     state: 'up' as const,
     ipv4: { enabled: true, dhcp },
   });
-  const site = testSite({ network: { nmstate: { interfaces: [eth0(true)] } } });
+  const verify = { pingGateway: true, resolve: ['api.example.com'], timeoutSeconds: 20 };
+  const site = testSite({ network: { nmstate: { interfaces: [eth0(true)] }, verify } });
+  const desired = { interfaces: [eth0(true)] };
   const view = (parts: Partial<NetworkView> = {}): NetworkView => ({
-    desired: { interfaces: [eth0(true)] },
+    desired,
     current: { interfaces: [eth0(true)] },
     unsupported: [],
     internalIPs: [],
+    onBrEx: [],
     leftovers: { empty: [], temporary: [] },
     ...parts,
   });
+  const none = { empty: [], temporary: [] };
+  const checks = (internalIPs: string[] = [], internalRequired: string[] = []) => ({
+    ...verify,
+    desired,
+    internalIPs,
+    internalRequired,
+  });
   const KEYFILE = '/etc/NetworkManager/system-connections/eth0.nmconnection';
-  it.each([
-    ['the node runs the site network', view(), 'noop', []],
-    ['the backend cannot apply it', view({ unsupported: ['ovs-bridge br1'] }), 'conflict', []],
-    ['a difference', view({ current: { interfaces: [eth0(false)] } }), 'change', ['apply nmstate']],
+  const INTERNAL = '192.168.127.10/24';
+  it.each<[string, NetworkView, string, string[], NetworkDecision | undefined]>([
+    ['the node runs the site network', view(), 'noop', [], undefined],
+    ['the backend cannot apply it', view({ unsupported: ['ovs-bridge br1'] }), 'conflict', [], undefined],
+    [
+      'a difference: the state before it saved',
+      view({ current: { interfaces: [eth0(false)] } }),
+      'change',
+      ['apply nmstate'],
+      { leftovers: none, apply: { desired, revert: { interfaces: [eth0(false)] }, checks: checks() } },
+    ],
+    [
+      'a difference, a record of an earlier attempt at it: kept',
+      view({ current: { interfaces: [eth0(false)] }, revertFor: hashOf(desired) }),
+      'change',
+      ['apply nmstate'],
+      { leftovers: none, apply: { desired, checks: checks() } },
+    ],
+    [
+      'a difference, a record for another network: saved again',
+      view({ current: { interfaces: [eth0(false)] }, revertFor: 'another' }),
+      'change',
+      ['apply nmstate'],
+      { leftovers: none, apply: { desired, revert: { interfaces: [eth0(false)] }, checks: checks() } },
+    ],
+    [
+      'the internal IP on br-ex must stay there, one not there yet need not',
+      view({
+        current: { interfaces: [eth0(false)] },
+        internalIPs: [INTERNAL, 'fd69::10/64'],
+        onBrEx: ['10.0.0.5/24', INTERNAL],
+      }),
+      'change',
+      ['apply nmstate'],
+      {
+        leftovers: none,
+        apply: {
+          desired,
+          revert: { interfaces: [eth0(false)] },
+          checks: checks([INTERNAL, 'fd69::10/64'], [INTERNAL]),
+        },
+      },
+    ],
     [
       'an empty keyfile, the state holds',
       view({ leftovers: { empty: [KEYFILE], temporary: [] } }),
       'change',
       [`delete ${KEYFILE}`, 'apply nmstate'],
+      {
+        leftovers: { empty: [KEYFILE], temporary: [] },
+        apply: { desired, revert: { interfaces: [eth0(true)] }, checks: checks() },
+      },
     ],
     [
-      "only NetworkManager's temporary copy",
+      "only NetworkManager's temporary copy: removed, nothing applied",
       view({ leftovers: { empty: [], temporary: [`${KEYFILE}.AbC123`] } }),
       'change',
       [`delete ${KEYFILE}.AbC123`],
+      { leftovers: { empty: [], temporary: [`${KEYFILE}.AbC123`] } },
     ],
-  ] as const)('%s', (_, v, action, changes) => {
-    const plan = networkStep.plan(v as NetworkView, site);
+  ])('%s', (_, v, action, changes, decision) => {
+    const plan = networkStep.plan(v, site);
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => `${c.action} ${c.target}`) : []).toEqual(changes);
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(decision);
   });
 });
 

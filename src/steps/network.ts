@@ -84,11 +84,8 @@ async function internalIPs(ctx: StepContext): Promise<string[]> {
   const script = await ctx.fs.readText(DISPATCHER_SCRIPT);
   return script === undefined ? [] : pinnedInternalIPs(script);
 }
-const desiredState = async (ctx: StepContext): Promise<NmstateState> =>
-  desiredNetworkState(ctx.site.network.nmstate, await internalIPs(ctx));
 
-function describeChecks(site: Site): string {
-  const { pingGateway, resolve, timeoutSeconds } = site.network.verify;
+function describeChecks({ pingGateway, resolve, timeoutSeconds }: Site['network']['verify']): string {
   const checks = [
     'the state holds',
     ...(pingGateway ? ['the gateway answers ping'] : []),
@@ -107,16 +104,23 @@ export const resolveDatabases = (internal: readonly string[]): string[] => {
   return families.length > 0 ? families.map((f) => `ahostsv${f}`) : ['ahosts'];
 };
 
-/** What is wrong with the network right now; empty when everything the site-config asks holds. */
-async function problems(
-  ctx: StepContext,
-  desired: NmstateState,
-  internalRequired: readonly string[],
-): Promise<string[]> {
+/**
+ * The checks of the applied network: the site's (the gateway answers, the names resolve, within
+ * its time), that `desired` holds (with `internalIPs` on br-ex), and that `internalRequired` (CIDR)
+ * stayed on br-ex: the internal IPs that were there before the change.
+ */
+export type NetworkChecks = Site['network']['verify'] & {
+  desired: NmstateState;
+  internalIPs: string[];
+  internalRequired: string[];
+};
+
+/** What is wrong with the network right now; empty when everything the checks ask holds. */
+async function problems(ctx: StepContext, checks: NetworkChecks): Promise<string[]> {
+  const { desired, internalIPs: internal, internalRequired } = checks;
   const current = await ctx.nmstate.show();
-  const internal = await internalIPs(ctx);
   const out = compareNetworkState(desired, current, internal).map((d) => `${d.path} is ${d.have}, want ${d.want}`);
-  if (ctx.site.network.verify.pingGateway) {
+  if (checks.pingGateway) {
     const gateways = defaultGateways(current);
     if (gateways.length === 0) out.push('no default route, so no gateway to ping');
     else out.push(...missingGatewayFamilies(desired, gateways));
@@ -131,7 +135,7 @@ async function problems(
     }
   }
   const databases = resolveDatabases(internal);
-  for (const name of ctx.site.network.verify.resolve) {
+  for (const name of checks.resolve) {
     // getent asks the node's resolver (nsswitch: /etc/hosts, then DNS) as every other program on it
     // does, one family at a time: an answer in any of the site's families will do
     let resolved = false;
@@ -150,45 +154,41 @@ async function problems(
   return out;
 }
 
-/** Runs the checks until they pass or the site's timeout passes; returns the last problems (empty: passed). */
-async function checkWithRetries(
-  ctx: StepContext,
-  desired: NmstateState,
-  internalRequired: readonly string[],
-): Promise<string[]> {
+/** Runs the checks until they pass or their timeout passes; returns the last problems (empty: passed). */
+async function checkWithRetries(ctx: StepContext, checks: NetworkChecks): Promise<string[]> {
   let last: string[] = [];
   const passed = await pollUntil(
     ctx.clock,
     async () => {
-      last = await problems(ctx, desired, internalRequired);
+      last = await problems(ctx, checks);
       if (last.length === 0) return true;
       ctx.log.info({ problems: last }, 'network checks not passing yet');
       return undefined;
     },
-    { timeoutMs: ctx.site.network.verify.timeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
+    { timeoutMs: checks.timeoutSeconds * 1000, intervalMs: 1000, maxIntervalMs: 5000 },
   );
   return passed ? [] : last;
 }
 
-async function readRevertRecord(ctx: StepContext, file: string): Promise<{ desiredHash?: string } | undefined> {
-  const text = await ctx.fs.readText(file);
+/** The desired state the revert record in the state folder was kept for (its hash), if there is one. */
+async function revertRecordFor(ctx: StepContext): Promise<string | undefined> {
+  const text = await ctx.fs.readText(path.posix.join(ctx.stateDir, REVERT_STATE_FILE));
   if (text === undefined) return undefined;
   try {
-    return JSON.parse(text) as { desiredHash?: string };
+    return (JSON.parse(text) as { desiredHash?: string }).desiredHash;
   } catch {
     return undefined;
   }
 }
 
-/** The state to go back to, kept from before the first attempt at this desired state. */
-async function saveRevertState(ctx: StepContext, desired: NmstateState, current: NmstateState): Promise<string> {
+/** The state to go back to, saved as decided (`save`); else the record of an earlier attempt at `desired` is kept. */
+async function saveRevertState(ctx: StepContext, desired: NmstateState, save?: NmstateState): Promise<string> {
   const file = path.posix.join(ctx.stateDir, REVERT_STATE_FILE);
-  const forDesired = hashOf(desired);
-  const kept = (await readRevertRecord(ctx, file))?.desiredHash === forDesired;
-  if (!kept) {
-    const record = { savedAt: ctx.clock.now().toISOString(), desiredHash: forDesired, state: current };
+  if (save) {
+    const record = { savedAt: ctx.clock.now().toISOString(), desiredHash: hashOf(desired), state: save };
     await ctx.fs.writeAtomic(file, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
   }
+  const kept = save === undefined;
   ctx.log.info(
     { revertState: ctx.fs.resolve(file), kept },
     `previous network state ${kept ? 'kept' : 'saved'} in ${ctx.fs.resolve(file)}`,
@@ -209,10 +209,25 @@ export interface NetworkView {
   unsupported: string[];
   /** the internal IPs kept on br-ex (the site-config's, or those the node pins), primary family first */
   internalIPs: string[];
+  /** the addresses on br-ex now (CIDR; empty without br-ex) */
+  onBrEx: string[];
+  /** the desired state (its hash) the revert record in the state folder was saved for, if any */
+  revertFor?: string;
   leftovers: Leftovers;
 }
 
-export const networkStep: Step<NetworkView> = {
+/**
+ * What apply does: remove the `leftovers`; then, when `apply` is there, save `revert` as the state
+ * to go back to (absent: the record of an earlier attempt at the same state is kept), apply
+ * `desired` under a checkpoint, run the checks, and commit or roll back; at last flush the
+ * keyfiles to disk.
+ */
+export interface NetworkDecision {
+  leftovers: Leftovers;
+  apply?: { desired: NmstateState; revert?: NmstateState; checks: NetworkChecks };
+}
+
+export const networkStep: Step<NetworkView, NetworkDecision> = {
   name: 'network',
   group: 'node',
   description:
@@ -227,6 +242,8 @@ export const networkStep: Step<NetworkView> = {
       current: await ctx.nmstate.show(),
       unsupported: ctx.nmstate.unsupported(desired),
       internalIPs: internal,
+      onBrEx: (await interfaceAddresses(ctx.exec, BR_EX)) ?? [],
+      ...(await revertRecordFor(ctx).then((h) => (h === undefined ? {} : { revertFor: h }))),
       leftovers: await keyfileLeftovers(ctx),
     };
   },
@@ -261,35 +278,41 @@ export const networkStep: Step<NetworkView> = {
       })),
     ];
     const reapply = differences.length > 0 || empty.length > 0;
-    if (reapply)
+    const decision: NetworkDecision = { leftovers: view.leftovers };
+    if (reapply) {
       changes.push({
         action: 'apply',
         target: 'nmstate',
-        summary: describeChecks(site),
+        summary: describeChecks(site.network.verify),
         diff: differenceLines(differences),
       });
+      // an internal IP must survive the change when it was there: kubelet and etcd are bound to it
+      const required = view.internalIPs.map((ip) => formatCidr(parseCidr(ip))).filter((c) => view.onBrEx.includes(c));
+      decision.apply = {
+        desired,
+        ...(view.revertFor !== hashOf(desired) && { revert: view.current }),
+        checks: { ...site.network.verify, desired, internalIPs: view.internalIPs, internalRequired: required },
+      };
+    }
     const summary =
       differences.length > 0
         ? `apply the site network (${differences.length} difference(s)) with checkpoint and rollback`
         : reapply
           ? `repair ${empty.length} empty NetworkManager keyfile(s) by re-applying the site network`
           : `remove ${temporary.length} temporary NetworkManager file(s) a power cut left; the node already runs the site network`;
-    return { action: 'change', summary, changes };
+    return { action: 'change', summary, changes, decision };
   },
 
-  async apply(ctx, view, plan) {
-    const { desired } = view;
-    const { timeoutSeconds } = ctx.site.network.verify;
-    await removeLeftovers(ctx, view.leftovers);
+  async apply(ctx, decision) {
+    await removeLeftovers(ctx, decision.leftovers);
     // only leftovers to clear: the network itself already holds, so nothing is re-applied
-    if (!plan.changes.some((c) => c.action === 'apply')) {
+    if (!decision.apply) {
       await flushToDisk(ctx);
       return;
     }
-    const revertState = await saveRevertState(ctx, desired, view.current);
-    // an internal IP must survive the change when it was there: kubelet and etcd are bound to it
-    const before = (await interfaceAddresses(ctx.exec, BR_EX)) ?? [];
-    const internalRequired = view.internalIPs.map((ip) => formatCidr(parseCidr(ip))).filter((c) => before.includes(c));
+    const { desired, revert, checks } = decision.apply;
+    const { timeoutSeconds } = checks;
+    const revertState = await saveRevertState(ctx, desired, revert);
 
     let checkpoint: string;
     try {
@@ -315,7 +338,7 @@ export const networkStep: Step<NetworkView> = {
     ctx.log.info({ checkpoint }, `site network applied under checkpoint ${checkpoint}; checking it`);
     await ctx.hold?.('network:checkpoint');
 
-    const failed = await checkWithRetries(ctx, desired, internalRequired);
+    const failed = await checkWithRetries(ctx, checks);
     if (failed.length > 0) {
       const reason = failed.join('; ');
       let rollback = 'rolled back to the previous network';
@@ -354,9 +377,16 @@ export const networkStep: Step<NetworkView> = {
   // too, which the node's state alone does not show
   async verify(ctx) {
     const { empty } = await keyfileLeftovers(ctx);
+    const internal = await internalIPs(ctx);
+    const desired = desiredNetworkState(ctx.site.network.nmstate, internal);
     const failed = [
       ...empty.map((f) => `${f} is empty`),
-      ...(await checkWithRetries(ctx, await desiredState(ctx), [])),
+      ...(await checkWithRetries(ctx, {
+        ...ctx.site.network.verify,
+        desired,
+        internalIPs: internal,
+        internalRequired: [],
+      })),
     ];
     if (failed.length === 0) return;
     // past the commit there is no checkpoint to roll back to: say where the previous state is kept
