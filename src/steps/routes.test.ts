@@ -79,6 +79,36 @@ describe('routes decisions', () => {
     newDomain: 'apps.sno.store77.example.com',
     oldDomains: ['apps.sno.factory.example.com'],
   });
+  const ref = (namespace: string, name: string) => ({
+    apiVersion: 'route.openshift.io/v1',
+    kind: 'Route',
+    namespace,
+    name,
+  });
+  it('decides one host patch per route it moves, and nothing for the others', () => {
+    const plan = routesStep.plan(
+      view([
+        route('shop', 'web', 'web.apps.sno.factory.example.com'),
+        route('shop', 'own', 'shop.example.net'),
+        route('shop', 'api', 'api.v2.apps.sno.factory.example.com'),
+      ]),
+      testSite(),
+    );
+    expect(plan.action === 'change' && plan.decision).toEqual({
+      moves: [
+        {
+          route: ref('shop', 'web'),
+          from: 'web.apps.sno.factory.example.com',
+          to: 'web.apps.sno.store77.example.com',
+        },
+        {
+          route: ref('shop', 'api'),
+          from: 'api.v2.apps.sno.factory.example.com',
+          to: 'api.v2.apps.sno.store77.example.com',
+        },
+      ],
+    });
+  });
   it.each([
     ['no routes', [], 'noop', []],
     [
@@ -99,5 +129,6 @@ describe('routes decisions', () => {
     const plan = routesStep.plan(view([...routes]), testSite());
     expect(plan.action).toBe(action);
     expect(plan.action === 'change' ? plan.changes.map((c) => c.diff![1]) : []).toEqual(hosts);
+    expect(plan.action === 'change' ? plan.decision.moves.map((m) => `+ spec.host: ${m.to}`) : []).toEqual(hosts);
   });
 });

@@ -20,7 +20,7 @@ import {
   ROUTE_API,
   siteDomains,
 } from '../kube/openshift.js';
-import { describeRef, refOf, type KubeObject } from '../ports/kube.js';
+import { describeRef, refOf, type KubeObject, type ObjectRef } from '../ports/kube.js';
 import type { StepFacts } from './facts.js';
 
 /** parallel patches: enough to hide the round trips, few enough for a single-node API server */
@@ -28,10 +28,16 @@ export const ROUTE_CONCURRENCY = 32;
 
 type Route = KubeObject & { spec?: { host?: string } };
 
+/** One route's move: a merge patch of its spec.host alone. */
 interface Move {
-  route: Route;
+  route: ObjectRef;
   from: string;
   to: string;
+}
+
+/** What apply does: the routes to move, each to its new host. */
+export interface RoutesDecision {
+  moves: Move[];
 }
 
 /** The host under the new domain, or undefined when `host` is under none of the old ones. */
@@ -62,7 +68,7 @@ export interface RoutesView {
 const movesOf = (view: RoutesView): Move[] =>
   view.routes.flatMap((route) => {
     const to = targetHost(route, view.oldDomains, view.newDomain);
-    return to === undefined ? [] : [{ route, from: route.spec!.host!, to }];
+    return to === undefined ? [] : [{ route: refOf(route), from: route.spec!.host!, to }];
   });
 
 /**
@@ -79,7 +85,7 @@ const newest = (versions: (string | undefined)[]): string | null => {
   return max.toString();
 };
 
-export const routesStep: Step<RoutesView, StepFacts['routes']> = {
+export const routesStep: Step<RoutesView, RoutesDecision, StepFacts['routes']> = {
   name: 'routes',
   group: 'cluster',
   description:
@@ -115,22 +121,22 @@ export const routesStep: Step<RoutesView, StepFacts['routes']> = {
       summary: `move ${moves.length} route${moves.length === 1 ? '' : 's'} from ${oldDomains.join(', ')} to ${newDomain}`,
       changes: moves.map((m) => ({
         action: 'update',
-        target: describeRef(refOf(m.route)),
+        target: describeRef(m.route),
         diff: [`- spec.host: ${m.from}`, `+ spec.host: ${m.to}`],
       })),
+      decision: { moves },
     };
   },
 
-  async apply(ctx, view) {
+  async apply(ctx, { moves }) {
     const kube = await ctx.kube();
-    const moves = movesOf(view);
     const limit = pLimit(ROUTE_CONCURRENCY);
     const patched = await Promise.all(
       moves.map((m) =>
         limit(async () => {
           // a merge patch of the host alone: whatever else the route's owner changes meanwhile stays
-          const route = await kube.mergePatch<Route>(refOf(m.route), { spec: { host: m.to } });
-          ctx.log.debug({ route: describeRef(refOf(m.route)), from: m.from, to: m.to }, 'route moved');
+          const route = await kube.mergePatch<Route>(m.route, { spec: { host: m.to } });
+          ctx.log.debug({ route: describeRef(m.route), from: m.from, to: m.to }, 'route moved');
           return route.metadata.resourceVersion;
         }),
       ),
