@@ -1,9 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { testSite } from '../../test/node/context.js';
-import { healthStep } from './health.js';
+import { EMPTY_CONTEXT } from '../watch/model.js';
+import { healthStep, type HealthView } from './health.js';
 
 const now = '2026-11-26T12:00:00.000Z';
 const runStartedAt = '2026-11-26T11:50:00.000Z';
+const watchContext = { ...EMPTY_CONTEXT, siteRegistries: ['registry.store42.example.com:5000'] };
+const CONTEXT_FILE = '/var/lib/sno-relocate/watch-context.json';
+/** a view with the step's timing and the watcher's context */
+const view = (v: Pick<HealthView, 'findings' | 'blocking'> & Partial<HealthView>): HealthView => ({
+  timeoutSeconds: 1800,
+  stableSeconds: 120,
+  now,
+  watchContext,
+  contextFile: CONTEXT_FILE,
+  ...v,
+});
+const decision = { watchContext, wait: { timeoutSeconds: 1800, stableSeconds: 120 } };
 
 describe('health decisions', () => {
   const warning = { severity: 'warning', component: 'olm', object: 'CatalogSource x', reason: 'slow' } as const;
@@ -17,18 +30,20 @@ describe('health decisions', () => {
       ['ClusterOperator ingress', 'kube-apiserver installing revision 7'],
     ],
   ] as const)('%s', (_, findings, blocking, action, targets) => {
-    const plan = healthStep.plan(
-      { findings: [...findings] as never, blocking: [...blocking], timeoutSeconds: 1800, stableSeconds: 120, now },
-      testSite(),
-    );
+    const plan = healthStep.plan(view({ findings: [...findings], blocking: [...blocking] }), testSite());
     expect(plan.action).toBe(action);
-    expect(plan.action === 'change' ? plan.changes.map((c) => c.target) : []).toEqual(targets);
+    // the watcher's context is laid down first, then the wait: both listed, both decided
+    expect(plan.action === 'change' ? plan.changes.map((c) => c.target) : []).toEqual(
+      targets.length > 0 ? [CONTEXT_FILE, ...targets] : [],
+    );
+    expect(plan.action === 'change' ? plan.decision : undefined).toEqual(targets.length > 0 ? decision : undefined);
   });
 
   it('says how long it waits and how long it must hold', () => {
-    expect(
-      healthStep.plan({ findings: [], blocking: ['x: y'], timeoutSeconds: 1800, stableSeconds: 120, now }, testSite()),
-    ).toMatchObject({ summary: 'wait up to 1800s for 1 thing to settle, then 120s stable' });
+    expect(healthStep.plan(view({ findings: [], blocking: ['x: y'] }), testSite())).toMatchObject({
+      summary: 'wait up to 1800s for 1 thing to settle, then 120s stable',
+      decision,
+    });
   });
 
   it.each([
@@ -45,22 +60,16 @@ describe('health decisions', () => {
     ['status changed after an earlier run was done', '2026-11-26T11:00:00.000Z', 'change', '2026-11-26T10:30:00.000Z'],
   ] as const)('in a run, settled %s: %s', (_, changedAt, action, doneAt?: string) => {
     const plan = healthStep.plan(
-      {
-        findings: [],
-        blocking: [],
-        timeoutSeconds: 1800,
-        stableSeconds: 120,
-        runStartedAt,
-        ...(doneAt && { doneAt }),
-        ...(changedAt && { changedAt }),
-        now,
-      },
+      view({ findings: [], blocking: [], runStartedAt, ...(doneAt && { doneAt }), ...(changedAt && { changedAt }) }),
       testSite(),
     );
     expect(plan.action).toBe(action);
-    if (plan.action === 'change')
+    if (plan.action === 'change') {
       expect(plan.summary).toBe(
         'watch for 120s that the cluster stays settled: its status has not yet been seen holding since the run started',
       );
+      expect(plan.changes.map((c) => c.target)).toEqual([CONTEXT_FILE, 'ClusterOperators']);
+      expect(plan.decision).toEqual(decision);
+    }
   });
 });

@@ -14,12 +14,13 @@
  * were ready through all of it, in-service does not wait a second window after it. Leaves
  * the site's context in the state folder for the companion watcher that keeps watching after the run.
  */
+import path from 'node:path';
 import { VerificationError } from '../base/errors.js';
 import type { Change, PlanResult } from '../engine/step.js';
 import type { Step, StepContext } from './step.js';
 import { pollHeld } from '../ports/clock.js';
-import { contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
-import type { Finding } from '../watch/model.js';
+import { CONTEXT_FILE, contextFromSite, siteContext, writeContextFile } from '../watch/context.js';
+import type { Finding, WatchContext } from '../watch/model.js';
 import { countBySeverity } from '../watch/track.js';
 import type { ClusterView } from '../watch/view.js';
 import { operatorsChangedAt, unsettled } from '../kube/rollout.js';
@@ -142,6 +143,17 @@ export interface HealthView {
   changedAt?: string;
   /** the survey's time */
   now: string;
+  /** the site's context for the companion watcher, and the file in the state folder that keeps it */
+  watchContext: WatchContext;
+  contextFile: string;
+}
+
+/** What the step does: the watcher's context laid down, then the wait for a cluster that holds settled. */
+export interface HealthDecision {
+  /** written to watch-context.json in the state folder */
+  watchContext: WatchContext;
+  /** nothing may block for `stableSeconds` on end, within `timeoutSeconds` */
+  wait: { timeoutSeconds: number; stableSeconds: number };
 }
 
 /**
@@ -158,7 +170,7 @@ function observedInRun({ runStartedAt, doneAt, changedAt, now, stableSeconds }: 
   return Date.parse(now) - Date.parse(changedAt) >= stableSeconds * 1000;
 }
 
-export const healthStep: Step<HealthView, StepFacts['health'] | undefined> = {
+export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | undefined> = {
   name: 'health',
   group: 'cluster',
   description:
@@ -178,25 +190,35 @@ export const healthStep: Step<HealthView, StepFacts['health'] | undefined> = {
       ...(ctx.doneAt !== undefined && { doneAt: ctx.doneAt }),
       ...(changedAt !== undefined && { changedAt }),
       now: ctx.clock.now().toISOString(),
+      watchContext: await siteContext(ctx.fs, ctx.stateDir, ctx.site),
+      contextFile: path.posix.join(ctx.stateDir, CONTEXT_FILE),
     };
   },
 
-  plan(view): PlanResult {
+  plan(view): PlanResult<HealthDecision> {
     const { findings, blocking, timeoutSeconds, stableSeconds } = view;
     const n = countBySeverity(findings);
     if (blocking.length === 0 && observedInRun(view))
       return { action: 'noop', reason: `cluster healthy and settled now (${n.warning} warnings, ${n.info} notes)` };
+    const decision = { watchContext: view.watchContext, wait: { timeoutSeconds, stableSeconds } };
+    const context: Change = {
+      action: 'set',
+      target: view.contextFile,
+      summary: "the site's context for the companion watcher, which keeps watching after the run",
+    };
     if (blocking.length === 0)
       return {
         action: 'change',
         summary: `watch for ${stableSeconds}s that the cluster stays settled: its status has not yet been seen holding since the run started`,
         changes: [
+          context,
           {
             action: 'apply',
             target: 'ClusterOperators',
             summary: `seen settled through ${stableSeconds}s by this run`,
           },
         ],
+        decision,
       };
     const changes: Change[] = blocking.map((b) => {
       const [target, ...rest] = b.split(': ');
@@ -209,13 +231,14 @@ export const healthStep: Step<HealthView, StepFacts['health'] | undefined> = {
     return {
       action: 'change',
       summary: `wait up to ${timeoutSeconds}s for ${blocking.length} thing${blocking.length === 1 ? '' : 's'} to settle, then ${stableSeconds}s stable`,
-      changes,
+      changes: [context, ...changes],
+      decision,
     };
   },
 
   /** the site's context for the companion watcher, which keeps watching after the run */
-  async apply(ctx) {
-    await writeContextFile(ctx.fs, ctx.stateDir, await siteContext(ctx.fs, ctx.stateDir, ctx.site));
+  async apply(ctx, { watchContext }) {
+    await writeContextFile(ctx.fs, ctx.stateDir, watchContext);
     // what the workloads did is the settle wait's to say
     return undefined;
   },
@@ -234,9 +257,9 @@ export const healthStep: Step<HealthView, StepFacts['health'] | undefined> = {
       });
   },
 
-  async settle(ctx) {
-    const timeoutMs = ctx.options.healthTimeoutSeconds * 1000;
-    const stableMs = ctx.options.healthStableSeconds * 1000;
+  async settle(ctx, { wait: { timeoutSeconds, stableSeconds } }) {
+    const timeoutMs = timeoutSeconds * 1000;
+    const stableMs = stableSeconds * 1000;
     const held = await withView(ctx, async (view) => {
       let last: string[] = [];
       // the site's own workloads, watched through the same window: in-service then need not wait another
@@ -262,8 +285,8 @@ export const healthStep: Step<HealthView, StepFacts['health'] | undefined> = {
       if (!healthy)
         throw new VerificationError(
           last.length > 0
-            ? `cluster not healthy after ${ctx.options.healthTimeoutSeconds}s: ${describe(last)}`
-            : `cluster not stable for ${ctx.options.healthStableSeconds}s within ${ctx.options.healthTimeoutSeconds}s`,
+            ? `cluster not healthy after ${timeoutSeconds}s: ${describe(last)}`
+            : `cluster not stable for ${stableSeconds}s within ${timeoutSeconds}s`,
           { step: 'health', retryable: true },
         );
       logNonErrors(ctx, healthy);

@@ -15,7 +15,7 @@ import { systemClock } from '../../src/ports/clock.js';
 import { createRootFs } from '../../src/ports/fs.js';
 import { healthStep } from '../../src/steps/health.js';
 import { planOf, verifyStep } from '../../src/engine/engine.js';
-import { writeContextFile } from '../../src/watch/context.js';
+import { contextFromSite, writeContextFile } from '../../src/watch/context.js';
 import type { Finding, WatchContext } from '../../src/watch/model.js';
 import { ClusterView } from '../../src/watch/view.js';
 import { agent, startFactory, STATE_DIR, storeSite, type ClusterEnv } from '../cluster/env.js';
@@ -309,16 +309,23 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
         summary: 'wait up to 1s for 1 thing to settle, then 1s stable',
         changes: [
           {
+            action: 'set',
+            target: path.join(a.ctx.stateDir, 'watch-context.json'),
+            summary: "the site's context for the companion watcher, which keeps watching after the run",
+          },
+          {
             action: 'apply',
             target: 'ClusterOperator ingress',
             summary: 'wait until it clears: not Available: NoRouter: router pods pending',
           },
         ],
+        decision: { watchContext: view.watchContext, wait: { timeoutSeconds: 1, stableSeconds: 1 } },
       });
       if (plan.action !== 'change') throw new Error('expected a change');
       const ctx = { ...a.ctx, options: { healthTimeoutSeconds: 30, healthStableSeconds: 0 } };
-      await healthStep.apply!(ctx, view, plan);
-      const settled = healthStep.settle!(ctx);
+      const decision = { ...plan.decision, wait: { timeoutSeconds: 30, stableSeconds: 0 } };
+      await healthStep.apply!(ctx, decision);
+      const settled = healthStep.settle!(ctx, decision);
       await setOperator('ingress', healthyOperator());
       await settled;
       await verifyStep(healthStep, ctx);
@@ -362,9 +369,9 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
           condition('Degraded', 'True', 'OAuthServerRouteEndpointAccessibleControllerDegraded'),
         ],
       });
-      const plan = await planOf(healthStep, a.ctx);
+      const plan = healthStep.plan(await healthStep.survey(a.ctx), a.ctx.site);
       if (plan.action !== 'change') throw new Error('expected a change');
-      const failed = await healthStep.settle!(a.ctx).then(
+      const failed = await healthStep.settle!(a.ctx, plan.decision).then(
         () => undefined,
         (err: unknown) => err,
       );
@@ -385,7 +392,10 @@ describe.skipIf(kubeSkipped)('watcher on a real API', () => {
         undefined,
         { healthTimeoutSeconds: 30, healthStableSeconds: 0 },
       );
-      await healthStep.settle!(a.ctx);
+      await healthStep.settle!(a.ctx, {
+        watchContext: contextFromSite(a.ctx.site),
+        wait: { timeoutSeconds: 30, stableSeconds: 0 },
+      });
       const warnings = a.logs
         .map((l) => JSON.parse(l) as { level: number; msg: string })
         .filter((l) => l.msg.includes("site's DNS"));
