@@ -11,7 +11,7 @@
  * - kubelet-gate (node/kubelet-gate.ts): kubelet -> the kubelet unit's drop-in
  * - site-ca/ (certs/site-certs.ts): domain -> access, the node's served names
  * - previous-apps-domains.json (kube/openshift.ts): domain -> routes
- * - watch-context.json (watch/context.ts): health -> the watcher
+ * - watch-context.json (watch/context.ts): health, cluster-pull-secret (the registries it drops) -> the watcher
  */
 import type { StepContext } from './step.js';
 
