@@ -123,8 +123,7 @@ export async function signedSiteStick(
 ): Promise<string> {
   const folder = await mkdtemp(join(tmpdir(), 'sno-e2e-signed-'));
   try {
-    const config = siteConfigYaml(spec);
-    await writeFile(join(folder, 'site-config.yaml'), config);
+    await writeFile(join(folder, 'site-config.yaml'), siteConfigYaml(spec));
     await promisify(execFile)(agent, [
       'sign',
       '--key',
@@ -138,7 +137,8 @@ export async function signedSiteStick(
       fileName,
       label: STICK_LABEL,
       files: [
-        { name: 'site-config.yaml', contents: config },
+        // as signed: with --node-key, sign has sealed its secrets in place
+        { name: 'site-config.yaml', contents: await readFile(join(folder, 'site-config.yaml'), 'utf8') },
         { name: 'site-config.sig', contents: await readFile(join(folder, 'site-config.sig'), 'utf8') },
       ],
     });
