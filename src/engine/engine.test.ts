@@ -164,7 +164,7 @@ describe('runSteps', () => {
       description: 'reads what routes recorded',
       inputs: () => null,
       survey: (ctx) => {
-        seen.push(ctx.facts?.['routes']);
+        seen.push(ctx.run?.facts['routes']);
         return Promise.resolve(null);
       },
       plan: (): PlanResult<never> => ({ action: 'noop', reason: 'nothing to wait for' }),
@@ -225,7 +225,7 @@ describe('runSteps', () => {
     const step: Step<SiteBase, string | undefined, FileWrite> = {
       ...a.step,
       settle: async (ctx) => {
-        await ctx.progress?.('waiting for kube-apiserver revision 4');
+        await ctx.run?.progress?.('waiting for kube-apiserver revision 4');
         seen = await store.load();
       },
     };

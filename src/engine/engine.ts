@@ -5,6 +5,7 @@
 import { logEvent } from '../log/logger.js';
 import { redactSecrets, scrubText } from '../log/redact.js';
 import type { Banner } from './banner.js';
+import type { HoldAt } from './hold.js';
 import { errorMessage, RefusedError, SnoRelocateError, StepError, VerificationError } from '../base/errors.js';
 import type { RunOutcome, SliStore } from './sli.js';
 import { declinedSteps, hashOf, newRunState, type RunState, type StateStore } from './state.js';
@@ -22,6 +23,8 @@ export interface EngineInput {
   observer?: (state: RunState) => Promise<void>;
   /** where the run leaves its figures for the watcher's metrics; never fails the run */
   sli?: SliStore;
+  /** hold points for power-cut tests (hold.ts): between steps, and the steps' own */
+  hold?: HoldAt;
 }
 
 const stepContext = (ctx: StepContext, step: Step): StepContext => ({
@@ -188,8 +191,8 @@ export async function runSteps(input: EngineInput): Promise<RunState> {
   try {
     for (const [index, step] of selected.entries()) {
       await banner.show(`[${index + 1}/${selected.length}] ${step.name} ...`);
-      await runOne(step, stepContext(ctx, step), state, store);
-      await ctx.hold?.(`after:${step.name}`);
+      await runOne(step, stepContext(ctx, step), state, store, input.hold);
+      await input.hold?.(`after:${step.name}`);
     }
   } catch (err) {
     state.result = err instanceof RefusedError ? 'refused' : 'failed';
@@ -230,6 +233,7 @@ async function runOne(
   stepCtx: StepContext,
   state: RunState,
   store: Pick<StateStore, 'save'>,
+  hold?: HoldAt,
 ): Promise<void> {
   const inputHash = hashOf(step.inputs(stepCtx.site));
   const previous = state.steps[step.name];
@@ -237,9 +241,12 @@ async function runOne(
   const doneBefore = previous?.status === 'done' && previous.declined === undefined && previous.inputHash === inputHash;
   const ctx: StepContext = {
     ...stepCtx,
-    runStartedAt: state.startedAt,
-    facts: factsOf(state),
-    ...(doneBefore && previous.finishedAt !== undefined && { doneAt: previous.finishedAt }),
+    run: {
+      startedAt: state.startedAt,
+      facts: factsOf(state),
+      ...(doneBefore && previous.finishedAt !== undefined && { doneAt: previous.finishedAt }),
+      ...(hold && { hold }),
+    },
   };
   const began = ctx.clock.monotonic();
   let attempts = previous?.attempts ?? 0;
@@ -294,7 +301,8 @@ async function runOne(
     planned = redactSecrets(plan.changes.map((c) => `${c.action} ${c.target}`));
     ctx.log.info({ changes: planned }, plan.summary);
     await record('running');
-    facts = await applyAndSettle(step, { ...ctx, progress: (m) => record('running', m, true) }, plan);
+    const progress = (m: string) => record('running', m, true);
+    facts = await applyAndSettle(step, { ...ctx, run: { ...ctx.run!, progress } }, plan);
     await verifyStep(step, ctx, facts);
     await record('done', plan.summary);
     logEvent(

@@ -91,16 +91,8 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   /** hash of the whole site-config (its files' digests): what the kubelet gate is opened for */
   configHash: string;
   options: RunOptions;
-  /** when this run started (ISO 8601): status older than that counts only once seen stable; absent outside `run` */
-  runStartedAt?: string;
-  /** when this step was last recorded done for the same inputs (ISO 8601); absent when it was not */
-  doneAt?: string;
-  /** the facts each step's apply and settle recorded in the run's state (src/steps/facts.ts); absent outside `run` */
-  facts?: Readonly<Record<StepName, unknown>>;
-  /** hold points for power-cut tests (hold.ts); absent outside `run` */
-  hold?: HoldAt;
-  /** says what a running step waits for, as `status` shows it (its DETAIL); absent outside `run` */
-  progress?(message: string): Promise<void>;
+  /** what the engine tells the step of the run it is in; absent outside `run` */
+  run?: StepRun;
   /**
    * a line on the technician's console (the banner), for progress a step makes while it surveys;
    * absent outside the CLI
@@ -108,6 +100,20 @@ export interface StepContext<S extends SiteBase = SiteBase> {
   console?(line: string): Promise<void>;
   /** what admission left to the clock step: its deferred findings of time and the lower bounds it knows */
   admittedTime?: AdmittedTime;
+}
+
+/** The engine's record of the run, for the step it runs: the one channel between the run and a step. */
+export interface StepRun {
+  /** when this run started (ISO 8601): status older than that counts only once seen stable */
+  startedAt: string;
+  /** when this step was last recorded done for the same inputs (ISO 8601); absent when it was not */
+  doneAt?: string;
+  /** the facts each step's apply and settle recorded in the run's state (src/steps/facts.ts) */
+  facts: Readonly<Record<StepName, unknown>>;
+  /** hold points for power-cut tests (hold.ts) */
+  hold?: HoldAt;
+  /** says what a step waits for while it applies and settles, as `status` shows it (its DETAIL) */
+  progress?(message: string): Promise<void>;
 }
 
 export interface AdmittedTime {

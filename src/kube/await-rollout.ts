@@ -7,11 +7,11 @@ import { VerificationError } from '../base/errors.js';
 import type { Logger } from '../log/logger.js';
 import { pollUntil, type Clock } from '../ports/clock.js';
 
-/** What the wait needs of a step's context: its clock, log and progress line, and the bound. */
+/** What the wait needs of a step's context: its clock, log and the run's progress line, and the bound. */
 export interface RolloutWait {
   clock: Clock;
   log: Logger;
-  progress?(message: string): Promise<void>;
+  run?: { progress?(message: string): Promise<void> };
   options: { healthTimeoutSeconds: number };
 }
 
@@ -31,7 +31,7 @@ export async function awaitRollout(
       if (left.length > 0 && now !== shown) {
         shown = now;
         ctx.log.info({ step, waiting: left }, `${step}: waiting for ${now}`);
-        await ctx.progress?.(`waiting for ${now}`);
+        await ctx.run?.progress?.(`waiting for ${now}`);
       }
       return left.length === 0 ? true : undefined;
     },

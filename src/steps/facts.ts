@@ -31,5 +31,5 @@ export interface StepFacts {
 }
 
 /** What `step` recorded in this run's state, for a later step; undefined when it recorded nothing. */
-export const factOf = <K extends keyof StepFacts>(ctx: Pick<StepContext, 'facts'>, step: K): StepFacts[K] | undefined =>
-  ctx.facts?.[step] as StepFacts[K] | undefined;
+export const factOf = <K extends keyof StepFacts>(ctx: Pick<StepContext, 'run'>, step: K): StepFacts[K] | undefined =>
+  ctx.run?.facts[step] as StepFacts[K] | undefined;

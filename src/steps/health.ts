@@ -186,8 +186,8 @@ export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | 
       blocking,
       timeoutSeconds: ctx.options.healthTimeoutSeconds,
       stableSeconds: ctx.options.healthStableSeconds,
-      ...(ctx.runStartedAt !== undefined && { runStartedAt: ctx.runStartedAt }),
-      ...(ctx.doneAt !== undefined && { doneAt: ctx.doneAt }),
+      ...(ctx.run && { runStartedAt: ctx.run.startedAt }),
+      ...(ctx.run?.doneAt !== undefined && { doneAt: ctx.run.doneAt }),
       ...(changedAt !== undefined && { changedAt }),
       now: ctx.clock.now().toISOString(),
       watchContext: await siteContext(ctx.fs, ctx.stateDir, ctx.site),
@@ -295,6 +295,6 @@ export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | 
     // once, at the end: the site's DNS servers may be slow to say no
     const warning = await siteDnsWarning(ctx);
     if (warning) ctx.log.warn({ step: 'health' }, `health: ${warning}`);
-    return held && ctx.runStartedAt !== undefined ? { workloadsHeldInRun: ctx.runStartedAt } : undefined;
+    return held && ctx.run ? { workloadsHeldInRun: ctx.run.startedAt } : undefined;
   },
 };

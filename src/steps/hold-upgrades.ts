@@ -47,7 +47,7 @@ const listed = (motions: readonly Motion[]) => motions.map((m) => m.what).join('
 async function settledMotions(ctx: StepContext, kube: Kube): Promise<{ motions: Motion[]; waitedSeconds: number }> {
   const first = await clusterMotions(kube);
   const waits = first.length > 0 && first.every((m) => m.settles);
-  if (!waits || ctx.runStartedAt === undefined) return { motions: first, waitedSeconds: 0 };
+  if (!waits || ctx.run === undefined) return { motions: first, waitedSeconds: 0 };
   const bound = ctx.options.busyWaitSeconds ?? CLUSTER_BUSY_WAIT_SECONDS;
   const began = ctx.clock.monotonic();
   ctx.log.info(

@@ -89,7 +89,7 @@ export const imagePullRetryStep: Step<PullRetryView, PullRetryDecision> = {
   async survey(ctx) {
     if (!switches(ctx.site)) return { switches: false, stuck: [] };
     const pods = await (await ctx.kube()).list<PodObject>('v1', 'Pod');
-    return { switches: true, stuck: stuckPods(pods, ctx.runStartedAt) };
+    return { switches: true, stuck: stuckPods(pods, ctx.run?.startedAt) };
   },
 
   plan(view) {

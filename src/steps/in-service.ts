@@ -33,9 +33,9 @@ interface InServiceView {
  * window in this run, which the run waits for anyway, may already have shown it holding
  */
 const seenInRun = (ctx: StepContext) =>
-  ctx.runStartedAt === undefined ||
-  ctx.doneAt !== undefined ||
-  factOf(ctx, 'health')?.workloadsHeldInRun === ctx.runStartedAt;
+  ctx.run === undefined ||
+  ctx.run.doneAt !== undefined ||
+  factOf(ctx, 'health')?.workloadsHeldInRun === ctx.run.startedAt;
 
 /** What settle waits for: the site-config's workloads (and URL) ready, held `stableSeconds` on end. */
 export interface InServiceDecision {

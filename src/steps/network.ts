@@ -336,7 +336,7 @@ export const networkStep: Step<NetworkView, NetworkDecision> = {
       });
     }
     ctx.log.info({ checkpoint }, `site network applied under checkpoint ${checkpoint}; checking it`);
-    await ctx.hold?.('network:checkpoint');
+    await ctx.run?.hold?.('network:checkpoint');
 
     const failed = await checkWithRetries(ctx, checks);
     if (failed.length > 0) {

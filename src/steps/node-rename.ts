@@ -144,14 +144,14 @@ async function survey(ctx: StepContext): Promise<NodeRenameView> {
   let pending = await preflight(ctx, current);
   const first = reasonsOf(pending);
   // in a run (not at plan), reasons that pass by themselves are waited for when nothing else refuses
-  if (ctx.runStartedAt === undefined || first.length === 0 || first.some((r) => !r.transient)) {
+  if (ctx.run === undefined || first.length === 0 || first.some((r) => !r.transient)) {
     view.pending = pending;
     return view;
   }
   const began = ctx.clock.monotonic();
   const waitingFor = first.map((r) => r.reason).join('; ');
   ctx.log.info({ waitingFor }, `rename ${current} -> ${to} waits up to ${RENAME_WAIT_MINUTES} min for: ${waitingFor}`);
-  await ctx.progress?.(`waiting up to ${RENAME_WAIT_MINUTES} min before renaming: ${waitingFor}`);
+  await ctx.run?.progress?.(`waiting up to ${RENAME_WAIT_MINUTES} min before renaming: ${waitingFor}`);
   await pollUntil(
     ctx.clock,
     async () => {

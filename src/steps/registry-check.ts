@@ -132,7 +132,7 @@ export const registryCheckStep: Step<RegistryCheckView, never> = {
         'registry check finished',
       );
       // each image's result, for support; only a run keeps it (plan changes nothing)
-      if (ctx.runStartedAt !== undefined)
+      if (ctx.run !== undefined)
         await ctx.fs.writeAtomic(
           path.join(ctx.stateDir, REGISTRY_CHECK_FILE),
           `${JSON.stringify({ checkedAt: ctx.clock.now().toISOString(), ...report }, null, 2)}\n`,

@@ -79,12 +79,13 @@ async function runLocked(
           `kubelet gate closed until the node steps of site ${loaded.site.name} pass`,
         );
     }
-    ctx.hold = holdPoints(rt.fs, rt.log);
+    const hold = holdPoints(rt.fs, rt.log);
     const state = await runSteps({
       steps: STEPS,
       selected,
       ctx,
-      store: new StateStore(rt.fs, rt.stateDir, ctx.hold),
+      hold,
+      store: new StateStore(rt.fs, rt.stateDir, hold),
       sli: new SliStore(rt.fs, rt.stateDir),
       banner: rt.banner,
       configHash: ctx.configHash,

@@ -29,7 +29,7 @@ export async function admitted(
       pending = pendingRoutes(domains, await operatorRoutes(kube)).filter(which);
       // said while the router and the operators roll out: status shows it as the step's detail
       if (pending.length > 0 && pending.length !== before)
-        await ctx.progress?.(
+        await ctx.run?.progress?.(
           `waiting for ${pending.map((r) => `Route ${r.namespace}/${r.name}`).join(', ')} to be admitted on the site's domain (the router rolls out for its new certificate)`,
         );
       return pending.length === 0 ? true : undefined;
