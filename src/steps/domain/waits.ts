@@ -51,7 +51,8 @@ export async function admitted(
 export async function served(ctx: StepContext, domains: SiteDomains): Promise<void> {
   const nodeServers = nameservers(await ctx.fs.readText('/etc/resolv.conf'));
   if (nodeServers.length === 0) return;
-  const names = clusterNames(`${domains.cluster}.${ctx.site.baseDomain}`);
+  // the cluster's own domain, <cluster>.<baseDomain>, is what follows api. in the decided names
+  const names = clusterNames(domains.api.slice('api.'.length));
   const trust = await siteTrust(ctx);
   let problems: string[] = [];
   const settled = await pollUntil(
