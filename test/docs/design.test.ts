@@ -2,7 +2,8 @@
  * docs/design.md is where a maintainer starts: every file or folder it names in backticks exists,
  * its repository layout has a row for every folder under src/, and what it says of the steps'
  * rooms holds: no step imports another, and nothing a step hands on travels in module state keyed
- * on an object (a WeakMap or WeakSet in the engine or the steps). No source file under src/ runs
+ * on an object (a WeakMap or WeakSet in the engine or the steps), and apply and settle act on the
+ * plan's decision without reading the site-config again. No source file under src/ runs
  * over 400 lines: one that does holds more than one concern, and is split along them.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -49,6 +50,16 @@ describe('docs/design.md', () => {
         .map((f) => `${dir}/${f}`),
     );
     expect(sources.filter((f) => /new Weak(Map|Set)\b/.test(readFileSync(path.join(REPO, f), 'utf8')))).toEqual([]);
+  });
+
+  it("acts on the plan's decision: no step's apply or settle reads the site-config to decide again", () => {
+    const reading = STEPS.flatMap((s) =>
+      [s.apply, s.settle]
+        .filter((fn) => fn !== undefined && /\bctx\.site\b/.test(fn.toString()))
+        .map((fn) => `${s.name}.${fn!.name}`),
+    );
+    expect(STEPS.filter((s) => s.apply).length).toBeGreaterThan(20);
+    expect(reading).toEqual([]);
   });
 
   it('has no source file over 400 lines under src/ (tests aside)', () => {
