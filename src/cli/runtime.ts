@@ -232,7 +232,7 @@ export function createStepContext(
       stateDir: rt.stateDir,
       configHash: hashOf(loaded.files),
       options,
-      admittedTime: { deferred: loaded.deferred ?? [], timeMarks: loaded.timeMarks ?? [] },
+      facts: { admission: { deferred: loaded.deferred ?? [], timeMarks: loaded.timeMarks ?? [] } },
       console: (line) => rt.banner.show(line),
     },
     close: () => {

@@ -164,7 +164,7 @@ describe('runSteps', () => {
       description: 'reads what routes recorded',
       inputs: () => null,
       survey: (ctx) => {
-        seen.push(ctx.run?.facts['routes']);
+        seen.push(ctx.facts?.['routes']);
         return Promise.resolve(null);
       },
       plan: (): PlanResult<never> => ({ action: 'noop', reason: 'nothing to wait for' }),

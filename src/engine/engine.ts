@@ -241,9 +241,9 @@ async function runOne(
   const doneBefore = previous?.status === 'done' && previous.declined === undefined && previous.inputHash === inputHash;
   const ctx: StepContext = {
     ...stepCtx,
+    facts: { ...stepCtx.facts, ...factsOf(state) },
     run: {
       startedAt: state.startedAt,
-      facts: factsOf(state),
       ...(doneBefore && previous.finishedAt !== undefined && { doneAt: previous.finishedAt }),
       ...(hold && { hold }),
     },

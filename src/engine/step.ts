@@ -3,8 +3,6 @@
  * and the site decide) -> apply (acts on that plan) -> settle (optional waits) -> verify (the
  * engine's: survey again, the plan must now be noop). The order lives in src/steps/index.ts.
  */
-import type { Finding } from '../base/findings.js';
-import type { TimeMark } from '../base/true-time.js';
 import type { Logger } from '../log/logger.js';
 import type { Clock } from '../ports/clock.js';
 import type { Exec } from '../ports/exec.js';
@@ -98,8 +96,11 @@ export interface StepContext<S extends SiteBase = SiteBase> {
    * absent outside the CLI
    */
   console?(line: string): Promise<void>;
-  /** what admission left to the clock step: its deferred findings of time and the lower bounds it knows */
-  admittedTime?: AdmittedTime;
+  /**
+   * the facts the run was given before its first step (admission's) and, in a run, every fact a
+   * step's apply and settle recorded in the run's state (src/steps/facts.ts lists each kind)
+   */
+  facts?: Readonly<Record<StepName, unknown>>;
 }
 
 /** The engine's record of the run, for the step it runs: the one channel between the run and a step. */
@@ -108,17 +109,10 @@ export interface StepRun {
   startedAt: string;
   /** when this step was last recorded done for the same inputs (ISO 8601); absent when it was not */
   doneAt?: string;
-  /** the facts each step's apply and settle recorded in the run's state (src/steps/facts.ts) */
-  facts: Readonly<Record<StepName, unknown>>;
   /** hold points for power-cut tests (hold.ts) */
   hold?: HoldAt;
   /** says what a step waits for while it applies and settles, as `status` shows it (its DETAIL) */
   progress?(message: string): Promise<void>;
-}
-
-export interface AdmittedTime {
-  deferred: Finding[];
-  timeMarks: TimeMark[];
 }
 
 export interface Step<S extends SiteBase = SiteBase, V = unknown, D = unknown, F = unknown> {

@@ -22,7 +22,7 @@ import type { PlanResult } from '../engine/step.js';
 import { chronySyncState, chronyWaitSync } from '../node/chrony.js';
 import { readShipment, shelfLife, type Shipment } from '../node/shipment.js';
 import { timeJudgments } from '../config/time-judgments.js';
-import type { StepFacts } from './facts.js';
+import { factOf, type StepFacts } from './facts.js';
 
 export interface ClockView {
   now: Date;
@@ -66,7 +66,7 @@ export const clockStep: Step<ClockView, ClockSyncDecision, StepFacts['clock']> =
 
   /** `after` the bounded wait for chronyd, the clock is judged as it is: the wait is made once per run */
   async survey(ctx, after) {
-    const admitted = ctx.admittedTime ?? { deferred: [], timeMarks: [] };
+    const admitted = factOf(ctx, 'admission') ?? { deferred: [], timeMarks: [] };
     const shipment = await readShipment(ctx.fs, ctx.stateDir);
     const marks = [
       ...admitted.timeMarks,
