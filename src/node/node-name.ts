@@ -68,8 +68,3 @@ export async function layKubeletEnv(fs: RootFs, content: string): Promise<void> 
   await fs.mkdirp(path.dirname(KUBELET_ENV_FILE), 0o755);
   await fs.writeAtomic(KUBELET_ENV_FILE, content, { mode: 0o644 });
 }
-
-/** Writes kubelet-env with KUBELET_NODE_NAME set to `name`, its other lines as `text` has them. */
-export async function writeKubeletEnv(fs: RootFs, text: string | undefined, name: string): Promise<void> {
-  await layKubeletEnv(fs, withNodeName(text, name));
-}
