@@ -20,7 +20,13 @@ export const HOLD_CONFIG_ANNOTATION = 'sno-relocate.openshift.io/config-hash';
 export type MarkState =
   { state: 'absent' } | { state: 'foreign' } | { state: 'held' | 'released'; configHash: string | undefined };
 
-type MarkObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
+interface MarkCondition {
+  type: string;
+  status: string;
+  lastTransitionTime?: string;
+}
+
+type MarkObject = KubeObject & { status?: { conditions?: MarkCondition[] } };
 
 export async function readMark(kube: Kube): Promise<MarkState> {
   const mark = await kube.get<MarkObject>(HOLD_MARK);
@@ -33,17 +39,39 @@ export async function readMark(kube: Kube): Promise<MarkState> {
   };
 }
 
-/** the mark's conditions: Available and settled (health and the watcher see nothing wrong), Upgradeable as given */
+/**
+ * The mark's conditions: Available and settled (health and the watcher see nothing wrong),
+ * Upgradeable as given. A condition keeps its `lastTransitionTime` from `previous` unless its
+ * status changes, as library-go's SetOperatorCondition keeps it (pkg/operator/v1helpers/helpers.go).
+ */
 export function markConditions(
   now: string,
   upgradeable: { status: 'True' | 'False'; reason: string; message: string },
+  previous: readonly MarkCondition[] = [],
 ) {
-  return [
-    { type: 'Available', status: 'True', reason: 'AsExpected', lastTransitionTime: now },
-    { type: 'Progressing', status: 'False', reason: 'AsExpected', lastTransitionTime: now },
-    { type: 'Degraded', status: 'False', reason: 'AsExpected', lastTransitionTime: now },
-    { type: 'Upgradeable', ...upgradeable, lastTransitionTime: now },
+  const wanted = [
+    { type: 'Available', status: 'True', reason: 'AsExpected' },
+    { type: 'Progressing', status: 'False', reason: 'AsExpected' },
+    { type: 'Degraded', status: 'False', reason: 'AsExpected' },
+    { type: 'Upgradeable', ...upgradeable },
   ];
+  return wanted.map((condition) => {
+    const before = previous.find((p) => p.type === condition.type);
+    const unchanged = before?.status === condition.status && before.lastTransitionTime;
+    return { ...condition, lastTransitionTime: unchanged ? before.lastTransitionTime! : now };
+  });
+}
+
+/** sets the mark's conditions (`markConditions`) on the mark as the cluster holds it */
+export async function writeMarkConditions(
+  kube: Kube,
+  now: string,
+  upgradeable: Parameters<typeof markConditions>[1],
+): Promise<void> {
+  await kube.updateStatus<MarkObject>(HOLD_MARK, (co) => ({
+    ...co,
+    status: { conditions: markConditions(now, upgradeable, co.status?.conditions) },
+  }));
 }
 
 /** now, to the second, as condition times are written */

@@ -20,8 +20,8 @@ import {
   HOLD_CONFIG_ANNOTATION,
   HOLD_MARK,
   HOLD_REASON,
-  markConditions,
   readMark,
+  writeMarkConditions,
   type MarkState,
 } from '../kube/hold-mark.js';
 import { clusterMotions, type Motion } from '../kube/cluster-motion.js';
@@ -145,8 +145,7 @@ export const holdUpgradesStep: Step<HoldView, HoldUpgradesDecision> = {
     };
     if (decision.write === 'create') await kube.create({ ...HOLD_MARK, metadata, spec: {} });
     else await kube.mergePatch(HOLD_MARK, { metadata: { annotations: metadata.annotations } });
-    const conditions = markConditions(conditionTime(ctx.clock), decision.upgradeable);
-    await kube.updateStatus(HOLD_MARK, (co) => ({ ...co, status: { conditions } }));
+    await writeMarkConditions(kube, conditionTime(ctx.clock), decision.upgradeable);
     ctx.log.info(
       { mark: describeRef(HOLD_MARK), reason: decision.upgradeable.reason },
       'upgrades held while the cluster moves',

@@ -7,7 +7,7 @@
  */
 import type { Step } from './step.js';
 import { describeRef } from '../ports/kube.js';
-import { conditionTime, HOLD_MARK, markConditions, readMark, type MarkState } from '../kube/hold-mark.js';
+import { conditionTime, HOLD_MARK, readMark, writeMarkConditions, type MarkState } from '../kube/hold-mark.js';
 
 export const RELEASE_REASON = 'RelocationDone';
 
@@ -42,8 +42,7 @@ export const releaseUpgradesStep: Step<MarkState, ReleaseUpgradesDecision> = {
     };
   },
   async apply(ctx, decision) {
-    const conditions = markConditions(conditionTime(ctx.clock), decision.upgradeable);
-    await (await ctx.kube()).updateStatus(HOLD_MARK, (co) => ({ ...co, status: { conditions } }));
+    await writeMarkConditions(await ctx.kube(), conditionTime(ctx.clock), decision.upgradeable);
     ctx.log.info({ mark: describeRef(HOLD_MARK) }, 'upgrades released');
   },
 };

@@ -25,7 +25,7 @@ const MASTER_POOL: ObjectRef = {
   name: 'master',
 };
 
-type WithConditions = KubeObject & { status?: { conditions?: Condition[] } };
+type WithConditions = KubeObject & { status?: { conditions?: (Condition & { lastTransitionTime?: string })[] } };
 
 /** Sets one condition of an object's status, as its operator would. */
 async function setCondition(kube: Kube, ref: ObjectRef, type: string, status: string, message = ''): Promise<void> {
@@ -115,6 +115,24 @@ describe.skipIf(kubeSkipped)('hold-upgrades and release-upgrades on a real API',
     const rerun = await a.run(['hold-upgrades', 'release-upgrades']);
     expect(rerun.steps['hold-upgrades']?.message).toBe('the move to this site-config finished and released upgrades');
     expect(await upgradeable(a.kube)).toMatchObject({ status: 'True', reason: RELEASE_REASON });
+  });
+
+  it('release turns Upgradeable only: the conditions that keep their status keep their transition time', async () => {
+    expect(await hold()).toBeUndefined();
+    // held since the first of January, as the cluster-version operator would have read it
+    const since = '2026-01-01T00:00:00Z';
+    await a.kube.updateStatus<WithConditions>(HOLD_MARK, (co) => ({
+      ...co,
+      status: { conditions: co.status!.conditions!.map((c) => ({ ...c, lastTransitionTime: since })) },
+    }));
+    await a.run(['release-upgrades']);
+    const conditions = (await a.kube.get<WithConditions>(HOLD_MARK))!.status!.conditions!;
+    expect(Object.fromEntries(conditions.map((c) => [c.type, [c.status, c.lastTransitionTime === since]]))).toEqual({
+      Available: ['True', true],
+      Progressing: ['False', true],
+      Degraded: ['False', true],
+      Upgradeable: ['True', false],
+    });
   });
 
   it('waits for a ClusterVersion update that finishes by itself, then holds', async () => {
