@@ -8,13 +8,10 @@
 // registry unreachable: the installer puts N back from the kept binary, asking no registry.
 //
 // The one boundary that cannot run here is the registry and podman pulling from it: a stand-in
-// podman serves images from a folder named by digest, refusing any other image or command.
-import { createHash } from 'node:crypto';
-import { mkdtemp, readFile } from 'node:fs/promises';
+// podman serves images from a folder named by digest (journey.ts), refusing any other image or command.
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, posix } from 'node:path';
-import { promisify } from 'node:util';
-import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBELET_UNIT as KUBELET } from '../../src/steps/kubelet.js';
 import { installFiles, readFile as readDiskFile } from './disk.js';
@@ -23,21 +20,12 @@ import {
   type FactoryNode,
   installMcdModel,
   mcdJournal,
-  openshiftConfigs,
   pullSecretJson,
-  renderConfig,
-  waitMcdSettled,
   waitMcdStarted,
 } from './mcd-model/install.js';
 import { startTimeServer, type TimeServer } from './time-server.js';
-import {
-  AGENT_BINARY,
-  AGENT_UNIT,
-  buildNodeImage,
-  INSTALL_LIB,
-  type NodeImage,
-  renderMachineConfigs,
-} from './node-image.js';
+import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, INSTALL_LIB, type NodeImage } from './node-image.js';
+import { buildNextAgent, INSTALL_UNIT, rebootedInto, REGISTRY_DOWN, renderNaming } from './journey.js';
 import { STATE_FILE, unitProps } from './node-checks.js';
 import {
   announceSkip,
@@ -49,48 +37,11 @@ import {
   waitKubeletActive,
 } from './scenario.js';
 import { newSecret, siteSpec, siteStick } from './sites.js';
-import { bootVm, REPO_ROOT, type Vm } from './vm.js';
+import { bootVm, type Vm } from './vm.js';
 
 announceSkip('agent upgrade and rollback scenario');
 
-const REGISTRY_DIR = '/var/lib/e2e-registry';
-/** while this file exists the registry cannot be reached (a site with no way to it) */
-const REGISTRY_DOWN = '/var/lib/e2e-registry-unreachable';
-const REPOSITORY = 'registry.factory.example.com:5000/sno-relocate/agent';
 const PULL_SECRET = pullSecretJson({});
-const INSTALL_UNIT = 'sno-relocate-install.service';
-
-// stand-in for podman pull/create/cp/rm against a registry folder (<digest>/sno-relocate per image)
-// and the node's container storage: `pull` copies an image into storage, `--policy missing` (as
-// podman's) pulls only an image storage does not hold, `create` and `cp` read storage
-const STORAGE_DIR = '/var/lib/e2e-podman-storage';
-const PODMAN_STANDIN = `#!/bin/sh
-# Test only: podman pulling from a registry, which cannot run in this VM
-set -e
-case "$1" in
-  pull) shift; policy=always
-        while [ $# -gt 1 ]; do
-          case "$1" in
-            --authfile) shift 2 ;;
-            --policy) policy=$2; shift 2 ;;
-            *) echo "podman stand-in: pull $1 is not modelled" >&2; exit 125 ;;
-          esac
-        done
-        case "$1" in ${REPOSITORY}@sha256:*) ;; *) echo "Error: $1: not this registry" >&2; exit 125 ;; esac
-        digest=\${1##*@sha256:}
-        [ "$policy" = missing ] && [ -x "${STORAGE_DIR}/$digest/sno-relocate" ] && exit 0
-        [ -e ${REGISTRY_DOWN} ] && { echo "Error: $1: pinging container registry: dial tcp: connect: network is unreachable" >&2; exit 125; }
-        [ -x "${REGISTRY_DIR}/$digest/sno-relocate" ] || { echo "Error: $1: manifest unknown" >&2; exit 125; }
-        mkdir -p "${STORAGE_DIR}/$digest"; cp "${REGISTRY_DIR}/$digest/sno-relocate" "${STORAGE_DIR}/$digest/" ;;
-  create) [ -d "${STORAGE_DIR}/\${2##*@sha256:}" ] || exit 125; echo "ctr-\${2##*@sha256:}" ;;
-  cp) [ "\${2#*:}" = /usr/local/bin/sno-relocate ] || exit 125
-      id=\${2%%:*}; cp "${STORAGE_DIR}/\${id#ctr-}/sno-relocate" "$3" ;;
-  rm) ;;
-  *) echo "podman stand-in: $1 is not modelled" >&2; exit 125 ;;
-esac
-`;
-
-const run = promisify(execFile);
 
 describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and rolling it back', () => {
   let image: NodeImage | undefined;
@@ -109,55 +60,16 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
   const version = async (v: Vm) => (await v.sshOk(`${AGENT_BINARY} --version`)).trim();
   const record = async (v: Vm, name: string) => (await v.sshOk(`cat ${INSTALL_LIB}/${name}`)).trim();
   const installJournal = async (v: Vm) => v.sshOk(`journalctl -b 0 -u ${INSTALL_UNIT} -o cat --no-pager; true`);
-  /** the pool's rendered config with the project's MachineConfigs naming `agentImage` */
-  const renderNaming = async (name: string, agentImage: string) => {
-    const saved = process.env.SNO_RELOCATE_IMAGE;
-    process.env.SNO_RELOCATE_IMAGE = agentImage;
-    try {
-      return renderConfig(name, [...openshiftConfigs(PULL_SECRET), ...(await renderMachineConfigs())]);
-    } finally {
-      if (saved === undefined) delete process.env.SNO_RELOCATE_IMAGE;
-      else process.env.SNO_RELOCATE_IMAGE = saved;
-    }
-  };
-  /** after the daemon's reboot: up again, the installer's boot run done, the daemon Done in `config` */
-  const rebootedInto = async (v: Vm, config: string, sticks: string[]) => {
-    await v.waitGuestStopped(5 * MIN);
-    await v.bootAgain({ sticks });
-    await v.waitSsh();
-    await v.waitFor(
-      `systemctl show -p ActiveState -p ExecMainExitTimestampMonotonic ${INSTALL_UNIT}`,
-      (r) => /^ActiveState=(inactive|failed)$/m.test(r.stdout) && !/=0$/m.test(r.stdout),
-      5 * MIN,
-    );
-    expect(await waitMcdSettled(v, config), await mcdJournal(v)).toMatchObject({
-      state: 'Done',
-      currentConfig: config,
-    });
-  };
-
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sno-e2e-upgrade-'));
     image = await buildNodeImage();
-    versionN = (await run(join(REPO_ROOT, 'dist/sno-relocate'), ['--version'])).stdout.trim();
-    // N+1: the same sources stamped with the next version, built beside dist/
-    const nextDir = join(dir, 'next');
-    await run('bash', [join(REPO_ROOT, 'build.sh')], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, SNO_RELOCATE_DIST: nextDir, SNO_RELOCATE_VERSION: `${versionN.split(' ')[1]}-next` },
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    const next = await readFile(join(nextDir, 'sno-relocate'));
-    versionNext = `${versionN}-next`;
-    imageNext = `${REPOSITORY}@sha256:${createHash('sha256').update(next).digest('hex')}`;
+    const next = await buildNextAgent(dir);
+    ({ versionN, versionNext, imageNext } = next);
     imageN = (await readDiskFile(image.disk, '/etc/sno-relocate/install.env'))!
       .toString()
       .match(/^SNO_RELOCATE_IMAGE=(.+)$/m)![1]!;
     // only N+1 is in the registry: N comes back from the binary the installer kept, or not at all
-    await installFiles(image.disk, [
-      { path: '/usr/local/bin/podman', mode: 0o755, contents: PODMAN_STANDIN },
-      { path: posix.join(REGISTRY_DIR, imageNext.split('@sha256:')[1]!, 'sno-relocate'), mode: 0o755, contents: next },
-    ]);
+    await installFiles(image.disk, next.entries);
     timeServer = await startTimeServer();
     mcd = await installMcdModel(image.disk, image.machineConfigs, PULL_SECRET, 'release-4.18', timeServer);
     firstStick = await siteStick(dir, 'first.img', siteSpec(newSecret()));
@@ -193,7 +105,7 @@ describe.skipIf(skipVm)('upgrading the agent through the MachineConfig, and roll
   it('a MachineConfig naming N+1: the daemon writes it, the installer puts N+1 in place and keeps N', async () => {
     const started = performance.now();
     const v = vm!;
-    const update = await renderNaming('rendered-master-agent-next', imageNext);
+    const update = await renderNaming('rendered-master-agent-next', imageNext, PULL_SECRET);
     await dropConfig(v, update);
     // the technician's second stick is in the node when it comes up again
     await rebootedInto(v, update.metadata.name, [secondStick]);

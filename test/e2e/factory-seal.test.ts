@@ -15,21 +15,13 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
-import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_KUBECONFIG } from '../../src/cli/runtime.js';
 import { startFactory, type ClusterEnv } from '../cluster/env.js';
-import { INSTALL_ADDRESS, seedRelocatable, settleMasterPool } from '../factory/env.js';
+import { INSTALL_ADDRESS, seedRelocatable } from '../factory/env.js';
 import { enableUnit, installFiles } from './disk.js';
-import {
-  AGENT_BINARY,
-  AGENT_UNIT,
-  buildNodeImage,
-  ensureAgentBuild,
-  machineConfigPayload,
-  type MachineConfig,
-  type NodeImage,
-} from './node-image.js';
+import { AGENT_BINARY, AGENT_UNIT, buildNodeImage, ensureAgentBuild, type NodeImage } from './node-image.js';
+import { applyTrustAnchors, factoryPrepare, TRUST_ANCHOR } from './journey.js';
 import { diffSnapshots, events, NODE_TREES, shq, snapshotTrees, waitEvent } from './node-checks.js';
 import {
   announceSkip,
@@ -57,9 +49,6 @@ const STATE = '/var/lib/sno-relocate';
 const LEFT_SITE_CONFIG = '/etc/sno-relocate/site-config.yaml';
 const SEAL_OUT = '/var/tmp/factory-seal.out';
 const SEAL = `${AGENT_BINARY} factory seal --shelf-days 20 --power-off`;
-/** where the factory's public signing key is handed to `factory prepare --trust` in the guest */
-const GUEST_TRUST = '/var/tmp/factory-trust';
-const TRUST_ANCHOR = '/etc/sno-relocate/trust/factory.pub';
 
 describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the site', () => {
   let env: ClusterEnv | undefined;
@@ -138,19 +127,10 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
   it("prepare reads the install address on the node's br-ex and opens the kubelet gate for the factory", async () => {
     const v = vm!;
     const started = performance.now();
-    // the factory has run for far longer than the agent waits for a site-config at boot
-    await v.sshOk(`systemctl stop ${AGENT_UNIT}`);
     await v.sshOk(`mkdir -p ${posix.dirname(NODE_KUBECONFIG)} && cat >${NODE_KUBECONFIG}`, {
       input: guestKubeconfig(env!),
     });
-    // br-ex as ovs-configuration left it at installation: the install address first
-    await v.sshOk(
-      `ip link add br-ex type bridge && ip addr add ${INSTALL_ADDRESS} dev br-ex && ip addr add 10.1.2.3/24 dev br-ex && ip link set br-ex up`,
-    );
-    await v.sshOk(`mkdir -p ${GUEST_TRUST} && cat >${GUEST_TRUST}/factory.pub`, {
-      input: readFileSync(join(dir, 'factory.pub'), 'utf8'),
-    });
-    const r = await v.ssh(`${AGENT_BINARY} factory prepare --trust ${GUEST_TRUST}`, { timeoutMs: 5 * MIN });
+    const r = await factoryPrepare(v, readFileSync(join(dir, 'factory.pub'), 'utf8'));
     expect(r.code, r.stderr).toBe(0);
     // a node with a key takes its secrets sealed to it only: the site's stick is made for this node
     const recipient = /^node key (age1\S+) /m.exec(r.stdout)?.[1];
@@ -163,27 +143,9 @@ describe.skipIf(skipVm || kubeSkipped)('sealed at the factory, relocated at the 
       installSubnet: '192.168.127.0/24',
     });
     expect(await v.sshOk(`cat ${STATE}/kubelet-gate`)).toBe('factory\n');
-    // the machine-config daemon's part, which does not run here: the files of the MachineConfig
-    // prepare created that the image (laid out from the MachineConfigs without a key) lacks, the
-    // trust anchor; then the pool updated
-    const created = (await env!.cluster.kubeConfig().makeApiClient(CustomObjectsApi).getClusterCustomObject({
-      group: 'machineconfiguration.openshift.io',
-      version: 'v1',
-      plural: 'machineconfigs',
-      name: '50-master-sno-relocate',
-    })) as MachineConfig;
-    const anchors = (await machineConfigPayload([created])).entries.flatMap((e) =>
-      'contents' in e && e.path.startsWith(`${posix.dirname(TRUST_ANCHOR)}/`) ? [e] : [],
-    );
-    expect(anchors.map((e) => e.path)).toEqual([TRUST_ANCHOR]);
-    // as the daemon writes a file: its folder made first when missing
-    for (const e of anchors)
-      await v.sshOk(
-        `mkdir -p ${posix.dirname(e.path)} && cat >${e.path} && chmod ${(e.mode ?? 0o644).toString(8)} ${e.path}`,
-        { input: e.contents },
-      );
+    // the machine-config daemon's part, which does not run here: the trust anchor written; the pool updated
+    expect(await applyTrustAnchors(v, env!)).toEqual([TRUST_ANCHOR]);
     expect(await v.sshOk(`cat ${TRUST_ANCHOR}`)).toBe(readFileSync(join(dir, 'factory.pub'), 'utf8'));
-    await settleMasterPool(env!.cluster.kubeConfig());
     timings.prepareMs = Math.round(performance.now() - started);
   });
 
