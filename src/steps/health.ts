@@ -101,14 +101,19 @@ async function blockers(ctx: StepContext, view: ClusterView): Promise<{ findings
   };
 }
 
-async function withView<T>(ctx: StepContext, use: (view: ClusterView) => Promise<T>): Promise<T> {
+/** the watcher's view of the cluster with the site's context (`watchContext`), for the time `use` takes */
+async function withView<T>(
+  ctx: StepContext,
+  watchContext: WatchContext,
+  use: (view: ClusterView) => Promise<T>,
+): Promise<T> {
   const kube = await ctx.kube();
   // the watcher's informers load with the client, which the cluster steps have loaded already
   const { ClusterView } = await import('../watch/view.js');
   const view = new ClusterView(kube.listWatch(), {
     clock: ctx.clock,
     log: ctx.log,
-    ctx: await siteContext(ctx.fs, ctx.stateDir, ctx.site),
+    ctx: watchContext,
   });
   try {
     view.start();
@@ -179,7 +184,8 @@ export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | 
   inputs: (site) => contextFromSite(site),
 
   async survey(ctx) {
-    const { findings, blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    const watchContext = await siteContext(ctx.fs, ctx.stateDir, ctx.site);
+    const { findings, blocking } = await withView(ctx, watchContext, async (view) => blockers(ctx, view));
     const changedAt = await operatorsChangedAt(await ctx.kube());
     return {
       findings,
@@ -190,7 +196,7 @@ export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | 
       ...(ctx.run?.doneAt !== undefined && { doneAt: ctx.run.doneAt }),
       ...(changedAt !== undefined && { changedAt }),
       now: ctx.clock.now().toISOString(),
-      watchContext: await siteContext(ctx.fs, ctx.stateDir, ctx.site),
+      watchContext,
       contextFile: path.posix.join(ctx.stateDir, CONTEXT_FILE),
     };
   },
@@ -249,7 +255,8 @@ export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | 
    * blocks now.
    */
   async verify(ctx) {
-    const { blocking } = await withView(ctx, async (view) => blockers(ctx, view));
+    const watchContext = await siteContext(ctx.fs, ctx.stateDir, ctx.site);
+    const { blocking } = await withView(ctx, watchContext, async (view) => blockers(ctx, view));
     if (blocking.length > 0)
       throw new VerificationError(`cluster unsettled again: ${describe(blocking)}`, {
         step: 'health',
@@ -257,10 +264,10 @@ export const healthStep: Step<HealthView, HealthDecision, StepFacts['health'] | 
       });
   },
 
-  async settle(ctx, { wait: { timeoutSeconds, stableSeconds } }) {
+  async settle(ctx, { watchContext, wait: { timeoutSeconds, stableSeconds } }) {
     const timeoutMs = timeoutSeconds * 1000;
     const stableMs = stableSeconds * 1000;
-    const held = await withView(ctx, async (view) => {
+    const held = await withView(ctx, watchContext, async (view) => {
       let last: string[] = [];
       // the site's own workloads, watched through the same window: in-service then need not wait another
       let workloadsReadySince: number | undefined;
