@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { GATE_FILE, gatePath } from '../node/kubelet-gate.js';
 import type { RootFs } from '../ports/fs.js';
+import { LOCK_FILE } from '../ports/run-lock.js';
 import { SHIPMENT_FILE, type Shipment } from '../node/shipment.js';
 
 export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment): Promise<string[]> {
@@ -19,6 +20,8 @@ export async function sealNode(fs: RootFs, stateDir: string, shipment: Shipment)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+  // the run lock seal holds goes when it releases it
+  entries = entries.filter((entry) => entry !== LOCK_FILE);
   for (const entry of entries) await fs.remove(path.posix.join(stateDir, entry));
   await fs.mkdirp(stateDir, 0o700);
   await fs.writeAtomic(path.posix.join(stateDir, SHIPMENT_FILE), `${JSON.stringify(shipment, null, 2)}\n`, {

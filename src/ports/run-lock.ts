@@ -2,8 +2,8 @@
  * The run lock: one `run` at a time on a node (the unit at boot, the udev-started one, a technician's
  * manual run). A file in the state folder created with O_EXCL holds the owner's pid, the boot it runs
  * in and its start time, so a lock left by a power cut, a kill or a reused pid is recognised as
- * stale and taken over; a live owner makes the second run refuse at once (exit 3). Only `run` takes
- * it: `plan`, `validate` and `status` change nothing.
+ * stale and taken over; a live owner makes the second run refuse at once (exit 3). `run`, `factory
+ * prepare` and `factory seal` take it; `plan`, `validate`, `status` and `factory check` change nothing.
  */
 import { constants } from 'node:fs';
 import { link, open, readFile, rename, rm, rmdir } from 'node:fs/promises';

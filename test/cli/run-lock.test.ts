@@ -1,10 +1,11 @@
 /**
  * The run lock between two real processes of the built executable: a run waiting for a stick holds
- * it, a second run refuses at once naming the holder, plan/validate/status go on, and a lock whose
+ * it, a second run (or factory prepare or seal) refuses at once naming the holder, plan/validate/status
+ * go on, and a lock whose
  * holder died (a kill, a power cut: another boot) is taken over.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -52,6 +53,33 @@ describe('the run lock', () => {
       expect(runCli(['validate', EXAMPLE, ...n.args]).code).toBe(0);
       expect(runCli(['plan', EXAMPLE, ...n.args, '--only', 'ssh-keys']).code).toBe(0);
       expect(runCli(['status', ...n.args]).code).toBe(0);
+    } finally {
+      first.child.kill('SIGTERM');
+      await first.exited;
+    }
+  });
+
+  it('makes factory prepare and seal refuse beside a run, changing nothing in the state folder', async () => {
+    const n = node('factory');
+    const state = path.dirname(n.lock);
+    mkdirSync(state, { recursive: true });
+    // what a factory run left: seal would clear it, prepare would write beside it
+    writeFileSync(path.join(state, 'state.json'), '{"factory":true}\n');
+    const first = waitingRun(n.args);
+    try {
+      await vi.waitFor(() => expect(first.log()).toContain('waiting'), { timeout: 20_000, interval: 50 });
+      const before = readdirSync(state).sort();
+      for (const sub of ['prepare', 'seal']) {
+        const r = runCli(['factory', sub, ...n.args]);
+        expect([sub, r.code, r.stderr]).toEqual([
+          sub,
+          3,
+          expect.stringContaining(`another run holds the lock (pid ${first.child.pid}); nothing was changed`),
+        ]);
+      }
+      expect(readdirSync(state).sort()).toEqual(before);
+      expect(readFileSync(path.join(state, 'state.json'), 'utf8')).toBe('{"factory":true}\n');
+      expect(JSON.parse(readFileSync(n.lock, 'utf8'))).toMatchObject({ pid: first.child.pid });
     } finally {
       first.child.kill('SIGTERM');
       await first.exited;

@@ -18,6 +18,7 @@ import type { Shipment } from '../../node/shipment.js';
 import { FACTORY_RECORD } from '../../base/node-files.js';
 import { machineConfigYaml, type MachineConfigOptions } from '../../node/machineconfig.js';
 import type { Kube } from '../../ports/kube.js';
+import { acquireRunLock } from '../../ports/run-lock.js';
 import { type Invocation, oneOf } from '../args.js';
 import type { OptionsOf } from './options.js';
 import { createRuntime, kubeconfigPath, type Runtime } from '../runtime.js';
@@ -135,6 +136,19 @@ async function prepareManifests(inv: Prepare, format: Format, dir: string): Prom
   };
 }
 
+/**
+ * prepare and seal write the node's state folder (seal clears it): one at a time, and never beside a
+ * run, so they hold the run lock and refuse, changing nothing, while another holds it.
+ */
+async function holdingRunLock<T>(rt: Runtime, work: () => Promise<T>): Promise<T> {
+  const lock = await acquireRunLock(rt.fs, rt.stateDir);
+  try {
+    return await work();
+  } finally {
+    await lock.release();
+  }
+}
+
 async function prepare(inv: Prepare, format: Format): Promise<CommandResult> {
   if (inv.flags.manifests !== undefined) return prepareManifests(inv, format, inv.flags.manifests);
   for (const flag of ['internal-ip', 'install-config'] as const)
@@ -143,6 +157,10 @@ async function prepare(inv: Prepare, format: Format): Promise<CommandResult> {
         `--${flag} is for --manifests (before installation); on the node the internal IP is br-ex's install address`,
       );
   const rt = createRuntime(inv.flags);
+  return holdingRunLock(rt, () => prepareLocked(inv, format, rt));
+}
+
+async function prepareLocked(inv: Prepare, format: Format, rt: Runtime): Promise<CommandResult> {
   const options = machineConfigOptions(inv);
   const kube = await connect(rt);
   const result = await prepareNode({
@@ -167,8 +185,8 @@ async function prepare(inv: Prepare, format: Format): Promise<CommandResult> {
 async function check(
   inv: Invocation<OptionsOf<'factory check'> & OptionsOf<'factory seal'>>,
   requireTpm: boolean,
+  rt: Runtime = createRuntime(inv.flags),
 ): Promise<{ rt: Runtime; report: CheckReport }> {
-  const rt = createRuntime(inv.flags);
   const report = await checkFactoryNode({
     fs: rt.fs,
     kube: await connect(rt),
@@ -188,7 +206,16 @@ const checkResult = (report: CheckReport, format: Format, extra = ''): CommandRe
 });
 
 async function seal(inv: Invocation<OptionsOf<'factory seal'>>, format: Format): Promise<CommandResult> {
-  const { rt, report } = await check(inv, false);
+  const rt = createRuntime(inv.flags);
+  return holdingRunLock(rt, () => sealLocked(inv, format, rt));
+}
+
+async function sealLocked(
+  inv: Invocation<OptionsOf<'factory seal'>>,
+  format: Format,
+  rt: Runtime,
+): Promise<CommandResult> {
+  const { report } = await check(inv, false, rt);
   if (!report.fit) return checkResult(report, format, 'not sealed: nothing on the node was changed\n');
   const { powerOnBy } = report;
   const early =
