@@ -49,7 +49,8 @@ export interface RootFs {
   mode(hostPath: string): Promise<number | undefined>;
   size(hostPath: string): Promise<number | undefined>;
   list(hostPath: string): Promise<string[]>;
-  mkdirp(hostPath: string, mode?: number): Promise<void>;
+  /** makes the folder and its missing parents; the first folder it made (a host path), if any */
+  mkdirp(hostPath: string, mode?: number): Promise<string | undefined>;
   remove(hostPath: string): Promise<void>;
   chmod(hostPath: string, mode: number): Promise<void>;
   /** fsync a folder, so that renames and new files inside it survive a power cut */
@@ -100,10 +101,12 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
  * mkdir -p whose new folders get `mode` whatever the process's umask (the agent's unit has 0077,
  * and a folder such as a unit's drop-in folder must stay readable by the services that read it).
  */
-async function makeFolders(real: string, mode: number): Promise<void> {
+/** the first folder made (a real path), as node's recursive mkdir says */
+async function makeFolders(real: string, mode: number): Promise<string | undefined> {
   const first = await mkdir(real, { recursive: true, mode });
-  if (first === undefined) return;
+  if (first === undefined) return undefined;
   for (let dir = real; dir.length >= first.length; dir = path.dirname(dir)) await chmod(dir, mode);
+  return first;
 }
 
 async function fsyncPath(real: string, flags: number): Promise<void> {
@@ -222,7 +225,10 @@ export function createRootFs(root: string): RootFs {
     mode: async (p) => (await orUndefined(() => stat(resolve(p))))?.mode,
     size: async (p) => (await orUndefined(() => stat(resolve(p))))?.size,
     list: async (p) => (await orUndefined(() => readdir(resolve(p)))) ?? [],
-    mkdirp: (p, mode = 0o755) => makeFolders(resolve(p), mode),
+    mkdirp: async (p, mode = 0o755) => {
+      const first = await makeFolders(resolve(p), mode);
+      return first === undefined ? undefined : path.posix.join('/', path.relative(base, first));
+    },
     remove: (p) => rm(resolve(p), { force: true, recursive: true }),
     chmod: (p, mode) => chmod(resolve(p), mode),
     syncDir,

@@ -74,21 +74,32 @@ async function create(file: string, me: Owner): Promise<boolean> {
   return true;
 }
 
+/** removes `folder` and its parents up to `top`, each only while empty (a run may have written there) */
+async function removeEmptyFolders(fs: RootFs, folder: string, top: string): Promise<void> {
+  for (let dir = folder; dir.length >= top.length; dir = path.posix.dirname(dir))
+    if (
+      !(await rmdir(fs.resolve(dir)).then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
+}
+
 /**
  * Takes the lock or refuses naming its owner. A stale lock is moved to a private name first, so of
  * two runs that find it stale at once only one removes it; should the one moved be a new live lock
  * (the other run took over in between), it is put back and this run refuses.
  */
 export async function acquireRunLock(fs: RootFs, stateDir: string): Promise<RunLock> {
-  // a state folder made only for the lock goes again with it: a run that changed nothing leaves nothing
-  const madeFolder = !(await fs.exists(stateDir));
-  await fs.mkdirp(stateDir, 0o700);
+  // the folders made only for the lock go again with it: a run that changed nothing leaves nothing
+  const firstMade = await fs.mkdirp(stateDir, 0o700);
   const file = fs.resolve(path.posix.join(stateDir, LOCK_FILE));
   const me = await currentOwner();
   const release = async () => {
     const owner = parseOwner(await readFile(file, 'utf8').catch(() => ''));
     if (owner?.pid === me.pid && owner.startTime === me.startTime) await rm(file, { force: true });
-    if (madeFolder) await rmdir(fs.resolve(stateDir)).catch(() => undefined);
+    if (firstMade !== undefined) await removeEmptyFolders(fs, stateDir, firstMade);
   };
   for (let attempt = 0; attempt < 3; attempt++) {
     if (await create(file, me)) return { release };
