@@ -100,8 +100,8 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
 /**
  * mkdir -p whose new folders get `mode` whatever the process's umask (the agent's unit has 0077,
  * and a folder such as a unit's drop-in folder must stay readable by the services that read it).
+ * Returns the first folder it made (a real path), as node's recursive mkdir does.
  */
-/** the first folder made (a real path), as node's recursive mkdir says */
 async function makeFolders(real: string, mode: number): Promise<string | undefined> {
   const first = await mkdir(real, { recursive: true, mode });
   if (first === undefined) return undefined;

@@ -76,14 +76,13 @@ async function create(file: string, me: Owner): Promise<boolean> {
 
 /** removes `folder` and its parents up to `top`, each only while empty (a run may have written there) */
 async function removeEmptyFolders(fs: RootFs, folder: string, top: string): Promise<void> {
-  for (let dir = folder; dir.length >= top.length; dir = path.posix.dirname(dir))
-    if (
-      !(await rmdir(fs.resolve(dir)).then(
-        () => true,
-        () => false,
-      ))
-    )
+  for (let dir = folder; dir.length >= top.length; dir = path.posix.dirname(dir)) {
+    try {
+      await rmdir(fs.resolve(dir));
+    } catch {
       return;
+    }
+  }
 }
 
 /**
