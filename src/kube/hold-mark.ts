@@ -57,8 +57,8 @@ export function markConditions(
   ];
   return wanted.map((condition) => {
     const before = previous.find((p) => p.type === condition.type);
-    const unchanged = before?.status === condition.status && before.lastTransitionTime;
-    return { ...condition, lastTransitionTime: unchanged ? before.lastTransitionTime! : now };
+    const kept = before?.status === condition.status ? before.lastTransitionTime : undefined;
+    return { ...condition, lastTransitionTime: kept ?? now };
   });
 }
 
